@@ -1,0 +1,27 @@
+import { defineConfig } from 'vitest/config';
+
+// Tests run the TypeScript sources directly: the "source" export condition maps every
+// @mirrorhub/* import to src/*.ts, so no build is needed before `vitest`.
+export default defineConfig({
+  resolve: { conditions: ['source'] },
+  ssr: { resolve: { conditions: ['source'], externalConditions: ['source'] } },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['{shared,hub,agent,infra}/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/src/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
+          // Real API servers on 2 cores: one file at a time keeps timings honest.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
