@@ -1,0 +1,1 @@
+export * from './aws/eks-token.js';
