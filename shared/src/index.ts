@@ -1,1 +1,2 @@
 export * from './aws/eks-token.js';
+export * from './api/index.js';

@@ -1,0 +1,932 @@
+// The single source of truth for mirrorhub's API (group mirrorhub.io, version v1alpha1).
+//
+// `pnpm gen` turns these definitions into shared/src/api/types.gen.ts (TypeScript) and the CRD
+// YAML under charts/*/crds/. generate.test.ts fails when either drifts from this file.
+//
+// Sub-schemas (label selectors, namespace selection, template, conditions, ...) are built once
+// and shared by every kind that uses them, so SecretMirror and ClusterSecretMirror cannot drift.
+// What a schema can say is refused at apply time (enums, bounds, patterns, CEL); what only code
+// can judge (does a regex compile?) is reported in status by the controllers.
+
+import type { Schema, ValidationRule } from './openapi.js';
+
+export const GROUP = 'mirrorhub.io';
+export const VERSION = 'v1alpha1';
+
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  jsonPath: string;
+  description: string;
+  /** 0 (default) shows in `kubectl get`; 1 only in `kubectl get -o wide`. */
+  priority?: number;
+}
+
+export interface KindDefinition {
+  kind: string;
+  listKind: string;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  categories: string[];
+  scope: 'Namespaced' | 'Cluster';
+  description: string;
+  spec: Schema;
+  status: Schema;
+  printerColumns: PrinterColumn[];
+  /** Charts whose crds/ directory carries this CRD (`charts/<chart>/crds/`). */
+  charts: string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small builders. They only fill in `type`; every field still states its own description.
+
+const string = (description: string, extra: Partial<Schema> = {}): Schema => ({
+  type: 'string',
+  description,
+  ...extra,
+});
+const integer = (description: string, extra: Partial<Schema> = {}): Schema => ({
+  type: 'integer',
+  description,
+  ...extra,
+});
+const boolean = (description: string, extra: Partial<Schema> = {}): Schema => ({
+  type: 'boolean',
+  description,
+  ...extra,
+});
+const dateTime = (description: string): Schema => ({
+  type: 'string',
+  format: 'date-time',
+  description,
+});
+const array = (description: string, items: Schema, extra: Partial<Schema> = {}): Schema => ({
+  type: 'array',
+  description,
+  items,
+  ...extra,
+});
+const object = (
+  tsType: string,
+  description: string,
+  properties: Record<string, Schema>,
+  extra: Partial<Schema> = {},
+): Schema => ({ type: 'object', tsType, description, properties, ...extra });
+const stringMap = (description: string, extra: Partial<Schema> = {}): Schema => ({
+  type: 'object',
+  description,
+  additionalProperties: { type: 'string' },
+  ...extra,
+});
+const stringEnum = (
+  tsType: string,
+  description: string,
+  values: string[],
+  extra: Partial<Schema> = {},
+): Schema => ({
+  type: 'string',
+  tsType,
+  description,
+  enum: values,
+  ...extra,
+});
+
+// ---------------------------------------------------------------------------------------------
+// Patterns (Go RE2 syntax, as the API server evaluates them; always anchored).
+
+/** RFC 1123 subdomain: object names of Secrets and ConfigMaps. */
+export const DNS1123_SUBDOMAIN =
+  '^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+/** RFC 1123 label: namespace names. */
+export const DNS1123_LABEL = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+/** Keys of Secret.data / ConfigMap.data. */
+export const DATA_KEY = '^[-._a-zA-Z0-9]+$';
+/** Label and annotation keys: optional DNS prefix and slash, then a name of at most 63 chars. */
+export const QUALIFIED_NAME =
+  '^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$';
+/** Label values: empty, or at most 63 alphanumerics with -_. inside. */
+export const LABEL_VALUE = '^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$';
+/** IAM role ARN in any partition (aws, aws-cn, aws-us-gov, ...). */
+export const ROLE_ARN = '^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$';
+
+const RESERVED_PREFIX = 'mirrorhub.io/';
+
+// ---------------------------------------------------------------------------------------------
+// Shared sub-schemas.
+
+const labelSelectorRequirement = object(
+  'LabelSelectorRequirement',
+  'A selector requirement: a key, an operator and (for In and NotIn) a set of values.',
+  {
+    key: string('The label key the requirement applies to.', { minLength: 1, maxLength: 317 }),
+    operator: stringEnum(
+      'LabelSelectorOperator',
+      "How the key relates to the values: In and NotIn compare the label's value with values; " +
+        'Exists and DoesNotExist only look at whether the key is present.',
+      ['In', 'NotIn', 'Exists', 'DoesNotExist'],
+    ),
+    values: array(
+      'Values to compare with. Must be non-empty for In and NotIn, and empty for Exists and DoesNotExist.',
+      string('A label value.', { maxLength: 63 }),
+      { maxItems: 64 },
+    ),
+  },
+  {
+    required: ['key', 'operator'],
+    'x-kubernetes-validations': [
+      {
+        rule:
+          "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) " +
+          ': (!has(self.values) || size(self.values) == 0)',
+        message: 'values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist',
+      },
+    ],
+  },
+);
+
+const labelSelector = (description: string): Schema =>
+  object(
+    'LabelSelector',
+    description +
+      ' Kubernetes label selector semantics: matchLabels and every matchExpressions entry must all ' +
+      'hold; an empty selector ({}) matches everything.',
+    {
+      matchLabels: stringMap(
+        'Labels that must be present with exactly these values (each entry is an In requirement with one value).',
+        { maxProperties: 64 },
+      ),
+      matchExpressions: array('Requirements that must all hold.', labelSelectorRequirement, {
+        maxItems: 32,
+      }),
+    },
+    {
+      tsDescription:
+        'A Kubernetes label selector: matchLabels and every matchExpressions entry must all hold; ' +
+        'an empty selector ({}) matches everything.',
+      'x-kubernetes-map-type': 'atomic',
+    },
+  );
+
+const namespacePatterns = (description: string): Schema =>
+  array(
+    description,
+    string(
+      'A regular expression (RE2 syntax) matched against the whole namespace name: "project-a-.+" ' +
+        'behaves like ^(?:project-a-.+)$. A pattern that does not compile puts the mirror in phase Error.',
+      { minLength: 1, maxLength: 253 },
+    ),
+    { maxItems: 64 },
+  );
+
+const NAMESPACE_SELECTION_RULE: ValidationRule = {
+  rule: '(has(self.namespaces) && size(self.namespaces) > 0) || has(self.namespaceSelector)',
+  message: 'set namespaces or namespaceSelector (or both)',
+};
+
+/**
+ * Which namespaces get a copy. Shared by the mirrors' destination and MirrorDelivery.spec.
+ * Semantics: a namespace is selected when it matches any pattern in `namespaces` OR the
+ * `namespaceSelector`, and no pattern in `excludeNamespaces`.
+ */
+const namespaceSelectionProperties = (): Record<string, Schema> => ({
+  namespaces: namespacePatterns(
+    'Namespaces that get a copy, as anchored regular expressions. A namespace is selected when it ' +
+      'matches any of these patterns OR the namespaceSelector (the union of both), and none of ' +
+      'excludeNamespaces.',
+  ),
+  namespaceSelector: labelSelector(
+    'Selects namespaces by their labels, in addition to (union with) the namespaces patterns.',
+  ),
+  excludeNamespaces: namespacePatterns(
+    'Namespaces that never get a copy, as anchored regular expressions. Exclusions win over ' +
+      'namespaces and namespaceSelector.',
+  ),
+});
+
+const secretType = (description: string): Schema =>
+  string(description, { minLength: 1, maxLength: 253 });
+
+const labelsMap = (description: string): Schema =>
+  stringMap(description, {
+    additionalProperties: { type: 'string', maxLength: 63 },
+    maxProperties: 64,
+    'x-kubernetes-validations': [
+      {
+        rule: `self.all(k, !k.startsWith('${RESERVED_PREFIX}'))`,
+        message: `keys under ${RESERVED_PREFIX} are reserved for mirrorhub's own marks`,
+      },
+      {
+        rule: `self.all(k, k.matches('${QUALIFIED_NAME}'))`,
+        message:
+          'label keys must be qualified names: an optional DNS prefix and "/", then at most 63 characters',
+      },
+      {
+        rule: `self.all(k, self[k].matches('${LABEL_VALUE}'))`,
+        message:
+          'label values must be at most 63 characters: alphanumerics, with -, _ and . inside',
+      },
+    ],
+  });
+
+const annotationsMap = (description: string): Schema =>
+  stringMap(description, {
+    maxProperties: 64,
+    'x-kubernetes-validations': [
+      {
+        rule: `self.all(k, !k.startsWith('${RESERVED_PREFIX}'))`,
+        message: `keys under ${RESERVED_PREFIX} are reserved for mirrorhub's own marks`,
+      },
+      {
+        rule: `self.all(k, k.matches('${QUALIFIED_NAME}'))`,
+        message:
+          'annotation keys must be qualified names: an optional DNS prefix and "/", then at most 63 characters',
+      },
+    ],
+  });
+
+const keyMapping = object(
+  'KeyMapping',
+  'One key to copy from the source, optionally under another name.',
+  {
+    from: string('Key in the source data (data or binaryData for a ConfigMap).', {
+      minLength: 1,
+      maxLength: 253,
+      pattern: DATA_KEY,
+    }),
+    to: string('Key in the copy. Default: the same as from.', {
+      minLength: 1,
+      maxLength: 253,
+      pattern: DATA_KEY,
+    }),
+  },
+  { required: ['from'] },
+);
+
+const mirrorTemplate = object(
+  'MirrorTemplate',
+  'Shapes the copy: Secret type, labels, annotations and which keys are carried. Source labels and ' +
+    'annotations are copied except kubectl.kubernetes.io/last-applied-configuration and anything ' +
+    'under mirrorhub.io/.',
+  {
+    type: secretType(
+      'Overrides the Secret type of the copy (e.g. kubernetes.io/tls, Opaque). Ignored for ConfigMaps. ' +
+        'Kubernetes does not allow changing the type of an existing Secret, so a copy whose type ' +
+        'changes is replaced.',
+    ),
+    labels: labelsMap('Labels added to the copy, overriding source labels with the same key.'),
+    annotations: annotationsMap(
+      'Annotations added to the copy, overriding source annotations with the same key.',
+    ),
+    removeLabels: array(
+      'Source labels not to copy: exact keys, or a prefix ending in "*" (e.g. "example.com/*").',
+      string('A label key, or a key prefix followed by "*".', { minLength: 1, maxLength: 317 }),
+      { maxItems: 64 },
+    ),
+    removeAnnotations: array(
+      'Source annotations not to copy: exact keys, or a prefix ending in "*" (e.g. "cert-manager.io/*").',
+      string('An annotation key, or a key prefix followed by "*".', {
+        minLength: 1,
+        maxLength: 317,
+      }),
+      { maxItems: 64 },
+    ),
+    keys: array(
+      'If set, only these keys are copied (and renamed where "to" is set). A key missing from the ' +
+        'source is reported as a warning in status; the others are still copied.',
+      keyMapping,
+      {
+        minItems: 1,
+        maxItems: 64,
+        'x-kubernetes-validations': [
+          {
+            rule: 'self.all(k, self.exists_one(j, j.from == k.from))',
+            message: 'each key may be listed once in from',
+          },
+          {
+            rule: 'self.all(k, self.exists_one(j, (has(j.to) ? j.to : j.from) == (has(k.to) ? k.to : k.from)))',
+            message: 'two keys would be written under the same name in the copy',
+          },
+        ],
+      },
+    ),
+  },
+);
+
+const deliveryTemplate = object(
+  'DeliveryTemplate',
+  'Final metadata of every copy, computed by the hub (source metadata with the mirror template ' +
+    'applied). Keys are already selected and renamed in the payload Secret.',
+  {
+    type: secretType('Secret type of the copy. Ignored when target.kind is ConfigMap.'),
+    labels: stringMap('Labels of the copy, besides the mirrorhub.io/ marks the agent adds.', {
+      maxProperties: 256,
+    }),
+    annotations: stringMap(
+      'Annotations of the copy, besides the mirrorhub.io/ marks the agent adds.',
+      { maxProperties: 256 },
+    ),
+  },
+);
+
+const deletePolicy = stringEnum(
+  'DeletePolicy',
+  'What happens to the copies when the mirror is deleted or a namespace or cluster stops being ' +
+    'selected: Delete removes the copies mirrorhub owns; Retain leaves them in place (unmarked ' +
+    'objects are never touched either way).',
+  ['Delete', 'Retain'],
+  { default: 'Delete' },
+);
+
+const conflictPolicy = stringEnum(
+  'ConflictPolicy',
+  'What happens when the target name is already taken by an object mirrorhub does not own: Skip ' +
+    'leaves it alone and reports a Conflict; Adopt takes it over (overwrites it and manages it).',
+  ['Skip', 'Adopt'],
+  { default: 'Skip' },
+);
+
+const suspend = boolean(
+  'Pauses syncing: nothing is written or deleted while true. Status keeps its last values.',
+  { default: false },
+);
+
+const targetKind = stringEnum('SourceKind', 'Kind of the source object (and of every copy).', [
+  'Secret',
+  'ConfigMap',
+]);
+
+const conditions = array(
+  'Latest observations of the object, in the standard metav1.Condition form.',
+  object(
+    'Condition',
+    'One aspect of the current state (metav1.Condition).',
+    {
+      type: string('Condition type in CamelCase, e.g. Ready.', {
+        maxLength: 316,
+        pattern:
+          '^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+      }),
+      status: stringEnum('ConditionStatus', 'True, False or Unknown.', [
+        'True',
+        'False',
+        'Unknown',
+      ]),
+      observedGeneration: integer('metadata.generation the condition was set for.', {
+        format: 'int64',
+        minimum: 0,
+      }),
+      lastTransitionTime: dateTime('When status last changed.'),
+      reason: string('Machine-readable CamelCase reason for the last transition.', {
+        minLength: 1,
+        maxLength: 1024,
+        pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+      }),
+      message: string('Human-readable details. May be empty.', { maxLength: 32768 }),
+    },
+    { required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'] },
+  ),
+  { maxItems: 16, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] },
+);
+
+const phase = (description: string): Schema =>
+  stringEnum('MirrorPhase', description, ['Pending', 'Active', 'Degraded', 'Error'], {
+    tsDescription: 'Phase of a mirror, of a mirror in one cluster, or of a delivery.',
+  });
+
+const observedGeneration = integer('metadata.generation of the spec this status describes.', {
+  format: 'int64',
+  minimum: 0,
+});
+
+const count = (description: string): Schema =>
+  integer(description, { format: 'int32', minimum: 0 });
+
+// ---------------------------------------------------------------------------------------------
+// SecretMirror / ClusterSecretMirror
+
+const mirrorSource = object(
+  'MirrorSource',
+  'The Secret or ConfigMap to copy.',
+  {
+    kind: targetKind,
+    name: string('Name of the source object.', {
+      minLength: 1,
+      maxLength: 253,
+      pattern: DNS1123_SUBDOMAIN,
+    }),
+    namespace: string(
+      'Namespace of the source object. Required for ClusterSecretMirror. For SecretMirror it may ' +
+        "only name the mirror's own namespace (otherwise the mirror goes to phase Error): a " +
+        "namespaced mirror never reads another namespace's objects.",
+      { minLength: 1, maxLength: 63, pattern: DNS1123_LABEL },
+    ),
+  },
+  { required: ['kind', 'name'] },
+);
+
+const clusterSelection = object(
+  'ClusterSelection',
+  "Which clusters get copies: MirrorClusters named in names OR matching selector. Absent: only the hub's own cluster.",
+  {
+    names: array(
+      'MirrorCluster names.',
+      string('A MirrorCluster name.', { minLength: 1, maxLength: 253 }),
+      { maxItems: 256 },
+    ),
+    selector: labelSelector('Selects MirrorClusters by their labels (e.g. env=prod, region=eu).'),
+  },
+);
+
+const mirrorDestination = object(
+  'MirrorDestination',
+  'Where copies go: clusters, then namespaces in each cluster. A namespace matching any pattern in ' +
+    'namespaces OR the namespaceSelector gets a copy, unless it matches excludeNamespaces. The ' +
+    'source object itself is never overwritten.',
+  {
+    clusters: clusterSelection,
+    ...namespaceSelectionProperties(),
+    name: string('Name of every copy. Default: the source name.', {
+      minLength: 1,
+      maxLength: 253,
+      pattern: DNS1123_SUBDOMAIN,
+    }),
+  },
+  { 'x-kubernetes-validations': [NAMESPACE_SELECTION_RULE] },
+);
+
+const mirrorSpec = (tsType: string, kindDescription: string, rules: ValidationRule[]): Schema =>
+  object(
+    tsType,
+    kindDescription,
+    {
+      source: mirrorSource,
+      destination: mirrorDestination,
+      template: mirrorTemplate,
+      deletePolicy,
+      conflictPolicy,
+      pollPeriodSeconds: integer(
+        'Seconds between full resyncs of the source and every copy. Changes are picked up from ' +
+          'watches at once; this is only the safety net.',
+        { format: 'int32', default: 300, minimum: 10, maximum: 86400 },
+      ),
+      suspend,
+    },
+    {
+      required: ['source', 'destination'],
+      ...(rules.length > 0 ? { 'x-kubernetes-validations': rules } : {}),
+    },
+  );
+
+const mirrorStatus = (tsType: string): Schema =>
+  object(tsType, 'Observed state of the mirror, written by the hub.', {
+    phase: phase(
+      'Pending: not synced yet. Active: every selected namespace in every selected cluster has an ' +
+        'up-to-date copy. Degraded: some copies failed or conflict. Error: the mirror cannot be ' +
+        'synced at all (source missing, invalid pattern, ...); see message.',
+    ),
+    message: string('Human-readable summary of the phase.', { maxLength: 4096 }),
+    observedGeneration,
+    lastSyncTime: dateTime('When every copy was last confirmed up to date.'),
+    destination: string('Summary of the destination for kubectl, e.g. "/project-a-.+/, team=a".', {
+      maxLength: 256,
+    }),
+    synced: string('Synced copies out of selected namespaces, e.g. "12/12".', { maxLength: 32 }),
+    counts: object('MirrorCounts', 'Totals over every selected cluster.', {
+      clusters: count('Selected clusters.'),
+      namespaces: count('Selected namespaces, over all clusters.'),
+      synced: count('Namespaces with an up-to-date copy.'),
+      failed: count('Namespaces where writing the copy failed.'),
+      conflicts: count(
+        'Namespaces where the target name is taken by an object mirrorhub does not own.',
+      ),
+    }),
+    clusters: array(
+      'Per-cluster state.',
+      object(
+        'ClusterSyncStatus',
+        'State of the mirror in one cluster.',
+        {
+          name: string('MirrorCluster name.', { maxLength: 253 }),
+          phase: phase('Phase of the mirror in this cluster.'),
+          namespaces: count('Selected namespaces in this cluster.'),
+          synced: count('Namespaces with an up-to-date copy.'),
+          failed: count('Namespaces where writing the copy failed.'),
+          conflicts: count('Namespaces where the target name is taken.'),
+          lastSyncTime: dateTime('When the agent in this cluster last confirmed every copy.'),
+          message: string('Why the cluster is not Active, if it is not.', { maxLength: 4096 }),
+        },
+        { required: ['name'] },
+      ),
+      { maxItems: 1024, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
+    ),
+    problems: array(
+      'Namespaces that failed or conflict, at most 50 (see counts for the totals).',
+      object(
+        'MirrorProblem',
+        'One namespace whose copy is not in sync.',
+        {
+          cluster: string('MirrorCluster name.', { maxLength: 253 }),
+          namespace: string('Namespace name.', { maxLength: 63 }),
+          state: stringEnum(
+            'ProblemState',
+            'Failed: writing failed. Conflict: the name is taken.',
+            ['Failed', 'Conflict'],
+          ),
+          message: string('What went wrong.', { maxLength: 1024 }),
+        },
+        { required: ['cluster', 'namespace', 'state'] },
+      ),
+      { maxItems: 50 },
+    ),
+    conditions,
+  });
+
+const MIRROR_COLUMNS: PrinterColumn[] = [
+  {
+    name: 'Source Type',
+    type: 'string',
+    jsonPath: '.spec.source.kind',
+    description: 'Kind of the source object.',
+  },
+  {
+    name: 'Source Name',
+    type: 'string',
+    jsonPath: '.spec.source.name',
+    description: 'Name of the source object.',
+  },
+  {
+    name: 'Destination',
+    type: 'string',
+    jsonPath: '.status.destination',
+    description: 'Where copies go.',
+  },
+  {
+    name: 'Delete Policy',
+    type: 'string',
+    jsonPath: '.spec.deletePolicy',
+    description: 'Delete or Retain.',
+  },
+  {
+    name: 'Poll Period',
+    type: 'integer',
+    jsonPath: '.spec.pollPeriodSeconds',
+    description: 'Seconds between full resyncs.',
+  },
+  {
+    name: 'Status',
+    type: 'string',
+    jsonPath: '.status.phase',
+    description: 'Phase of the mirror.',
+  },
+  {
+    name: 'Synced',
+    type: 'string',
+    jsonPath: '.status.synced',
+    description: 'Synced copies / selected namespaces.',
+  },
+  {
+    name: 'Last Sync',
+    type: 'date',
+    jsonPath: '.status.lastSyncTime',
+    description: 'When every copy was last confirmed.',
+  },
+  {
+    name: 'Age',
+    type: 'date',
+    jsonPath: '.metadata.creationTimestamp',
+    description: 'Age of the object.',
+  },
+];
+
+export const secretMirror: KindDefinition = {
+  kind: 'SecretMirror',
+  listKind: 'SecretMirrorList',
+  plural: 'secretmirrors',
+  singular: 'secretmirror',
+  shortNames: ['smir'],
+  categories: ['mirrorhub'],
+  scope: 'Namespaced',
+  description:
+    "Copies a Secret or ConfigMap from the mirror's own namespace into other namespaces, in this " +
+    'cluster and in MirrorClusters.',
+  spec: mirrorSpec('SecretMirrorSpec', 'What to copy, where to, and how.', []),
+  status: mirrorStatus('SecretMirrorStatus'),
+  printerColumns: MIRROR_COLUMNS,
+  charts: ['mirrorhub-hub'],
+};
+
+export const clusterSecretMirror: KindDefinition = {
+  kind: 'ClusterSecretMirror',
+  listKind: 'ClusterSecretMirrorList',
+  plural: 'clustersecretmirrors',
+  singular: 'clustersecretmirror',
+  shortNames: ['csmir'],
+  categories: ['mirrorhub'],
+  scope: 'Cluster',
+  description:
+    'Copies a Secret or ConfigMap from any namespace (source.namespace) into other namespaces, in ' +
+    'this cluster and in MirrorClusters. Cluster-scoped: for administrators.',
+  spec: mirrorSpec('ClusterSecretMirrorSpec', 'What to copy, where to, and how.', [
+    {
+      rule: 'has(self.source.namespace)',
+      message: 'a ClusterSecretMirror needs source.namespace',
+      fieldPath: '.source.namespace',
+      reason: 'FieldValueRequired',
+    },
+  ]),
+  status: mirrorStatus('ClusterSecretMirrorStatus'),
+  printerColumns: MIRROR_COLUMNS,
+  charts: ['mirrorhub-hub'],
+};
+
+// ---------------------------------------------------------------------------------------------
+// MirrorCluster
+
+export const mirrorCluster: KindDefinition = {
+  kind: 'MirrorCluster',
+  listKind: 'MirrorClusterList',
+  plural: 'mirrorclusters',
+  singular: 'mirrorcluster',
+  shortNames: ['mcl'],
+  categories: ['mirrorhub'],
+  scope: 'Cluster',
+  description:
+    'A cluster the hub delivers to. Its labels are what destination.clusters.selector matches.',
+  spec: object(
+    'MirrorClusterSpec',
+    'How the hub reaches the cluster: exactly one of eks, kubeconfigSecretRef or inCluster.',
+    {
+      eks: object(
+        'EksAccess',
+        'An EKS cluster, reached by assuming roleArn and minting an EKS token.',
+        {
+          name: string('EKS cluster name.', {
+            minLength: 1,
+            maxLength: 100,
+            pattern: '^[0-9A-Za-z][A-Za-z0-9_-]*$',
+          }),
+          region: string('AWS region of the cluster, e.g. eu-west-1.', {
+            minLength: 1,
+            maxLength: 32,
+            pattern: '^[a-z]{2}(-[a-z]+)+-[0-9]+$',
+          }),
+          roleArn: string(
+            'IAM role the hub assumes for this cluster (arn:aws:iam::<account>:role/<name>).',
+            { maxLength: 2048, pattern: ROLE_ARN },
+          ),
+          externalId: string('ExternalId passed to sts:AssumeRole, if the role requires one.', {
+            minLength: 2,
+            maxLength: 1224,
+            pattern: '^[A-Za-z0-9+=,.@:/_-]+$',
+          }),
+        },
+        { required: ['name', 'region', 'roleArn'] },
+      ),
+      kubeconfigSecretRef: object(
+        'KubeconfigSecretRef',
+        'A kubeconfig stored in a Secret in the hub cluster (for non-EKS clusters).',
+        {
+          namespace: string('Namespace of the Secret.', {
+            minLength: 1,
+            maxLength: 63,
+            pattern: DNS1123_LABEL,
+          }),
+          name: string('Name of the Secret.', {
+            minLength: 1,
+            maxLength: 253,
+            pattern: DNS1123_SUBDOMAIN,
+          }),
+          key: string('Key of the kubeconfig in the Secret.', {
+            default: 'kubeconfig',
+            minLength: 1,
+            maxLength: 253,
+            pattern: DATA_KEY,
+          }),
+        },
+        { required: ['namespace', 'name'] },
+      ),
+      inCluster: boolean("The hub's own cluster, reached with the hub's service account."),
+      agentNamespace: string(
+        'Namespace the agent runs in; the only namespace the hub writes to in this cluster.',
+        { default: 'mirrorhub-system', minLength: 1, maxLength: 63, pattern: DNS1123_LABEL },
+      ),
+    },
+    {
+      'x-kubernetes-validations': [
+        {
+          rule:
+            '(has(self.eks) ? 1 : 0) + (has(self.kubeconfigSecretRef) ? 1 : 0) + ' +
+            '(has(self.inCluster) && self.inCluster ? 1 : 0) == 1',
+          message: 'set exactly one of eks, kubeconfigSecretRef or inCluster: true',
+        },
+      ],
+    },
+  ),
+  status: object('MirrorClusterStatus', 'Observed health of the cluster, written by the hub.', {
+    type: stringEnum('ClusterAccessType', 'How the hub reaches the cluster (from spec).', [
+      'EKS',
+      'Kubeconfig',
+      'InCluster',
+    ]),
+    observedGeneration,
+    reachable: boolean("Whether the cluster's API server answered the last probe."),
+    authenticated: boolean('Whether the last request was authenticated and authorized.'),
+    agent: object('AgentStatus', 'The mirrorhub agent in the cluster.', {
+      present: boolean("Whether the agent's heartbeat Lease exists and is fresh."),
+      version: string('Agent version from its heartbeat.', { maxLength: 64 }),
+      lastHeartbeat: dateTime('Renew time of the heartbeat Lease.'),
+    }),
+    kubernetesVersion: string('Kubernetes version of the cluster (gitVersion).', { maxLength: 64 }),
+    credentialsExpireAt: dateTime('When the current credentials (assumed role, token) expire.'),
+    lastError: string('Last error reaching the cluster; empty when healthy.', { maxLength: 4096 }),
+    conditions,
+  }),
+  printerColumns: [
+    {
+      name: 'Type',
+      type: 'string',
+      jsonPath: '.status.type',
+      description: 'EKS, Kubeconfig or InCluster.',
+    },
+    {
+      name: 'Reachable',
+      type: 'boolean',
+      jsonPath: '.status.reachable',
+      description: 'API server reachable.',
+    },
+    {
+      name: 'Agent',
+      type: 'string',
+      jsonPath: '.status.agent.version',
+      description: 'Agent version.',
+    },
+    {
+      name: 'Last Heartbeat',
+      type: 'date',
+      jsonPath: '.status.agent.lastHeartbeat',
+      description: 'Last agent heartbeat.',
+    },
+    {
+      name: 'Age',
+      type: 'date',
+      jsonPath: '.metadata.creationTimestamp',
+      description: 'Age of the object.',
+    },
+  ],
+  charts: ['mirrorhub-hub'],
+};
+
+// ---------------------------------------------------------------------------------------------
+// MirrorDelivery
+
+export const mirrorDelivery: KindDefinition = {
+  kind: 'MirrorDelivery',
+  listKind: 'MirrorDeliveryList',
+  plural: 'mirrordeliveries',
+  singular: 'mirrordelivery',
+  shortNames: ['mdel'],
+  categories: ['mirrorhub'],
+  scope: 'Namespaced',
+  description:
+    'What the hub asks the agent of one cluster to do for one mirror. Lives in the agent namespace; ' +
+    'written by the hub, status written by the agent. Payload data is in the payload Secret, never here.',
+  spec: object(
+    'MirrorDeliverySpec',
+    'The delivery, fully resolved by the hub.',
+    {
+      mirror: object(
+        'MirrorReference',
+        'The mirror this delivery belongs to.',
+        {
+          kind: stringEnum('MirrorKind', 'Kind of the mirror.', [
+            'SecretMirror',
+            'ClusterSecretMirror',
+          ]),
+          namespace: string('Namespace of a SecretMirror; empty for a ClusterSecretMirror.', {
+            maxLength: 63,
+          }),
+          name: string('Name of the mirror.', { minLength: 1, maxLength: 253 }),
+          uid: string('UID of the mirror.', { minLength: 1, maxLength: 64 }),
+        },
+        { required: ['kind', 'name', 'uid'] },
+      ),
+      originCluster: string('Name of the cluster the source lives in (the hub cluster).', {
+        minLength: 1,
+        maxLength: 253,
+      }),
+      payloadSecretName: string(
+        'Secret in this namespace (labelled mirrorhub.io/payload=true) holding the shaped data.',
+        { minLength: 1, maxLength: 253, pattern: DNS1123_SUBDOMAIN },
+      ),
+      target: object(
+        'DeliveryTarget',
+        'What every copy is.',
+        {
+          kind: targetKind,
+          name: string('Name of every copy.', {
+            minLength: 1,
+            maxLength: 253,
+            pattern: DNS1123_SUBDOMAIN,
+          }),
+        },
+        { required: ['kind', 'name'] },
+      ),
+      ...namespaceSelectionProperties(),
+      sourceNamespace: string(
+        "Namespace of the source object, set only on the delivery to the source's own cluster when " +
+          'target.name equals the source name. The agent never writes into it, so the source ' +
+          'itself is never overwritten.',
+        { maxLength: 63 },
+      ),
+      template: deliveryTemplate,
+      deletePolicy,
+      conflictPolicy,
+      suspend,
+      contentHash: string(
+        'Keyed hash of payload data + type + labels + annotations + target kind. The agent skips ' +
+          'every copy whose mirrorhub.io/content-hash annotation already equals it.',
+        { minLength: 1, maxLength: 128 },
+      ),
+    },
+    {
+      required: ['mirror', 'originCluster', 'payloadSecretName', 'target', 'contentHash'],
+      'x-kubernetes-validations': [NAMESPACE_SELECTION_RULE],
+    },
+  ),
+  status: object('MirrorDeliveryStatus', "The agent's report.", {
+    observedGeneration,
+    observedHash: string('contentHash the copies were last synced to.', { maxLength: 128 }),
+    phase: phase(
+      'Pending: not processed yet. Active: every selected namespace has an up-to-date copy. ' +
+        'Degraded: some failed or conflict. Error: nothing could be synced (payload missing, ' +
+        'invalid pattern, ...); see message.',
+    ),
+    message: string('Human-readable summary of the phase.', { maxLength: 4096 }),
+    lastSyncTime: dateTime('When every copy was last confirmed up to date.'),
+    agentVersion: string('Version of the agent that wrote this status.', { maxLength: 64 }),
+    counts: object('DeliveryCounts', 'Totals in this cluster.', {
+      namespaces: count('Selected namespaces.'),
+      synced: count('Namespaces with an up-to-date copy.'),
+      failed: count('Namespaces where writing the copy failed.'),
+      conflicts: count(
+        'Namespaces where the target name is taken by an object mirrorhub does not own.',
+      ),
+    }),
+    namespaces: array(
+      'Per-namespace state, problems first, at most 500 entries (truncated says when more exist).',
+      object(
+        'DeliveryNamespaceStatus',
+        'State of the copy in one namespace.',
+        {
+          name: string('Namespace name.', { maxLength: 63 }),
+          state: stringEnum('NamespaceState', 'Synced, Failed or Conflict.', [
+            'Synced',
+            'Failed',
+            'Conflict',
+          ]),
+          message: string('What went wrong, for Failed and Conflict.', { maxLength: 1024 }),
+        },
+        { required: ['name', 'state'] },
+      ),
+      { maxItems: 500, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
+    ),
+    truncated: boolean('True when namespaces lists only the first 500 of more.'),
+  }),
+  printerColumns: [
+    {
+      name: 'Mirror',
+      type: 'string',
+      jsonPath: '.spec.mirror.name',
+      description: 'Name of the mirror.',
+    },
+    {
+      name: 'Phase',
+      type: 'string',
+      jsonPath: '.status.phase',
+      description: 'Phase reported by the agent.',
+    },
+    {
+      name: 'Synced',
+      type: 'integer',
+      jsonPath: '.status.counts.synced',
+      description: 'Namespaces with an up-to-date copy.',
+    },
+    {
+      name: 'Age',
+      type: 'date',
+      jsonPath: '.metadata.creationTimestamp',
+      description: 'Age of the object.',
+    },
+  ],
+  // The hub cluster runs an agent too, so the hub chart carries this CRD as well.
+  charts: ['mirrorhub-agent', 'mirrorhub-hub'],
+};
+
+/** Every kind, in the order types.gen.ts lists them. */
+export const KINDS: readonly KindDefinition[] = [
+  secretMirror,
+  clusterSecretMirror,
+  mirrorCluster,
+  mirrorDelivery,
+];
