@@ -1,0 +1,37 @@
+import * as fs from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { OPENBAO_VERSION, ensureBao } from './openbao.js';
+
+const savedEnv = { ...process.env };
+afterEach(() => {
+  process.env = { ...savedEnv };
+  vi.restoreAllMocks();
+});
+
+describe('ensureBao', () => {
+  it('pins a 2.x OpenBao', () => {
+    expect(OPENBAO_VERSION).toMatch(/^2\.\d+\.\d+$/);
+  });
+
+  it('returns $MIRRORHUB_BAO without installing anything', async () => {
+    process.env.MIRRORHUB_CACHE = await fs.mkdtemp(path.join(tmpdir(), 'mirrorhub-bao-test-'));
+    process.env.MIRRORHUB_BAO = '/bin/true';
+    expect(await ensureBao()).toBe('/bin/true');
+  });
+
+  it('says in one line what to do when python3 is missing', async () => {
+    const cache = await fs.mkdtemp(path.join(tmpdir(), 'mirrorhub-bao-test-'));
+    process.env.MIRRORHUB_CACHE = cache;
+    delete process.env.MIRRORHUB_BAO;
+    delete process.env.MIRRORHUB_PYTHON;
+    process.env.PATH = path.join(cache, 'empty-path');
+    vi.spyOn(process.stderr, 'write').mockReturnValue(true);
+    const err = await ensureBao().catch((e: Error) => e);
+    expect(String(err)).toBe(
+      'Error: python3 not found on PATH: install Python >= 3.8 with venv (Debian: apt-get install python3-venv) or set MIRRORHUB_BAO to a bao binary',
+    );
+    await fs.rm(cache, { recursive: true, force: true });
+  });
+});
