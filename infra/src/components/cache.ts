@@ -78,6 +78,8 @@ export interface EnsureBinaryOptions {
   file?: string;
   /** Printed once before building: `building helm v3.17.4 with go install (once, ~1-2 min)...` */
   message?: string;
+  /** Where the build writes its output, named in the "still installing" progress lines. */
+  logFile?: string;
   /** Fills `destDir` (already created and empty) so that `destDir/<file>` is executable. */
   build: (destDir: string) => Promise<void>;
 }
@@ -141,11 +143,20 @@ export async function ensureBinary(opts: EnsureBinaryOptions): Promise<string> {
     await fs.mkdir(dir, { recursive: true });
     const started = Date.now();
     progress(opts.message ?? `installing ${opts.name} ${opts.version} (once)...`);
+    const heartbeat = setInterval(() => {
+      const secs = Math.round((Date.now() - started) / 1000);
+      progress(
+        `still installing ${opts.name} ${opts.version} (${secs}s so far${opts.logFile ? `; log: ${opts.logFile}` : ''})...`,
+      );
+    }, 30_000);
+    heartbeat.unref();
     try {
       await opts.build(dir);
     } catch (err) {
       await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
       throw err;
+    } finally {
+      clearInterval(heartbeat);
     }
     if (!isExecutable(file)) {
       throw new Error(
@@ -178,7 +189,27 @@ interface LockInfo {
   since: string;
 }
 
-const heldLocks = new Set<string>();
+/**
+ * Process-wide state, shared through globalThis so that several copies of this module (test
+ * isolation re-evaluating it, src and dist both loaded) still install one set of exit handlers
+ * and kill every service on exit.
+ */
+interface ProcessState {
+  heldLocks: Set<string>;
+  liveServices: Set<{ pid: number }>;
+  exitCleanups: Set<() => void>;
+  handlersInstalled: boolean;
+}
+const STATE_KEY = Symbol.for('mirrorhub.components.state');
+const state: ProcessState = ((globalThis as Record<symbol, unknown>)[STATE_KEY] as
+  ProcessState | undefined) ?? {
+  heldLocks: new Set(),
+  liveServices: new Set(),
+  exitCleanups: new Set(),
+  handlersInstalled: false,
+};
+(globalThis as Record<symbol, unknown>)[STATE_KEY] = state;
+const { heldLocks, liveServices, exitCleanups } = state;
 
 function pidAlive(pid: number): boolean {
   try {
@@ -535,9 +566,6 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-const liveServices = new Set<ServiceProcess>();
-const exitCleanups = new Set<() => void>();
-
 let setprivPath: string | null | undefined;
 /** util-linux setpriv, used to tie a service's life to ours even if we are SIGKILLed. */
 function pdeathsigWrapper(): string | null {
@@ -646,8 +674,6 @@ export function removeDirSync(dir: string): void {
   }
 }
 
-let handlersInstalled = false;
-
 function cleanupNow(): void {
   for (const service of liveServices) killGroup(service.pid, 'SIGKILL');
   liveServices.clear();
@@ -671,8 +697,8 @@ function cleanupNow(): void {
 }
 
 function installExitHandlers(): void {
-  if (handlersInstalled) return;
-  handlersInstalled = true;
+  if (state.handlersInstalled) return;
+  state.handlersInstalled = true;
   process.on('exit', cleanupNow);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     const handler = (): void => {

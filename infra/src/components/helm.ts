@@ -22,9 +22,15 @@ export function ensureHelm(): Promise<string> {
     name: 'helm',
     version: HELM_VERSION,
     envVar: ENV_VAR,
+    logFile: buildLog(),
     message: `building helm ${HELM_VERSION} with go install (once, ~1-2 min)...`,
     build: buildHelm,
   });
+}
+
+/** Next to (not inside) the versioned folder, so a failed build keeps its log. */
+function buildLog(): string {
+  return `${binaryDir('helm', HELM_VERSION)}.build.log`;
 }
 
 async function buildHelm(destDir: string): Promise<void> {
@@ -44,8 +50,7 @@ async function buildHelm(destDir: string): Promise<void> {
     `-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=${HELM_K8S_MAJOR}`,
     `-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${HELM_K8S_MINOR}`,
   ].join(' ');
-  // The log lives next to (not inside) the versioned folder, so a failed build keeps it.
-  const logFile = `${binaryDir('helm', HELM_VERSION)}.build.log`;
+  const logFile = buildLog();
   await runLogged(
     go,
     ['install', '-trimpath', `-ldflags=${ldflags}`, `helm.sh/helm/v3/cmd/helm@${HELM_VERSION}`],

