@@ -1,0 +1,170 @@
+// EKS access policies made real: each association becomes RBAC bindings in the emulated cluster,
+// bound to a group that only the TokenReview webhook hands out, and only to that access entry's
+// principal. Real EKS evaluates access policies in its own authorizer; the built-in ClusterRoles
+// are the closest open equivalent (AmazonEKSAdminPolicy ~ admin, and so on).
+import { createHash } from 'node:crypto';
+import {
+  ApiException,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+  type V1ObjectMeta,
+  type V1RoleRef,
+  type RbacV1Subject,
+} from '@kubernetes/client-node';
+
+export const ACCESS_POLICY_ARN_PREFIX = 'arn:aws:eks::aws:cluster-access-policy/';
+
+/** Access policy name -> the ClusterRole its bindings reference. */
+export const ACCESS_POLICIES: Readonly<Record<string, string>> = {
+  AmazonEKSClusterAdminPolicy: 'cluster-admin',
+  AmazonEKSAdminPolicy: 'admin',
+  AmazonEKSEditPolicy: 'edit',
+  AmazonEKSViewPolicy: 'view',
+};
+
+/** Groups with this prefix are minted by the emulator; access entries may not claim them. */
+export const ENTRY_GROUP_PREFIX = 'eks-access-entry:';
+
+export type AccessScope =
+  | { type: 'cluster'; namespaces?: never[] }
+  | { type: 'namespace'; namespaces: string[] };
+
+const LABEL_MANAGED = 'app.kubernetes.io/managed-by';
+const MANAGER = 'mirrorhub-eks-emulator';
+const LABEL_ENTRY = 'eks-emulator.mirrorhub.io/access-entry';
+const LABEL_POLICY = 'eks-emulator.mirrorhub.io/access-policy';
+const ANNOTATION_PRINCIPAL = 'eks-emulator.mirrorhub.io/principal-arn';
+
+/** Stable, label-safe id of an access entry (from its canonical principal ARN). */
+export function accessEntryId(canonicalPrincipalArn: string): string {
+  return createHash('sha256').update(canonicalPrincipalArn).digest('hex').slice(0, 16);
+}
+
+/** The group an entry's principal gets: unique per principal, never system:*. */
+export function accessEntryGroup(canonicalPrincipalArn: string): string {
+  // arn:aws:iam::222222222222:role/follower -> eks-access-entry:222222222222:role/follower
+  const [, , , , account, resource] = canonicalPrincipalArn.split(':');
+  return `${ENTRY_GROUP_PREFIX}${account}:${resource}`;
+}
+
+export function policyName(policyArn: string): string | undefined {
+  if (!policyArn.startsWith(ACCESS_POLICY_ARN_PREFIX)) return undefined;
+  const name = policyArn.slice(ACCESS_POLICY_ARN_PREFIX.length);
+  return ACCESS_POLICIES[name] ? name : undefined;
+}
+
+export interface EntryRef {
+  id: string;
+  group: string;
+  principalArn: string;
+}
+
+interface Binding {
+  namespace: string | undefined;
+  name: string;
+}
+
+function is(err: unknown, code: number): boolean {
+  return err instanceof ApiException && err.code === code;
+}
+
+/** Reconciles the bindings of access-policy associations in one cluster. */
+export class AccessPolicyRbac {
+  private readonly rbac: RbacAuthorizationV1Api;
+  private readonly core: CoreV1Api;
+
+  constructor(admin: KubeConfig) {
+    this.rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    this.core = admin.makeApiClient(CoreV1Api);
+  }
+
+  /** Makes the cluster hold exactly the bindings for (entry, policy, scope). */
+  async apply(entry: EntryRef, policy: string, scope: AccessScope): Promise<void> {
+    const clusterRole = ACCESS_POLICIES[policy];
+    if (!clusterRole) throw new Error(`unknown access policy ${policy}`);
+    const name = `eks-access-${entry.id}-${clusterRole}`;
+    const desired: Binding[] =
+      scope.type === 'cluster'
+        ? [{ namespace: undefined, name }]
+        : [...new Set(scope.namespaces)].map((namespace) => ({ namespace, name }));
+
+    for (const b of desired) if (b.namespace) await this.ensureNamespace(b.namespace);
+
+    const metadata = (b: Binding): V1ObjectMeta => ({
+      name: b.name,
+      ...(b.namespace ? { namespace: b.namespace } : {}),
+      labels: { [LABEL_MANAGED]: MANAGER, [LABEL_ENTRY]: entry.id, [LABEL_POLICY]: clusterRole },
+      annotations: { [ANNOTATION_PRINCIPAL]: entry.principalArn },
+    });
+    const subjects: RbacV1Subject[] = [
+      { kind: 'Group', name: entry.group, apiGroup: 'rbac.authorization.k8s.io' },
+    ];
+    const roleRef: V1RoleRef = {
+      kind: 'ClusterRole',
+      name: clusterRole,
+      apiGroup: 'rbac.authorization.k8s.io',
+    };
+
+    const existing = await this.list(entry.id, clusterRole);
+    const key = (b: Binding) => `${b.namespace ?? ''}/${b.name}`;
+    const want = new Set(desired.map(key));
+    for (const b of existing) if (!want.has(key(b))) await this.delete(b);
+    const have = new Set(existing.map(key));
+    for (const b of desired) {
+      if (have.has(key(b))) continue;
+      const body = { metadata: metadata(b), subjects, roleRef };
+      try {
+        if (b.namespace) {
+          await this.rbac.createNamespacedRoleBinding({ namespace: b.namespace, body });
+        } else {
+          await this.rbac.createClusterRoleBinding({ body });
+        }
+      } catch (err) {
+        if (!is(err, 409)) throw err;
+      }
+    }
+  }
+
+  /** Removes the bindings of one policy of an entry, or of all its policies. */
+  async remove(entryId: string, policy?: string): Promise<void> {
+    const clusterRole = policy ? ACCESS_POLICIES[policy] : undefined;
+    for (const b of await this.list(entryId, clusterRole)) await this.delete(b);
+  }
+
+  private async list(entryId: string, clusterRole: string | undefined): Promise<Binding[]> {
+    const labelSelector = [
+      `${LABEL_MANAGED}=${MANAGER}`,
+      `${LABEL_ENTRY}=${entryId}`,
+      ...(clusterRole ? [`${LABEL_POLICY}=${clusterRole}`] : []),
+    ].join(',');
+    const [crbs, rbs] = await Promise.all([
+      this.rbac.listClusterRoleBinding({ labelSelector }),
+      this.rbac.listRoleBindingForAllNamespaces({ labelSelector }),
+    ]);
+    return [
+      ...crbs.items.map((i) => ({ namespace: undefined, name: i.metadata!.name! })),
+      ...rbs.items.map((i) => ({ namespace: i.metadata!.namespace!, name: i.metadata!.name! })),
+    ];
+  }
+
+  private async delete(b: Binding): Promise<void> {
+    try {
+      if (b.namespace) {
+        await this.rbac.deleteNamespacedRoleBinding({ name: b.name, namespace: b.namespace });
+      } else {
+        await this.rbac.deleteClusterRoleBinding({ name: b.name });
+      }
+    } catch (err) {
+      if (!is(err, 404)) throw err;
+    }
+  }
+
+  private async ensureNamespace(name: string): Promise<void> {
+    try {
+      await this.core.createNamespace({ body: { metadata: { name } } });
+    } catch (err) {
+      if (!is(err, 409)) throw err;
+    }
+  }
+}
