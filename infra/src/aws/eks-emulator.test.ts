@@ -51,7 +51,7 @@ async function startFakeKube(): Promise<FakeKube> {
   const objects: FakeKube['objects'] = new Map();
   const RBAC = '/apis/rbac.authorization.k8s.io/v1';
   const matches = (body: Record<string, unknown>, selector: string | null) => {
-    const labels = ((body.metadata as { labels?: Record<string, string> }).labels ?? {});
+    const labels = (body.metadata as { labels?: Record<string, string> }).labels ?? {};
     return (selector ?? '')
       .split(',')
       .filter(Boolean)
@@ -70,34 +70,53 @@ async function startFakeKube(): Promise<FakeKube> {
         res.end(JSON.stringify(body));
       };
       const p = url.pathname;
-      const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>) : {};
+      const body = chunks.length
+        ? (JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>)
+        : {};
       const name = (body.metadata as { name?: string } | undefined)?.name;
       let m: RegExpExecArray | null;
       const create = (key: string, kind: string, namespace?: string) => {
-        if (objects.has(key)) return send(409, { kind: 'Status', code: 409, reason: 'AlreadyExists' });
+        if (objects.has(key))
+          return send(409, { kind: 'Status', code: 409, reason: 'AlreadyExists' });
         objects.set(key, { kind, ...(namespace ? { namespace } : {}), body });
         return send(201, body);
       };
       const list = (kind: string) =>
         send(200, {
           items: [...objects.values()]
-            .filter((o) => o.kind === kind && matches(o.body, url.searchParams.get('labelSelector')))
+            .filter(
+              (o) => o.kind === kind && matches(o.body, url.searchParams.get('labelSelector')),
+            )
             .map((o) => o.body),
         });
       const del = (key: string) =>
-        objects.delete(key) ? send(200, { kind: 'Status', code: 200 }) : send(404, { kind: 'Status', code: 404 });
-      if (req.method === 'POST' && p === '/api/v1/namespaces') return create(`ns/${name}`, 'Namespace');
-      if (req.method === 'GET' && p === `${RBAC}/clusterrolebindings`) return list('ClusterRoleBinding');
+        objects.delete(key)
+          ? send(200, { kind: 'Status', code: 200 })
+          : send(404, { kind: 'Status', code: 404 });
+      if (req.method === 'POST' && p === '/api/v1/namespaces')
+        return create(`ns/${name}`, 'Namespace');
+      if (req.method === 'GET' && p === `${RBAC}/clusterrolebindings`)
+        return list('ClusterRoleBinding');
       if (req.method === 'GET' && p === `${RBAC}/rolebindings`) return list('RoleBinding');
-      if (req.method === 'POST' && p === `${RBAC}/clusterrolebindings`) return create(`crb/${name}`, 'ClusterRoleBinding');
-      if ((m = new RegExp(`^${RBAC}/namespaces/([^/]+)/rolebindings$`).exec(p)) && req.method === 'POST') {
+      if (req.method === 'POST' && p === `${RBAC}/clusterrolebindings`)
+        return create(`crb/${name}`, 'ClusterRoleBinding');
+      if (
+        (m = new RegExp(`^${RBAC}/namespaces/([^/]+)/rolebindings$`).exec(p)) &&
+        req.method === 'POST'
+      ) {
         if (!objects.has(`ns/${m[1]}`)) return send(404, { kind: 'Status', code: 404 });
         return create(`rb/${m[1]}/${name}`, 'RoleBinding', m[1]);
       }
-      if ((m = new RegExp(`^${RBAC}/clusterrolebindings/([^/]+)$`).exec(p)) && req.method === 'DELETE') {
+      if (
+        (m = new RegExp(`^${RBAC}/clusterrolebindings/([^/]+)$`).exec(p)) &&
+        req.method === 'DELETE'
+      ) {
         return del(`crb/${m[1]}`);
       }
-      if ((m = new RegExp(`^${RBAC}/namespaces/([^/]+)/rolebindings/([^/]+)$`).exec(p)) && req.method === 'DELETE') {
+      if (
+        (m = new RegExp(`^${RBAC}/namespaces/([^/]+)/rolebindings/([^/]+)$`).exec(p)) &&
+        req.method === 'DELETE'
+      ) {
         return del(`rb/${m[1]}/${m[2]}`);
       }
       return send(404, { kind: 'Status', code: 404, message: `fake kube: ${req.method} ${p}` });
@@ -106,7 +125,11 @@ async function startFakeKube(): Promise<FakeKube> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const kc = new KubeConfig();
   kc.loadFromClusterAndUser(
-    { name: 'fake', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true },
+    {
+      name: 'fake',
+      server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      skipTLSVerify: true,
+    },
     { name: 'admin', token: 'admin' },
   );
   return {
@@ -129,7 +152,9 @@ const followerRole = (acct: string) => `arn:aws:iam::${acct}:role/mirrorhub-foll
 const eks = (credentials: AwsCredentials, region = REGION) =>
   new EKSClient({ endpoint: emu.endpoint, region, credentials, maxAttempts: 1 });
 
-async function rejection(p: Promise<unknown>): Promise<{ name: string; status: number | undefined; message: string }> {
+async function rejection(
+  p: Promise<unknown>,
+): Promise<{ name: string; status: number | undefined; message: string }> {
   try {
     await p;
   } catch (err) {
@@ -148,14 +173,21 @@ async function review(cluster: string, token: string, apiVersion = 'authenticati
   expect(res.status).toBe(200);
   return (await res.json()) as {
     apiVersion: string;
-    status: { authenticated: boolean; error?: string; user?: { username: string; groups: string[]; uid: string } };
+    status: {
+      authenticated: boolean;
+      error?: string;
+      user?: { username: string; groups: string[]; uid: string };
+    };
   };
 }
 
 beforeAll(async () => {
   moto = await startMoto();
   emu = await startEksEmulator({ stsEndpoint: moto.endpoint });
-  const hubUser = await createUserWithAccessKey(moto.endpoint, { accountId: HUB, userName: 'mirrorhub-hub' });
+  const hubUser = await createUserWithAccessKey(moto.endpoint, {
+    accountId: HUB,
+    userName: 'mirrorhub-hub',
+  });
   hub = hubUser.credentials;
   for (const [name, acct] of [
     ['follower-a', A],
@@ -171,7 +203,9 @@ beforeAll(async () => {
       version: '1.33',
       admin: kubes[name]!.kubeConfig,
     });
-    admin[acct] = (await createUserWithAccessKey(moto.endpoint, { accountId: acct, userName: 'platform-admin' })).credentials;
+    admin[acct] = (
+      await createUserWithAccessKey(moto.endpoint, { accountId: acct, userName: 'platform-admin' })
+    ).credentials;
     await createRole(moto.endpoint, {
       accountId: acct,
       roleName: 'mirrorhub-follower',
@@ -188,7 +222,9 @@ afterAll(async () => {
 
 describe('EKS API', () => {
   it('DescribeCluster answers with the endpoint, the real CA and API_AND_CONFIG_MAP', async () => {
-    const { cluster } = await eks(admin[A]!).send(new DescribeClusterCommand({ name: 'follower-a' }));
+    const { cluster } = await eks(admin[A]!).send(
+      new DescribeClusterCommand({ name: 'follower-a' }),
+    );
     expect(cluster).toMatchObject({
       name: 'follower-a',
       arn: `arn:aws:eks:${REGION}:${A}:cluster/follower-a`,
@@ -205,7 +241,12 @@ describe('EKS API', () => {
     { who: 'account 222..', creds: () => admin[A]!, region: REGION, want: ['follower-a'] },
     { who: 'account 333..', creds: () => admin[B]!, region: REGION, want: ['follower-b'] },
     { who: 'the hub account', creds: () => hub, region: REGION, want: [] },
-    { who: 'account 222.. in another region', creds: () => admin[A]!, region: 'us-east-1', want: [] },
+    {
+      who: 'account 222.. in another region',
+      creds: () => admin[A]!,
+      region: 'us-east-1',
+      want: [],
+    },
   ])('ListClusters as $who', async ({ creds, region, want }) => {
     const out = await eks(creds(), region).send(new ListClustersCommand({}));
     expect(out.clusters).toEqual(want);
@@ -216,7 +257,9 @@ describe('EKS API', () => {
     { who: 'the hub account', creds: () => hub, region: REGION },
     { who: 'the right account in another region', creds: () => admin[A]!, region: 'us-east-1' },
   ])("someone else's cluster does not exist for $who", async ({ creds, region }) => {
-    const e = await rejection(eks(creds(), region).send(new DescribeClusterCommand({ name: 'follower-a' })));
+    const e = await rejection(
+      eks(creds(), region).send(new DescribeClusterCommand({ name: 'follower-a' })),
+    );
     expect(e).toMatchObject({ name: 'ResourceNotFoundException', status: 404 });
     expect(e.message).toContain('No cluster found for name: follower-a');
   });
@@ -235,7 +278,11 @@ describe('EKS API', () => {
     {
       name: 'a session key without its session token',
       creds: async () => {
-        const s = await assumeRole(moto.endpoint, { credentials: hub, roleArn: followerRole(A), sessionName: 'x' });
+        const s = await assumeRole(moto.endpoint, {
+          credentials: hub,
+          roleArn: followerRole(A),
+          sessionName: 'x',
+        });
         return { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey };
       },
       error: 'UnrecognizedClientException',
@@ -265,7 +312,9 @@ describe('EKS API', () => {
       tags: { team: 'platform' },
     });
     expect(created.accessEntry!.accessEntryArn).toMatch(
-      new RegExp(`^arn:aws:eks:${REGION}:${A}:access-entry/follower-a/role/${A}/mirrorhub-follower/`),
+      new RegExp(
+        `^arn:aws:eks:${REGION}:${A}:access-entry/follower-a/role/${A}/mirrorhub-follower/`,
+      ),
     );
 
     const described = await client.send(
@@ -273,28 +322,55 @@ describe('EKS API', () => {
     );
     expect(described.accessEntry).toEqual(created.accessEntry);
     expect(
-      (await client.send(new ListAccessEntriesCommand({ clusterName: 'follower-a' }))).accessEntries,
+      (await client.send(new ListAccessEntriesCommand({ clusterName: 'follower-a' })))
+        .accessEntries,
     ).toEqual([followerRole(A)]);
 
     const updated = await client.send(
-      new UpdateAccessEntryCommand({ clusterName: 'follower-a', principalArn: followerRole(A), kubernetesGroups: [] }),
+      new UpdateAccessEntryCommand({
+        clusterName: 'follower-a',
+        principalArn: followerRole(A),
+        kubernetesGroups: [],
+      }),
     );
     expect(updated.accessEntry!.kubernetesGroups).toEqual([]);
 
     const cases = [
       { input: { principalArn: followerRole(A) }, name: 'ResourceInUseException', status: 409 },
-      { input: { principalArn: `arn:aws:iam::${A}:role/nope` }, name: 'InvalidParameterException', status: 400 },
+      {
+        input: { principalArn: `arn:aws:iam::${A}:role/nope` },
+        name: 'InvalidParameterException',
+        status: 400,
+      },
       { input: { principalArn: 'not-an-arn' }, name: 'InvalidParameterException', status: 400 },
-      { input: { principalArn: `arn:aws:iam::${A}:user/platform-admin`, kubernetesGroups: ['system:masters'] }, name: 'InvalidParameterException', status: 400 },
-      { input: { principalArn: `arn:aws:iam::${A}:user/platform-admin`, username: 'system:admin' }, name: 'InvalidParameterException', status: 400 },
+      {
+        input: {
+          principalArn: `arn:aws:iam::${A}:user/platform-admin`,
+          kubernetesGroups: ['system:masters'],
+        },
+        name: 'InvalidParameterException',
+        status: 400,
+      },
+      {
+        input: { principalArn: `arn:aws:iam::${A}:user/platform-admin`, username: 'system:admin' },
+        name: 'InvalidParameterException',
+        status: 400,
+      },
     ];
     for (const c of cases) {
-      const e = await rejection(client.send(new CreateAccessEntryCommand({ clusterName: 'follower-a', ...c.input })));
+      const e = await rejection(
+        client.send(new CreateAccessEntryCommand({ clusterName: 'follower-a', ...c.input })),
+      );
       expect({ ...e, input: c.input }).toMatchObject({ name: c.name, status: c.status });
     }
     // Another account cannot touch it.
     const e = await rejection(
-      eks(admin[B]!).send(new DescribeAccessEntryCommand({ clusterName: 'follower-a', principalArn: followerRole(A) })),
+      eks(admin[B]!).send(
+        new DescribeAccessEntryCommand({
+          clusterName: 'follower-a',
+          principalArn: followerRole(A),
+        }),
+      ),
     );
     expect(e.name).toBe('ResourceNotFoundException');
   });
@@ -329,17 +405,35 @@ describe('EKS API', () => {
     expect(kube.objects.has('ns/team-a')).toBe(true);
     const subjects = [{ kind: 'Group', name: group, apiGroup: 'rbac.authorization.k8s.io' }];
     expect(bindings()).toEqual([
-      { key: expect.stringMatching(/^rb\/mirrorhub-system\/eks-access-[0-9a-f]{16}-edit$/), roleRef: 'edit', subjects },
-      { key: expect.stringMatching(/^rb\/team-a\/eks-access-[0-9a-f]{16}-edit$/), roleRef: 'edit', subjects },
+      {
+        key: expect.stringMatching(/^rb\/mirrorhub-system\/eks-access-[0-9a-f]{16}-edit$/),
+        roleRef: 'edit',
+        subjects,
+      },
+      {
+        key: expect.stringMatching(/^rb\/team-a\/eks-access-[0-9a-f]{16}-edit$/),
+        roleRef: 'edit',
+        subjects,
+      },
     ]);
 
     // Narrowing the scope removes the binding in the namespace that left it.
     await client.send(
-      new AssociateAccessPolicyCommand({ ...entry, policyArn: EDIT, accessScope: { type: 'namespace', namespaces: ['team-a'] } }),
+      new AssociateAccessPolicyCommand({
+        ...entry,
+        policyArn: EDIT,
+        accessScope: { type: 'namespace', namespaces: ['team-a'] },
+      }),
     );
     expect(bindings().map((b) => b.key)).toEqual([expect.stringMatching(/^rb\/team-a\//)]);
 
-    await client.send(new AssociateAccessPolicyCommand({ ...entry, policyArn: VIEW, accessScope: { type: 'cluster' } }));
+    await client.send(
+      new AssociateAccessPolicyCommand({
+        ...entry,
+        policyArn: VIEW,
+        accessScope: { type: 'cluster' },
+      }),
+    );
     expect(bindings().map((b) => [b.key.split('/')[0], b.roleRef])).toEqual([
       ['crb', 'view'],
       ['rb', 'edit'],
@@ -347,30 +441,42 @@ describe('EKS API', () => {
     const listed = await client.send(new ListAssociatedAccessPoliciesCommand(entry));
     expect(listed.associatedAccessPolicies!.map((p) => p.policyArn).sort()).toEqual([EDIT, VIEW]);
     expect(
-      (await client.send(new ListAccessEntriesCommand({ clusterName: 'follower-a', associatedPolicyArn: VIEW })))
-        .accessEntries,
+      (
+        await client.send(
+          new ListAccessEntriesCommand({ clusterName: 'follower-a', associatedPolicyArn: VIEW }),
+        )
+      ).accessEntries,
     ).toEqual([followerRole(A)]);
 
     for (const bad of [
-      { policyArn: 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSNope', accessScope: { type: 'cluster' as const } },
+      {
+        policyArn: 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSNope',
+        accessScope: { type: 'cluster' as const },
+      },
       { policyArn: VIEW, accessScope: { type: 'namespace' as const, namespaces: [] } },
       { policyArn: VIEW, accessScope: { type: 'namespace' as const, namespaces: ['dev-*'] } },
       { policyArn: VIEW, accessScope: { type: 'cluster' as const, namespaces: ['x'] } },
     ]) {
-      expect((await rejection(client.send(new AssociateAccessPolicyCommand({ ...entry, ...bad })))).name).toBe(
-        'InvalidParameterException',
-      );
+      expect(
+        (await rejection(client.send(new AssociateAccessPolicyCommand({ ...entry, ...bad })))).name,
+      ).toBe('InvalidParameterException');
     }
 
     await client.send(new DisassociateAccessPolicyCommand({ ...entry, policyArn: VIEW }));
     expect(bindings().map((b) => b.roleRef)).toEqual(['edit']);
-    expect((await rejection(client.send(new DisassociateAccessPolicyCommand({ ...entry, policyArn: VIEW })))).name).toBe(
-      'ResourceNotFoundException',
-    );
+    expect(
+      (
+        await rejection(
+          client.send(new DisassociateAccessPolicyCommand({ ...entry, policyArn: VIEW })),
+        )
+      ).name,
+    ).toBe('ResourceNotFoundException');
 
     await client.send(new DeleteAccessEntryCommand(entry));
     expect(bindings()).toEqual([]);
-    expect((await rejection(client.send(new DescribeAccessEntryCommand(entry)))).name).toBe('ResourceNotFoundException');
+    expect((await rejection(client.send(new DescribeAccessEntryCommand(entry)))).name).toBe(
+      'ResourceNotFoundException',
+    );
   });
 });
 
@@ -391,7 +497,14 @@ describe('TokenReview webhook', () => {
     });
   });
   const token = async (clusterName: string, creds: AwsCredentials = session, now?: Date) =>
-    (await mintEksToken({ clusterName, region: REGION, credentials: creds, ...(now ? { now: () => now } : {}) })).token;
+    (
+      await mintEksToken({
+        clusterName,
+        region: REGION,
+        credentials: creds,
+        ...(now ? { now: () => now } : {}),
+      })
+    ).token;
 
   it('authenticates the follower role with its entry username and groups', async () => {
     for (const apiVersion of ['authentication.k8s.io/v1', 'authentication.k8s.io/v1beta1']) {
@@ -409,8 +522,18 @@ describe('TokenReview webhook', () => {
   });
 
   it.each([
-    { name: 'a token for another cluster name', cluster: 'follower-b', mint: () => token('follower-a'), error: /signature does not match/ },
-    { name: 'an unknown cluster', cluster: 'nope', mint: () => token('nope'), error: /unknown cluster "nope"/ },
+    {
+      name: 'a token for another cluster name',
+      cluster: 'follower-b',
+      mint: () => token('follower-a'),
+      error: /signature does not match/,
+    },
+    {
+      name: 'an unknown cluster',
+      cluster: 'nope',
+      mint: () => token('nope'),
+      error: /unknown cluster "nope"/,
+    },
     {
       name: 'an expired token',
       cluster: 'follower-b',
@@ -431,14 +554,31 @@ describe('TokenReview webhook', () => {
       name: 'a principal without an access entry here',
       cluster: 'follower-b',
       mint: async () =>
-        token('follower-b', await assumeRole(moto.endpoint, { credentials: hub, roleArn: followerRole(A), sessionName: 's' })),
+        token(
+          'follower-b',
+          await assumeRole(moto.endpoint, {
+            credentials: hub,
+            roleArn: followerRole(A),
+            sessionName: 's',
+          }),
+        ),
       error: new RegExp(`no access entry for arn:aws:iam::${A}:role/mirrorhub-follower`),
     },
-    { name: 'the hub user itself (no entry)', cluster: 'follower-b', mint: () => token('follower-b', hub), error: /no access entry/ },
+    {
+      name: 'the hub user itself (no entry)',
+      cluster: 'follower-b',
+      mint: () => token('follower-b', hub),
+      error: /no access entry/,
+    },
     {
       name: 'a key moto never issued',
       cluster: 'follower-b',
-      mint: () => token('follower-b', { accessKeyId: 'ASIANOTISSUED0000001', secretAccessKey: 'x', sessionToken: 'y' }),
+      mint: () =>
+        token('follower-b', {
+          accessKeyId: 'ASIANOTISSUED0000001',
+          secretAccessKey: 'x',
+          sessionToken: 'y',
+        }),
       error: /not known/,
     },
     { name: 'garbage', cluster: 'follower-b', mint: async () => 'Bearer-ish', error: /prefix/ },

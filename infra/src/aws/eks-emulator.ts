@@ -158,7 +158,8 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
         err instanceof AwsError
           ? err
           : new AwsError(500, 'ServerException', err instanceof Error ? err.message : String(err));
-      if (e.status >= 500) log(`eks-emulator: ${req.method} ${req.url?.split('?')[0]}: ${e.message}`);
+      if (e.status >= 500)
+        log(`eks-emulator: ${req.method} ${req.url?.split('?')[0]}: ${e.message}`);
       sendError(res, e);
     });
   });
@@ -211,21 +212,38 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
   ): Promise<Caller> {
     const auth = parseAuthorizationHeader(header(req, 'authorization'));
     if (!auth) {
-      throw new AwsError(403, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
+      throw new AwsError(
+        403,
+        'MissingAuthenticationTokenException',
+        'Missing Authentication Token',
+      );
     }
     const amzDate = header(req, 'x-amz-date') ?? '';
     const signedAt = parseAmzDate(amzDate);
-    if (!signedAt) throw new AwsError(400, 'IncompleteSignatureException', 'missing or malformed X-Amz-Date');
+    if (!signedAt)
+      throw new AwsError(400, 'IncompleteSignatureException', 'missing or malformed X-Amz-Date');
     if (Math.abs(now().getTime() - signedAt.getTime()) > SIGNATURE_SKEW_MS) {
-      throw new AwsError(403, 'InvalidSignatureException', `Signature expired: ${amzDate} is now too far from the server time`);
+      throw new AwsError(
+        403,
+        'InvalidSignatureException',
+        `Signature expired: ${amzDate} is now too far from the server time`,
+      );
     }
     if (auth.scope.service !== 'eks') {
-      throw new AwsError(403, 'InvalidSignatureException', "Credential should be scoped to correct service: 'eks'.");
+      throw new AwsError(
+        403,
+        'InvalidSignatureException',
+        "Credential should be scoped to correct service: 'eks'.",
+      );
     }
     const key = await lookupAccessKey(moto, auth.accessKeyId);
     const sessionToken = header(req, 'x-amz-security-token');
     if (!key || !key.active || key.sessionToken !== sessionToken) {
-      throw new AwsError(403, 'UnrecognizedClientException', 'The security token included in the request is invalid.');
+      throw new AwsError(
+        403,
+        'UnrecognizedClientException',
+        'The security token included in the request is invalid.',
+      );
     }
     const headers: Record<string, string> = {};
     for (const h of auth.signedHeaders) headers[h] = header(req, h) ?? '';
@@ -253,7 +271,11 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       ...(key.sessionToken ? { sessionToken: key.sessionToken } : {}),
     });
     if (isMotoFallbackIdentity(id)) {
-      throw new AwsError(403, 'UnrecognizedClientException', 'The security token included in the request is invalid.');
+      throw new AwsError(
+        403,
+        'UnrecognizedClientException',
+        'The security token included in the request is invalid.',
+      );
     }
     return { account: id.account, region: auth.scope.region, arn: id.arn };
   }
@@ -321,7 +343,8 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       return page(arns, q, 'accessEntries');
     }
     if (n === 4 && method === 'GET') return { accessEntry: entryJson(s, entryFor(s, principal)) };
-    if (n === 4 && method === 'POST') return mutate(s, async () => updateAccessEntry(s, principal, input));
+    if (n === 4 && method === 'POST')
+      return mutate(s, async () => updateAccessEntry(s, principal, input));
     if (n === 4 && method === 'DELETE') return mutate(s, () => deleteAccessEntry(s, principal));
     if (c !== 'access-policies') throw unknownOperation(method, seg);
     if (n === 5 && method === 'POST') return mutate(s, () => associate(s, principal, input));
@@ -402,7 +425,9 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     }
     for (const g of v as string[]) {
       if (g.startsWith('system:') || g.startsWith(ENTRY_GROUP_PREFIX)) {
-        throw invalid(`The kubernetes group name ${g} is invalid, it cannot start with system: or ${ENTRY_GROUP_PREFIX}`);
+        throw invalid(
+          `The kubernetes group name ${g} is invalid, it cannot start with system: or ${ENTRY_GROUP_PREFIX}`,
+        );
       }
     }
     return [...new Set(v as string[])];
@@ -412,7 +437,9 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     if (v === undefined) return undefined;
     if (typeof v !== 'string' || v === '') throw invalid('username must be a non-empty string');
     if (RESERVED_USERNAME.test(v)) {
-      throw invalid(`The username ${v} is invalid, it cannot start with system:, eks:, aws:, amazon: or iam:`);
+      throw invalid(
+        `The username ${v} is invalid, it cannot start with system:, eks:, aws:, amazon: or iam:`,
+      );
     }
     return v;
   }
@@ -439,19 +466,28 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     if (typeof principalArn !== 'string') throw invalid('principalArn is required');
     const canonical = canonicalPrincipalArn(principalArn);
     if (!canonical) {
-      throw invalid(`The specified principalArn is invalid: ${principalArn} is not an IAM role or user ARN`);
+      throw invalid(
+        `The specified principalArn is invalid: ${principalArn} is not an IAM role or user ARN`,
+      );
     }
     const type = input.type ?? 'STANDARD';
     if (type !== 'STANDARD') {
-      throw invalid(`access entry type ${String(type)} is not supported by the EKS emulator (only STANDARD)`);
+      throw invalid(
+        `access entry type ${String(type)} is not supported by the EKS emulator (only STANDARD)`,
+      );
     }
     const kubernetesGroups = validGroups(input.kubernetesGroups);
     const username = validUsername(input.username);
     const tags = (input.tags ?? {}) as Record<string, string>;
     if (s.entries.has(canonical)) {
-      throw new AwsError(409, 'ResourceInUseException', 'The specified access entry resource is already in use on this cluster.', {
-        clusterName: s.c.name,
-      });
+      throw new AwsError(
+        409,
+        'ResourceInUseException',
+        'The specified access entry resource is already in use on this cluster.',
+        {
+          clusterName: s.c.name,
+        },
+      );
     }
     if (!(await principalExists(canonical))) {
       throw invalid(`The specified principalArn is invalid: invalid principal ${principalArn}`);
@@ -467,7 +503,9 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       kubernetesGroups,
       username:
         username ??
-        (kind === 'role' ? `arn:aws:sts::${account}:assumed-role/${name}/{{SessionName}}` : canonical),
+        (kind === 'role'
+          ? `arn:aws:sts::${account}:assumed-role/${name}/{{SessionName}}`
+          : canonical),
       type: 'STANDARD',
       tags,
       accessEntryArn: `arn:aws:eks:${s.c.region}:${s.c.accountId}:access-entry/${s.c.name}/${kind}/${account}/${name}/${randomUUID()}`,
@@ -486,14 +524,18 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     input: Record<string, unknown>,
   ): unknown {
     const e = entryFor(s, principal);
-    if (input.kubernetesGroups !== undefined) e.kubernetesGroups = validGroups(input.kubernetesGroups);
+    if (input.kubernetesGroups !== undefined)
+      e.kubernetesGroups = validGroups(input.kubernetesGroups);
     const username = validUsername(input.username);
     if (username !== undefined) e.username = username;
     e.modifiedAt = now();
     return { accessEntry: entryJson(s, e) };
   }
 
-  async function deleteAccessEntry(s: ClusterState, principal: string | undefined): Promise<unknown> {
+  async function deleteAccessEntry(
+    s: ClusterState,
+    principal: string | undefined,
+  ): Promise<unknown> {
     const e = entryFor(s, principal);
     await s.rbac.remove(e.id);
     s.entries.delete(e.canonicalArn);
@@ -508,14 +550,18 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       throw invalid('accessScope.namespaces must be a list of strings');
     }
     if (scope.type === 'cluster') {
-      if (namespaces.length > 0) throw invalid('namespaces must be empty when accessScope type is cluster');
+      if (namespaces.length > 0)
+        throw invalid('namespaces must be empty when accessScope type is cluster');
       return { type: 'cluster' };
     }
     if (scope.type === 'namespace') {
-      if (namespaces.length === 0) throw invalid('namespaces must be set when accessScope type is namespace');
+      if (namespaces.length === 0)
+        throw invalid('namespaces must be set when accessScope type is namespace');
       for (const ns of namespaces as string[]) {
         if (!DNS_LABEL.test(ns)) {
-          throw invalid(`namespace "${ns}" is invalid${ns.includes('*') ? ' (wildcards are not supported by the EKS emulator)' : ''}`);
+          throw invalid(
+            `namespace "${ns}" is invalid${ns.includes('*') ? ' (wildcards are not supported by the EKS emulator)' : ''}`,
+          );
         }
       }
       return { type: 'namespace', namespaces: [...new Set(namespaces as string[])] };
@@ -532,10 +578,16 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     const policyArn = input.policyArn;
     const policy = typeof policyArn === 'string' ? policyName(policyArn) : undefined;
     if (!policy) {
-      throw invalid(`The specified policyArn is invalid or not supported by the EKS emulator: ${String(policyArn)}`);
+      throw invalid(
+        `The specified policyArn is invalid or not supported by the EKS emulator: ${String(policyArn)}`,
+      );
     }
     const accessScope = validScope(input.accessScope);
-    await s.rbac.apply({ id: e.id, group: e.group, principalArn: e.canonicalArn }, policy, accessScope);
+    await s.rbac.apply(
+      { id: e.id, group: e.group, principalArn: e.canonicalArn },
+      policy,
+      accessScope,
+    );
     const at = now();
     const prev = e.policies.get(policyArn as string);
     const assoc: PolicyAssociation = {
@@ -546,8 +598,14 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       modifiedAt: at,
     };
     e.policies.set(assoc.policyArn, assoc);
-    log(`eks-emulator: ${s.c.name}: ${policy} (${accessScope.type === 'cluster' ? 'cluster' : accessScope.namespaces.join(',')}) for ${e.canonicalArn}`);
-    return { clusterName: s.c.name, principalArn: e.principalArn, associatedAccessPolicy: associationJson(assoc) };
+    log(
+      `eks-emulator: ${s.c.name}: ${policy} (${accessScope.type === 'cluster' ? 'cluster' : accessScope.namespaces.join(',')}) for ${e.canonicalArn}`,
+    );
+    return {
+      clusterName: s.c.name,
+      principalArn: e.principalArn,
+      associatedAccessPolicy: associationJson(assoc),
+    };
   }
 
   async function disassociate(
@@ -558,10 +616,13 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     const e = entryFor(s, principal);
     const assoc = policyArn ? e.policies.get(policyArn) : undefined;
     if (!assoc) {
-      throw notFound(`The specified policy ${policyArn} is not associated with this access entry.`, {
-        clusterName: s.c.name,
-        principalArn: e.principalArn,
-      });
+      throw notFound(
+        `The specified policy ${policyArn} is not associated with this access entry.`,
+        {
+          clusterName: s.c.name,
+          principalArn: e.principalArn,
+        },
+      );
     }
     await s.rbac.remove(e.id, assoc.policy);
     e.policies.delete(assoc.policyArn);
@@ -614,7 +675,8 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       secretAccessKey: key.secretAccessKey,
       ...(key.sessionToken ? { sessionToken: key.sessionToken } : {}),
     });
-    if (isMotoFallbackIdentity(caller)) return deny(`sts: the access key ${t.accessKeyId} is not known`);
+    if (isMotoFallbackIdentity(caller))
+      return deny(`sts: the access key ${t.accessKeyId} is not known`);
     const id = canonicalizeIdentity(caller);
     if ('error' in id) return deny(id.error);
 
@@ -654,10 +716,13 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     endpoint,
     webhookUrl: (name) => `${endpoint}/authenticate/${encodeURIComponent(name)}`,
     addCluster(c) {
-      if (clusters.has(c.name)) throw new Error(`EKS emulator: cluster "${c.name}" is already added`);
+      if (clusters.has(c.name))
+        throw new Error(`EKS emulator: cluster "${c.name}" is already added`);
       if (!/^\d{12}$/.test(c.accountId) || c.accountId === MOTO_DEFAULT_ACCOUNT) {
         // moto's fallback account would also match callers whose keys moto does not know.
-        throw new Error(`EKS emulator: cluster "${c.name}" needs a real 12-digit account id, not ${c.accountId}`);
+        throw new Error(
+          `EKS emulator: cluster "${c.name}" needs a real 12-digit account id, not ${c.accountId}`,
+        );
       }
       clusters.set(c.name, {
         c,
@@ -690,7 +755,8 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new AwsError(413, 'RequestEntityTooLargeException', 'request body too large');
+    if (size > MAX_BODY)
+      throw new AwsError(413, 'RequestEntityTooLargeException', 'request body too large');
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
@@ -718,12 +784,17 @@ function page<T>(items: T[], q: Map<string, string>, key: string): Record<string
     if (!Number.isInteger(start) || start < 0) throw invalid('The nextToken is invalid');
   }
   const slice = items.slice(start, start + max);
-  const next = start + max < items.length ? Buffer.from(String(start + max)).toString('base64url') : undefined;
+  const next =
+    start + max < items.length ? Buffer.from(String(start + max)).toString('base64url') : undefined;
   return { [key]: slice, ...(next ? { nextToken: next } : {}) };
 }
 
 function unknownOperation(method: string, seg: string[]): AwsError {
-  return new AwsError(404, 'UnknownOperationException', `The EKS emulator does not implement ${method} /${seg.map(encodeURIComponent).join('/')}`);
+  return new AwsError(
+    404,
+    'UnknownOperationException',
+    `The EKS emulator does not implement ${method} /${seg.map(encodeURIComponent).join('/')}`,
+  );
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -27,8 +27,7 @@ export const ACCESS_POLICIES: Readonly<Record<string, string>> = {
 export const ENTRY_GROUP_PREFIX = 'eks-access-entry:';
 
 export type AccessScope =
-  | { type: 'cluster'; namespaces?: never[] }
-  | { type: 'namespace'; namespaces: string[] };
+  { type: 'cluster'; namespaces?: never[] } | { type: 'namespace'; namespaces: string[] };
 
 const LABEL_MANAGED = 'app.kubernetes.io/managed-by';
 const MANAGER = 'mirrorhub-eks-emulator';

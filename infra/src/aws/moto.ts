@@ -265,7 +265,11 @@ export async function createUserWithAccessKey(
   };
 }
 
-export function stsClient(endpoint: string, credentials: AwsCredentials, region = 'us-east-1'): STSClient {
+export function stsClient(
+  endpoint: string,
+  credentials: AwsCredentials,
+  region = 'us-east-1',
+): STSClient {
   return new STSClient({ endpoint, region, credentials, maxAttempts: 2 });
 }
 
@@ -365,9 +369,7 @@ export async function lookupAccessKey(
       active: true,
     };
   }
-  const key = data.iam?.AccessKey?.find(
-    (k) => k.access_key_id === accessKeyId && !k.role_arn,
-  );
+  const key = data.iam?.AccessKey?.find((k) => k.access_key_id === accessKeyId && !k.role_arn);
   if (key) {
     return {
       accessKeyId,

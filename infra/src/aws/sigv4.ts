@@ -91,9 +91,7 @@ export function sha256Hex(data: string | Buffer): string {
 
 export function canonicalRequest(i: SigV4Input): string {
   const names = [...i.signedHeaders].map((h) => h.toLowerCase()).sort();
-  const headerLines = names.map(
-    (n) => `${n}:${(i.headers[n] ?? '').trim().replace(/\s+/g, ' ')}`,
-  );
+  const headerLines = names.map((n) => `${n}:${(i.headers[n] ?? '').trim().replace(/\s+/g, ' ')}`);
   return [
     i.method.toUpperCase(),
     i.canonicalUri,

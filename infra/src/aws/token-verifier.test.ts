@@ -10,7 +10,11 @@ import {
 } from './token-verifier.js';
 
 const SECRET = 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY';
-const creds = { accessKeyId: 'ASIAEXAMPLE0000001', secretAccessKey: SECRET, sessionToken: 'tok+/=' };
+const creds = {
+  accessKeyId: 'ASIAEXAMPLE0000001',
+  secretAccessKey: SECRET,
+  sessionToken: 'tok+/=',
+};
 const T0 = new Date('2024-01-02T03:04:05Z');
 const MIN = 60_000;
 
@@ -39,21 +43,40 @@ describe('parseEksToken', () => {
     reason?: RegExp;
   }>([
     { name: 'a freshly minted token', token: (g) => g },
-    { name: 'a token at 14:59 of its life', token: (g) => g, now: new Date(T0.getTime() + 15 * MIN - 1000) },
+    {
+      name: 'a token at 14:59 of its life',
+      token: (g) => g,
+      now: new Date(T0.getTime() + 15 * MIN - 1000),
+    },
     { name: 'a clock a little behind', token: (g) => g, now: new Date(T0.getTime() - 4 * MIN) },
     {
       name: 'an allowed emulator host',
       token: () => mint({ endpoint: 'https://127.0.0.1:4566' }),
       hosts: ['127.0.0.1:4566'],
     },
-    { name: 'the global STS endpoint', token: () => mint({ region: 'us-east-1', endpoint: 'https://sts.amazonaws.com' }) },
-    { name: 'wrong prefix', token: (g) => g.replace('k8s-aws-v1.', 'k8s-aws-v2.'), reason: /prefix/ },
+    {
+      name: 'the global STS endpoint',
+      token: () => mint({ region: 'us-east-1', endpoint: 'https://sts.amazonaws.com' }),
+    },
+    {
+      name: 'wrong prefix',
+      token: (g) => g.replace('k8s-aws-v1.', 'k8s-aws-v2.'),
+      reason: /prefix/,
+    },
     { name: 'no prefix at all', token: (g) => g.slice(EKS_TOKEN_PREFIX.length), reason: /prefix/ },
     { name: 'bad base64', token: () => `${EKS_TOKEN_PREFIX}aHR0c!!!`, reason: /base64url/ },
     { name: 'padded base64', token: (g) => `${g}==`, reason: /base64url/ },
-    { name: 'standard base64 alphabet', token: (g) => `${g.slice(0, 40)}+/${g.slice(42)}`, reason: /base64url/ },
+    {
+      name: 'standard base64 alphabet',
+      token: (g) => `${g.slice(0, 40)}+/${g.slice(42)}`,
+      reason: /base64url/,
+    },
     { name: 'too large', token: (g) => g + 'A'.repeat(4096), reason: /too large/ },
-    { name: 'http scheme', token: (g) => edit(g, (u) => u.replace('https://', 'http://')), reason: /scheme "http"/ },
+    {
+      name: 'http scheme',
+      token: (g) => edit(g, (u) => u.replace('https://', 'http://')),
+      reason: /scheme "http"/,
+    },
     {
       name: 'a host that is not STS',
       token: () => mint({ endpoint: 'https://sts.eu-west-1.amazonaws.com.evil.example' }),
@@ -64,8 +87,16 @@ describe('parseEksToken', () => {
       token: () => mint({ endpoint: 'https://127.0.0.1:4566' }),
       reason: /unexpected hostname "127.0.0.1:4566"/,
     },
-    { name: 'another path', token: (g) => edit(g, (u) => u.replace('.com/?', '.com/x?')), reason: /unexpected path/ },
-    { name: 'an extra query key', token: (g) => edit(g, (u) => `${u}&Foo=bar`), reason: /non-whitelisted query parameter "Foo"/ },
+    {
+      name: 'another path',
+      token: (g) => edit(g, (u) => u.replace('.com/?', '.com/x?')),
+      reason: /unexpected path/,
+    },
+    {
+      name: 'an extra query key',
+      token: (g) => edit(g, (u) => `${u}&Foo=bar`),
+      reason: /non-whitelisted query parameter "Foo"/,
+    },
     {
       name: 'a repeated query key',
       token: (g) => edit(g, (u) => `${u}&Action=GetCallerIdentity`),
@@ -83,7 +114,8 @@ describe('parseEksToken', () => {
     },
     {
       name: 'a signed header the verifier cannot replay',
-      token: (g) => edit(g, (u) => u.replace('host%3Bx-k8s-aws-id', 'host%3Buser-agent%3Bx-k8s-aws-id')),
+      token: (g) =>
+        edit(g, (u) => u.replace('host%3Bx-k8s-aws-id', 'host%3Buser-agent%3Bx-k8s-aws-id')),
       reason: /signed header "user-agent"/,
     },
     {
@@ -96,11 +128,22 @@ describe('parseEksToken', () => {
       token: (g) => edit(g, (u) => u.replace('X-Amz-Expires=60', 'X-Amz-Expires=-1')),
       reason: /invalid X-Amz-Expires/,
     },
-    { name: 'too old (15 min + 1 s)', token: (g) => g, now: new Date(T0.getTime() + 15 * MIN + 1000), reason: /expired/ },
-    { name: 'dated in the future', token: (g) => g, now: new Date(T0.getTime() - 6 * MIN), reason: /in the future/ },
+    {
+      name: 'too old (15 min + 1 s)',
+      token: (g) => g,
+      now: new Date(T0.getTime() + 15 * MIN + 1000),
+      reason: /expired/,
+    },
+    {
+      name: 'dated in the future',
+      token: (g) => g,
+      now: new Date(T0.getTime() - 6 * MIN),
+      reason: /in the future/,
+    },
     {
       name: 'a malformed date',
-      token: (g) => edit(g, (u) => u.replace('X-Amz-Date=20240102T030405Z', 'X-Amz-Date=20240231T030405Z')),
+      token: (g) =>
+        edit(g, (u) => u.replace('X-Amz-Date=20240102T030405Z', 'X-Amz-Date=20240231T030405Z')),
       reason: /not yyyymmddThhmmssZ/,
     },
     {
@@ -143,9 +186,27 @@ describe('parseEksToken', () => {
 
 describe('presignedSignatureMatches', () => {
   it.each([
-    { name: 'the cluster it was minted for', cluster: 'follower-a', secret: SECRET, edit: undefined, ok: true },
-    { name: 'another cluster name', cluster: 'follower-b', secret: SECRET, edit: undefined, ok: false },
-    { name: 'the wrong secret', cluster: 'follower-a', secret: `${SECRET}x`, edit: undefined, ok: false },
+    {
+      name: 'the cluster it was minted for',
+      cluster: 'follower-a',
+      secret: SECRET,
+      edit: undefined,
+      ok: true,
+    },
+    {
+      name: 'another cluster name',
+      cluster: 'follower-b',
+      secret: SECRET,
+      edit: undefined,
+      ok: false,
+    },
+    {
+      name: 'the wrong secret',
+      cluster: 'follower-a',
+      secret: `${SECRET}x`,
+      edit: undefined,
+      ok: false,
+    },
     {
       name: 'a tampered session token',
       cluster: 'follower-a',
@@ -196,10 +257,18 @@ describe('canonicalizeIdentity', () => {
       canonical: 'arn:aws:iam::111111111111:user/deployer',
       session: '',
     },
-    { arn: 'arn:aws:sts::111111111111:federated-user/bob', userId: 'x', error: /unsupported STS principal/ },
+    {
+      arn: 'arn:aws:sts::111111111111:federated-user/bob',
+      userId: 'x',
+      error: /unsupported STS principal/,
+    },
     { arn: 'not-an-arn', userId: 'x', error: /unrecognised ARN/ },
   ])('$arn', (c) => {
-    const r = canonicalizeIdentity({ arn: c.arn, account: c.arn.split(':')[4] ?? '', userId: c.userId });
+    const r = canonicalizeIdentity({
+      arn: c.arn,
+      account: c.arn.split(':')[4] ?? '',
+      userId: c.userId,
+    });
     if (c.error) {
       expect(r).toMatchObject({ error: expect.stringMatching(c.error) });
     } else {
@@ -208,8 +277,14 @@ describe('canonicalizeIdentity', () => {
   });
 
   it.each([
-    { arn: 'arn:aws:iam::222222222222:role/follower', canonical: 'arn:aws:iam::222222222222:role/follower' },
-    { arn: 'arn:aws:iam::222222222222:role/teams/a/follower', canonical: 'arn:aws:iam::222222222222:role/follower' },
+    {
+      arn: 'arn:aws:iam::222222222222:role/follower',
+      canonical: 'arn:aws:iam::222222222222:role/follower',
+    },
+    {
+      arn: 'arn:aws:iam::222222222222:role/teams/a/follower',
+      canonical: 'arn:aws:iam::222222222222:role/follower',
+    },
     { arn: 'arn:aws:sts::222222222222:assumed-role/follower/s', canonical: undefined },
   ])('access entry principal $arn', ({ arn, canonical }) => {
     expect(canonicalPrincipalArn(arn)).toBe(canonical);

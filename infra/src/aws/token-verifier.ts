@@ -90,7 +90,8 @@ export function parseEksToken(token: string, opts: ParseOptions): TokenCheck {
   } catch {
     return fail('token does not contain a URL');
   }
-  if (url.protocol !== 'https:') return fail(`unexpected scheme "${url.protocol.slice(0, -1)}" in pre-signed URL`);
+  if (url.protocol !== 'https:')
+    return fail(`unexpected scheme "${url.protocol.slice(0, -1)}" in pre-signed URL`);
   const hostRegion = stsHostRegion(url.host, opts.allowedStsHosts);
   if (hostRegion === undefined) return fail(`unexpected hostname "${url.host}" in pre-signed URL`);
   if (url.pathname !== '/') return fail('unexpected path in pre-signed URL');
@@ -104,7 +105,8 @@ export function parseEksToken(token: string, opts: ParseOptions): TokenCheck {
     if (!ALLOWED_QUERY_KEYS.has(k.toLowerCase())) {
       return fail(`non-whitelisted query parameter "${k}"`);
     }
-    if (lower.has(k.toLowerCase())) return fail('query parameter with multiple values not supported');
+    if (lower.has(k.toLowerCase()))
+      return fail('query parameter with multiple values not supported');
     lower.set(k.toLowerCase(), v);
     query.push([k, v]);
   }
@@ -150,7 +152,9 @@ export function parseEksToken(token: string, opts: ParseOptions): TokenCheck {
     return fail('credential scope date does not match X-Amz-Date');
   }
   if (hostRegion !== null && cred.scope.region !== hostRegion) {
-    return fail(`credential should be scoped to region "${hostRegion}", not "${cred.scope.region}"`);
+    return fail(
+      `credential should be scoped to region "${hostRegion}", not "${cred.scope.region}"`,
+    );
   }
   for (const h of signedHeaders) {
     if (!REPLAYED_HEADERS.has(h.toLowerCase())) {
@@ -226,7 +230,13 @@ export interface CanonicalIdentity extends CallerIdentity {
 export function canonicalizeIdentity(id: CallerIdentity): CanonicalIdentity | { error: string } {
   const m = /^arn:(aws[a-z-]*):(iam|sts)::(\d{12}):(.+)$/.exec(id.arn);
   if (!m) return { error: `unrecognised ARN "${id.arn}"` };
-  const [, partition, service, account, resource] = m as unknown as [string, string, string, string, string];
+  const [, partition, service, account, resource] = m as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const [principalId = '', sessionName = ''] = id.userId.split(':');
   if (service === 'sts') {
     const r = /^assumed-role\/([^/]+)\/(.+)$/.exec(resource);
@@ -240,7 +250,12 @@ export function canonicalizeIdentity(id: CallerIdentity): CanonicalIdentity | { 
   }
   const r = /^(role|user)\/(?:.*\/)?([^/]+)$/.exec(resource);
   if (!r) return { error: `unsupported IAM principal "${id.arn}"` };
-  return { ...id, canonicalArn: `arn:${partition}:iam::${account}:${r[1]}/${r[2]}`, sessionName, principalId };
+  return {
+    ...id,
+    canonicalArn: `arn:${partition}:iam::${account}:${r[1]}/${r[2]}`,
+    sessionName,
+    principalId,
+  };
 }
 
 /** An access entry's principalArn in the form a canonical identity is compared with. */

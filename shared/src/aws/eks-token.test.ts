@@ -37,7 +37,10 @@ function referenceSignature(url: URL, clusterName: string, secret: string): stri
   const hex = (s: string) => createHash('sha256').update(s).digest('hex');
   const hmac = (k: string | Buffer, s: string) => createHmac('sha256', k).update(s).digest();
   const enc = (s: string) =>
-    encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+    encodeURIComponent(s).replace(
+      /[!'()*]/g,
+      (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+    );
   const q = [...url.searchParams].filter(([k]) => k !== 'X-Amz-Signature');
   const canonicalQuery = q
     .map(([k, v]) => `${enc(k)}=${enc(v)}`)
@@ -96,7 +99,7 @@ describe('mintEksToken', () => {
     },
     {
       name: 'long-term keys, emulator endpoint with a port',
-      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret+/=' },
+      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret+/=' } as AwsCredentials,
       stsEndpoint: 'https://127.0.0.1:4566',
       host: '127.0.0.1:4566',
       query: [
@@ -281,7 +284,12 @@ describe('kubeConfigForCluster', () => {
       credentials: creds,
       now: () => T0,
     });
-    const kc = kubeConfigForCluster({ name: 'prod-eu-1', server: 'https://h', caPem: 'x', token: s });
+    const kc = kubeConfigForCluster({
+      name: 'prod-eu-1',
+      server: 'https://h',
+      caPem: 'x',
+      token: s,
+    });
     const o: { headers?: Record<string, string> } = {};
     await kc.applyToHTTPSOptions(o as never);
     expect(o.headers?.Authorization).toBe(`Bearer ${PINNED}`);

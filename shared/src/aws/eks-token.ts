@@ -224,7 +224,10 @@ export function kubeConfigForCluster(opts: ClusterKubeConfigOptions): KubeConfig
   const getToken =
     typeof opts.token === 'function'
       ? opts.token
-      : ((source: EksTokenSource) => async () => (await source.getToken()).token)(opts.token);
+      : (
+          (source: EksTokenSource) => async () =>
+            (await source.getToken()).token
+        )(opts.token);
   const kc = new KubeConfig();
   kc.addAuthenticator({
     isAuthProvider: (user: User) => user.authProvider?.name === AUTH_PROVIDER_NAME,
