@@ -11,5 +11,5 @@ export default tseslint.config(
       'no-console': ['error', { allow: ['error'] }],
     },
   },
-  { files: ['infra/src/cli.ts', 'scripts/**', 'test/src/bench/**', 'hub/src/demo/**'], rules: { 'no-console': 'off' } },
+  { files: ['infra/src/cli.ts', 'scripts/**', 'test/src/bench/**', 'test/src/demo/**'], rules: { 'no-console': 'off' } },
 );
