@@ -487,7 +487,10 @@ const mirrorStatus = (tsType: string): Schema =>
     ),
     message: string('Human-readable summary of the phase.', { maxLength: 4096 }),
     observedGeneration,
-    lastSyncTime: dateTime('When every copy was last confirmed up to date.'),
+    lastSyncTime: dateTime(
+      'When the copies were last brought up to date. Resyncs that change nothing do not move it, ' +
+        'so a steady object gets no status writes.',
+    ),
     destination: string('Summary of the destination for kubectl, e.g. "/project-a-.+/, team=a".', {
       maxLength: 256,
     }),
@@ -513,7 +516,7 @@ const mirrorStatus = (tsType: string): Schema =>
           synced: count('Namespaces with an up-to-date copy.'),
           failed: count('Namespaces where writing the copy failed.'),
           conflicts: count('Namespaces where the target name is taken.'),
-          lastSyncTime: dateTime('When the agent in this cluster last confirmed every copy.'),
+          lastSyncTime: dateTime('When the copies in this cluster were last brought up to date.'),
           message: string('Why the cluster is not Active, if it is not.', { maxLength: 4096 }),
         },
         { required: ['name'] },
@@ -589,7 +592,7 @@ const MIRROR_COLUMNS: PrinterColumn[] = [
     name: 'Last Sync',
     type: 'date',
     jsonPath: '.status.lastSyncTime',
-    description: 'When every copy was last confirmed.',
+    description: 'When the copies were last brought up to date.',
   },
   {
     name: 'Age',
@@ -863,7 +866,10 @@ export const mirrorDelivery: KindDefinition = {
         'invalid pattern, ...); see message.',
     ),
     message: string('Human-readable summary of the phase.', { maxLength: 4096 }),
-    lastSyncTime: dateTime('When every copy was last confirmed up to date.'),
+    lastSyncTime: dateTime(
+      'When the copies were last brought up to date. Resyncs that change nothing do not move it, ' +
+        'so a steady object gets no status writes.',
+    ),
     agentVersion: string('Version of the agent that wrote this status.', { maxLength: 64 }),
     counts: object('DeliveryCounts', 'Totals in this cluster.', {
       namespaces: count('Selected namespaces.'),

@@ -370,7 +370,10 @@ export interface SecretMirrorStatus {
   /** metadata.generation of the spec this status describes. */
   observedGeneration?: number;
 
-  /** When every copy was last confirmed up to date. */
+  /**
+   * When the copies were last brought up to date. Resyncs that change nothing do not move it, so a
+   * steady object gets no status writes.
+   */
   lastSyncTime?: string;
 
   /** Summary of the destination for kubectl, e.g. "/project-a-.+/, team=a". */
@@ -434,7 +437,7 @@ export interface ClusterSyncStatus {
   /** Namespaces where the target name is taken. */
   conflicts?: number;
 
-  /** When the agent in this cluster last confirmed every copy. */
+  /** When the copies in this cluster were last brought up to date. */
   lastSyncTime?: string;
 
   /** Why the cluster is not Active, if it is not. */
@@ -552,7 +555,10 @@ export interface ClusterSecretMirrorStatus {
   /** metadata.generation of the spec this status describes. */
   observedGeneration?: number;
 
-  /** When every copy was last confirmed up to date. */
+  /**
+   * When the copies were last brought up to date. Resyncs that change nothing do not move it, so a
+   * steady object gets no status writes.
+   */
   lastSyncTime?: string;
 
   /** Summary of the destination for kubectl, e.g. "/project-a-.+/, team=a". */
@@ -809,7 +815,10 @@ export interface MirrorDeliveryStatus {
   /** Human-readable summary of the phase. */
   message?: string;
 
-  /** When every copy was last confirmed up to date. */
+  /**
+   * When the copies were last brought up to date. Resyncs that change nothing do not move it, so a
+   * steady object gets no status writes.
+   */
   lastSyncTime?: string;
 
   /** Version of the agent that wrote this status. */
