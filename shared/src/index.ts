@@ -1,2 +1,3 @@
 export * from './aws/eks-token.js';
 export * from './api/index.js';
+export * from './mirror/index.js';

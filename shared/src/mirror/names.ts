@@ -1,0 +1,157 @@
+// Names and marks: what mirrorhub calls the objects it writes, and how it recognises its own.
+
+import { createHash } from 'node:crypto';
+import type { LabelSelector, MirrorDestination, MirrorKind } from '../api/types.gen.js';
+import { formatLabelSelector } from './namespaces.js';
+
+/** Every label and annotation mirrorhub owns lives under this prefix; it is never copied. */
+export const RESERVED_PREFIX = 'mirrorhub.io/';
+/** Never copied from a source: it describes the source's own last `kubectl apply`. */
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** Label on every copy (value MANAGED_BY_VALUE); the agent watches copies by this label only. */
+export const LABEL_MANAGED_BY = 'mirrorhub.io/managed-by';
+export const MANAGED_BY_VALUE = 'mirrorhub';
+/** Label on every copy and payload Secret: the name of the MirrorDelivery it belongs to. */
+export const LABEL_DELIVERY = 'mirrorhub.io/delivery';
+/** Label on payload Secrets (value "true"). */
+export const LABEL_PAYLOAD = 'mirrorhub.io/payload';
+/** Annotation on every copy: `<cluster>/<namespace>/<name>` of the source. */
+export const ANNOTATION_ORIGIN = 'mirrorhub.io/origin';
+/** Annotation on every copy: `<Kind>/<namespace>/<name>` of the mirror (namespace empty for csm). */
+export const ANNOTATION_MIRROR = 'mirrorhub.io/mirror';
+/** Annotation on every copy: the delivery's contentHash the copy was written from. */
+export const ANNOTATION_CONTENT_HASH = 'mirrorhub.io/content-hash';
+/** Annotation on payload Secrets: comma-separated keys that were ConfigMap binaryData. */
+export const ANNOTATION_BINARY_KEYS = 'mirrorhub.io/binary-keys';
+
+export interface MirrorIdentity {
+  kind: MirrorKind;
+  /** Namespace of a SecretMirror; absent or empty for a ClusterSecretMirror. */
+  namespace?: string | undefined;
+  name: string;
+}
+
+/**
+ * Longest delivery name. A MirrorDelivery name may be 253 characters, but it is also the value of
+ * the mirrorhub.io/delivery label on every copy, and label values stop at 63.
+ */
+export const MAX_DELIVERY_NAME = 63;
+
+/**
+ * Name of the MirrorDelivery (and of its payload Secret) for one mirror, the same in every
+ * cluster: `sm-<namespace>-<name>-<hash8>` or `csm-<name>-<hash8>`. The readable part is
+ * truncated to fit 63 characters; the hash (of origin cluster, kind, namespace and name) keeps
+ * truncated names apart and lets two hubs deliver to the same cluster without clashing.
+ * The result is a DNS-1123 label, so it is a valid object name and label value.
+ */
+export function deliveryName(mirror: MirrorIdentity, originCluster: string): string {
+  const namespace = mirror.namespace ?? '';
+  const hash = createHash('sha256')
+    .update([originCluster, mirror.kind, namespace, mirror.name].join('\0'))
+    .digest('hex')
+    .slice(0, 8);
+  const readable =
+    mirror.kind === 'SecretMirror' ? `sm-${namespace}-${mirror.name}` : `csm-${mirror.name}`;
+  const body = readable
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-') // dots too: a label has none
+    .slice(0, MAX_DELIVERY_NAME - hash.length - 1)
+    .replace(/-+$/, '');
+  return `${body}-${hash}`;
+}
+
+/** The payload Secret of a delivery has the delivery's name (different kinds, no clash). */
+export function payloadSecretName(deliveryName: string): string {
+  return deliveryName;
+}
+
+/** Value of ANNOTATION_MIRROR. */
+export function mirrorRef(mirror: MirrorIdentity): string {
+  return `${mirror.kind}/${mirror.namespace ?? ''}/${mirror.name}`;
+}
+
+/** Value of ANNOTATION_ORIGIN. */
+export function originRef(cluster: string, namespace: string, name: string): string {
+  return `${cluster}/${namespace}/${name}`;
+}
+
+export interface CopyMarks {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/** The labels and annotations that make a copy mirrorhub's (see docs/architecture.md). */
+export function copyMarks(input: {
+  deliveryName: string;
+  origin: string;
+  mirror: string;
+  contentHash: string;
+}): CopyMarks {
+  return {
+    labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, [LABEL_DELIVERY]: input.deliveryName },
+    annotations: {
+      [ANNOTATION_ORIGIN]: input.origin,
+      [ANNOTATION_MIRROR]: input.mirror,
+      [ANNOTATION_CONTENT_HASH]: input.contentHash,
+    },
+  };
+}
+
+/**
+ * Who owns an existing object with the target name:
+ * - `absent`: nothing there, free to create;
+ * - `ours`: marked as a copy of this delivery;
+ * - `other-delivery`: a mirrorhub copy of another delivery (two mirrors aim at one name);
+ * - `foreign`: not marked by mirrorhub: someone else's (Skip reports a Conflict, Adopt takes it).
+ */
+export type Ownership = 'absent' | 'ours' | 'other-delivery' | 'foreign';
+
+export function ownershipOf(
+  existing:
+    | {
+        metadata?:
+          | {
+              labels?: Record<string, string> | undefined;
+              annotations?: Record<string, string> | undefined;
+            }
+          | undefined;
+      }
+    | undefined,
+  deliveryName: string,
+): Ownership {
+  if (!existing) return 'absent';
+  const labels = existing.metadata?.labels ?? {};
+  if (labels[LABEL_MANAGED_BY] !== MANAGED_BY_VALUE || !labels[LABEL_DELIVERY]) return 'foreign';
+  return labels[LABEL_DELIVERY] === deliveryName ? 'ours' : 'other-delivery';
+}
+
+/** Longest status.destination (the CRD's maxLength). */
+export const MAX_DESTINATION_SUMMARY = 256;
+
+/**
+ * One-line destination for `kubectl get` (status.destination):
+ * `/project-a-.+/, team=a except /legacy/ on prod-eu, env=prod`.
+ * Patterns are shown between slashes, selectors in kubectl notation, `{}` as `*`.
+ */
+export function destinationSummary(spec: { destination: MirrorDestination }): string {
+  const d = spec.destination;
+  const selector = (s: LabelSelector) => formatLabelSelector(s) || '*';
+  const targets = [
+    ...(d.namespaces ?? []).map((p) => `/${p}/`),
+    ...(d.namespaceSelector ? [selector(d.namespaceSelector)] : []),
+  ];
+  let text = targets.join(', ') || '-';
+  const excludes = (d.excludeNamespaces ?? []).map((p) => `/${p}/`);
+  if (excludes.length > 0) text += ` except ${excludes.join(', ')}`;
+  if (d.clusters) {
+    const clusters = [
+      ...(d.clusters.names ?? []),
+      ...(d.clusters.selector ? [selector(d.clusters.selector)] : []),
+    ];
+    if (clusters.length > 0) text += ` on ${clusters.join(', ')}`;
+  }
+  return text.length <= MAX_DESTINATION_SUMMARY
+    ? text
+    : `${text.slice(0, MAX_DESTINATION_SUMMARY - 1)}…`;
+}

@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import type { Condition, DeliveryNamespaceStatus } from '../api/types.gen.js';
+import {
+  equalIgnoringTime,
+  findCondition,
+  isConditionTrue,
+  k8sTime,
+  limitNamespaceStatuses,
+  limitProblems,
+  phaseFromCounts,
+  removeCondition,
+  setCondition,
+  syncedSummary,
+  type ConditionUpdate,
+  type SyncCounts,
+} from './status.js';
+
+const t0 = new Date('2026-01-01T00:00:00.123Z');
+const t1 = new Date('2026-01-01T00:05:00.000Z');
+const ready = (status: Condition['status'], extra: Partial<Condition> = {}): Condition => ({
+  type: 'Ready',
+  status,
+  reason: 'Synced',
+  message: '',
+  lastTransitionTime: '2026-01-01T00:00:00Z',
+  ...extra,
+});
+
+describe('setCondition', () => {
+  it.each<[string, Condition[] | undefined, ConditionUpdate, Condition[], Date?]>([
+    [
+      'new condition: transition now, whole seconds',
+      undefined,
+      { type: 'Ready', status: 'True', reason: 'Synced' },
+      [ready('True')],
+      t0,
+    ],
+    [
+      'same status: transition time kept, message updated',
+      [ready('True')],
+      { type: 'Ready', status: 'True', reason: 'Synced', message: '3/3', observedGeneration: 2 },
+      [ready('True', { message: '3/3', observedGeneration: 2 })],
+    ],
+    [
+      'status changes: transition time moves',
+      [ready('True')],
+      { type: 'Ready', status: 'False', reason: 'SourceNotFound', message: 'no Secret x' },
+      [
+        ready('False', {
+          reason: 'SourceNotFound',
+          message: 'no Secret x',
+          lastTransitionTime: '2026-01-01T00:05:00Z',
+        }),
+      ],
+    ],
+    [
+      'other conditions keep their place',
+      [ready('True'), { ...ready('True'), type: 'SourceFound' }],
+      { type: 'Ready', status: 'False', reason: 'Failed' },
+      [
+        ready('False', { reason: 'Failed', lastTransitionTime: '2026-01-01T00:05:00Z' }),
+        { ...ready('True'), type: 'SourceFound' },
+      ],
+    ],
+  ])('%s', (_, before, update, after, now = t1) => {
+    const input = before ? structuredClone(before) : undefined;
+    expect(setCondition(input, update, now)).toEqual(after);
+    expect(input).toEqual(before); // not modified
+  });
+
+  it('find, isTrue, remove', () => {
+    const list = [ready('True'), { ...ready('False'), type: 'SourceFound' }];
+    expect(findCondition(list, 'SourceFound')?.status).toBe('False');
+    expect(isConditionTrue(list, 'Ready')).toBe(true);
+    expect(isConditionTrue(list, 'SourceFound')).toBe(false);
+    expect(isConditionTrue(undefined, 'Ready')).toBe(false);
+    expect(removeCondition(list, 'Ready').map((c) => c.type)).toEqual(['SourceFound']);
+  });
+
+  it('k8sTime drops fractions of a second', () => {
+    expect(k8sTime(t0)).toBe('2026-01-01T00:00:00Z');
+  });
+});
+
+describe('equalIgnoringTime', () => {
+  const status = {
+    phase: 'Active',
+    lastSyncTime: '2026-01-01T00:00:00Z',
+    counts: { namespaces: 2, synced: 2, failed: 0, conflicts: 0 },
+    conditions: [ready('True')],
+  };
+  it.each<[string, unknown, unknown, boolean]>([
+    ['identical', status, structuredClone(status), true],
+    [
+      'only lastSyncTime differs',
+      status,
+      { ...status, lastSyncTime: '2026-02-01T00:00:00Z' },
+      true,
+    ],
+    [
+      'only a transition time differs',
+      status,
+      { ...status, conditions: [ready('True', { lastTransitionTime: 'x' })] },
+      true,
+    ],
+    ['undefined member equals a missing one', { ...status, message: undefined }, status, true],
+    ['a count differs', status, { ...status, counts: { ...status.counts, synced: 1 } }, false],
+    ['a condition status differs', status, { ...status, conditions: [ready('False')] }, false],
+    ['a member is added', status, { ...status, message: 'x' }, false],
+    ['array order matters', { a: [1, 2] }, { a: [2, 1] }, false],
+    ['array vs object', { a: [] }, { a: {} }, false],
+    ['null vs object', { a: null }, { a: {} }, false],
+    ['nothing vs empty', undefined, {}, false],
+  ])('%s -> %s', (_, a, b, expected) => {
+    expect(equalIgnoringTime(a, b)).toBe(expected);
+    expect(equalIgnoringTime(b, a)).toBe(expected);
+  });
+
+  it('takes its own list of fields to ignore', () => {
+    expect(equalIgnoringTime({ lastHeartbeat: 'a' }, { lastHeartbeat: 'b' })).toBe(false);
+    expect(
+      equalIgnoringTime({ lastHeartbeat: 'a' }, { lastHeartbeat: 'b' }, ['lastHeartbeat']),
+    ).toBe(true);
+  });
+});
+
+describe('summaries', () => {
+  const counts = (namespaces: number, synced: number, failed = 0, conflicts = 0): SyncCounts => ({
+    namespaces,
+    synced,
+    failed,
+    conflicts,
+  });
+  it.each<[string, SyncCounts, string | undefined, string]>([
+    ['all synced', counts(3, 3), undefined, 'Active'],
+    ['nothing selected', counts(0, 0), undefined, 'Active'],
+    ['in progress', counts(3, 1), undefined, 'Pending'],
+    ['a failure', counts(3, 2, 1), undefined, 'Degraded'],
+    ['a conflict', counts(3, 2, 0, 1), undefined, 'Degraded'],
+    ['an error wins', counts(3, 3), 'invalid pattern', 'Error'],
+  ])('phase: %s', (_, c, error, phase) => {
+    expect(phaseFromCounts(c, error)).toBe(phase);
+  });
+
+  it('synced summary', () => {
+    expect(syncedSummary(counts(12, 11))).toBe('11/12');
+  });
+
+  it.each<[string, DeliveryNamespaceStatus[], number, string[], boolean]>([
+    [
+      'problems first, then by name',
+      [
+        { name: 'b', state: 'Synced' },
+        { name: 'z', state: 'Conflict' },
+        { name: 'a', state: 'Synced' },
+        { name: 'y', state: 'Failed' },
+      ],
+      10,
+      ['y', 'z', 'a', 'b'],
+      false,
+    ],
+    [
+      'truncated keeps the problems',
+      [
+        { name: 'a', state: 'Synced' },
+        { name: 'b', state: 'Failed' },
+        { name: 'c', state: 'Synced' },
+      ],
+      2,
+      ['b', 'a'],
+      true,
+    ],
+  ])('namespace list: %s', (_, entries, max, names, truncated) => {
+    const r = limitNamespaceStatuses(entries, max);
+    expect(r.namespaces.map((n) => n.name)).toEqual(names);
+    expect(r.truncated).toBe(truncated);
+  });
+
+  it('problems: failures first, at most max', () => {
+    const problems = limitProblems(
+      [
+        { cluster: 'b', namespace: 'x', state: 'Conflict' },
+        { cluster: 'b', namespace: 'y', state: 'Failed' },
+        { cluster: 'a', namespace: 'z', state: 'Failed' },
+      ],
+      2,
+    );
+    expect(problems.map((p) => `${p.cluster}/${p.namespace}`)).toEqual(['a/z', 'b/y']);
+  });
+});

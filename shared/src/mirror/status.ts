@@ -1,0 +1,179 @@
+// Status helpers shared by hub and agent: conditions with honest transition times, a comparison
+// that lets a controller skip the status patch when nothing but timestamps would change, and the
+// small summaries both sides write (phase, "synced/selected", bounded lists).
+
+import type {
+  Condition,
+  ConditionStatus,
+  DeliveryNamespaceStatus,
+  MirrorPhase,
+  MirrorProblem,
+} from '../api/types.gen.js';
+
+/** metav1.Time as the API server writes it (RFC 3339, whole seconds, UTC). */
+export function k8sTime(date: Date): string {
+  return date.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+export interface ConditionUpdate {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message?: string | undefined;
+  observedGeneration?: number | undefined;
+}
+
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+export function isConditionTrue(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): boolean {
+  return findCondition(conditions, type)?.status === 'True';
+}
+
+/**
+ * Returns the conditions with `update` applied (a new array; the input is not modified).
+ * lastTransitionTime moves to `now` only when the status changes (or the condition is new), as
+ * metav1.Condition requires; reason, message and observedGeneration are always updated. Order is
+ * kept, a new condition is appended.
+ */
+export function setCondition(
+  conditions: readonly Condition[] | undefined,
+  update: ConditionUpdate,
+  now: Date,
+): Condition[] {
+  const list = [...(conditions ?? [])];
+  const index = list.findIndex((c) => c.type === update.type);
+  const previous = index >= 0 ? list[index] : undefined;
+  const next: Condition = {
+    type: update.type,
+    status: update.status,
+    reason: update.reason,
+    message: update.message ?? '',
+    lastTransitionTime:
+      previous && previous.status === update.status ? previous.lastTransitionTime : k8sTime(now),
+    ...(update.observedGeneration !== undefined
+      ? { observedGeneration: update.observedGeneration }
+      : {}),
+  };
+  if (index >= 0) list[index] = next;
+  else list.push(next);
+  return list;
+}
+
+export function removeCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition[] {
+  return (conditions ?? []).filter((c) => c.type !== type);
+}
+
+/** Fields that only say "when": a status that differs only in these needs no patch. */
+export const TIME_FIELDS: readonly string[] = ['lastTransitionTime', 'lastSyncTime'];
+
+/**
+ * Deep equality that skips the given keys at every depth (by default TIME_FIELDS) and treats a
+ * member set to undefined like a missing one. Arrays compare in order. Use it to decide whether
+ * to patch status: `if (!equalIgnoringTime(observed.status, desired)) patch(...)`. Keep the
+ * observed timestamps in the patch when nothing else changed, so a steady object gets no write.
+ */
+export function equalIgnoringTime(
+  a: unknown,
+  b: unknown,
+  ignore: readonly string[] = TIME_FIELDS,
+): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((v, i) => equalIgnoringTime(v, b[i], ignore));
+  }
+  const skip = new Set(ignore);
+  const keys = (o: object) =>
+    Object.entries(o)
+      .filter(([k, v]) => v !== undefined && !skip.has(k))
+      .map(([k]) => k);
+  const ka = keys(a);
+  const kb = new Set(keys(b));
+  if (ka.length !== kb.size) return false;
+  return ka.every(
+    (k) =>
+      kb.has(k) &&
+      equalIgnoringTime(
+        (a as Record<string, unknown>)[k],
+        (b as Record<string, unknown>)[k],
+        ignore,
+      ),
+  );
+}
+
+export interface SyncCounts {
+  namespaces: number;
+  synced: number;
+  failed: number;
+  conflicts: number;
+}
+
+/**
+ * Phase from counts: Error when `error` is set (nothing could be synced), Degraded when any copy
+ * failed or conflicts, Active when every selected namespace is synced (also when none is
+ * selected: there is nothing left to do), Pending otherwise.
+ */
+export function phaseFromCounts(counts: SyncCounts, error?: string): MirrorPhase {
+  if (error) return 'Error';
+  if (counts.failed > 0 || counts.conflicts > 0) return 'Degraded';
+  if (counts.synced >= counts.namespaces) return 'Active';
+  return 'Pending';
+}
+
+/** status.synced for kubectl: "synced/selected", e.g. "12/12". */
+export function syncedSummary(counts: Pick<SyncCounts, 'namespaces' | 'synced'>): string {
+  return `${counts.synced}/${counts.namespaces}`;
+}
+
+/** Most entries in MirrorDelivery.status.namespaces. */
+export const MAX_NAMESPACE_ENTRIES = 500;
+/** Most entries in a mirror's status.problems. */
+export const MAX_PROBLEMS = 50;
+
+const STATE_ORDER: Record<DeliveryNamespaceStatus['state'], number> = {
+  Failed: 0,
+  Conflict: 1,
+  Synced: 2,
+};
+
+/** Problems first (Failed, Conflict, then Synced), by name within each, at most `max`. */
+export function limitNamespaceStatuses(
+  entries: readonly DeliveryNamespaceStatus[],
+  max: number = MAX_NAMESPACE_ENTRIES,
+): { namespaces: DeliveryNamespaceStatus[]; truncated: boolean } {
+  const sorted = [...entries].sort(
+    (x, y) => STATE_ORDER[x.state] - STATE_ORDER[y.state] || compare(x.name, y.name),
+  );
+  return { namespaces: sorted.slice(0, max), truncated: sorted.length > max };
+}
+
+/** Failed before Conflict, then by cluster and namespace, at most `max`. */
+export function limitProblems(
+  problems: readonly MirrorProblem[],
+  max: number = MAX_PROBLEMS,
+): MirrorProblem[] {
+  return [...problems]
+    .sort(
+      (x, y) =>
+        STATE_ORDER[x.state] - STATE_ORDER[y.state] ||
+        compare(x.cluster, y.cluster) ||
+        compare(x.namespace, y.namespace),
+    )
+    .slice(0, max);
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
