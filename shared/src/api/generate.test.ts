@@ -101,6 +101,17 @@ function version(crd: Node): Node {
   return ((crd.spec as Node).versions as Node[])[0]!;
 }
 
+/** The schema node at a dotted path ("spec.a.b[]" steps into items) in a CRD. */
+function schemaAt(plural: string, path: string): Node {
+  let node = (version(crdOf(`_${plural}.yaml`)).schema as Node).openAPIV3Schema as Node;
+  for (const part of path.split('.')) {
+    const items = part.endsWith('[]');
+    node = (node.properties as Node)[items ? part.slice(0, -2) : part] as Node;
+    if (items) node = node.items as Node;
+  }
+  return node;
+}
+
 describe('CRDs', () => {
   it.each(crdFiles.map((f) => [f.path, f.content] as const))('%s is structural', (_, content) => {
     const crd = parse(content) as Node;
@@ -165,6 +176,37 @@ describe('CRDs', () => {
       }
       expect(node, `${plural}: ${jsonPath} is not in the schema`).toBeDefined();
     }
+  });
+
+  // Behaviour of these rules was checked against a real kube-apiserver; here we only make sure
+  // they stay where they belong.
+  it.each([
+    ['clustersecretmirrors', 'spec', 'has(self.source.namespace)'],
+    ['secretmirrors', 'spec.destination', 'has(self.namespaceSelector)'],
+    ['mirrordeliveries', 'spec', 'has(self.namespaceSelector)'],
+    ['mirrorclusters', 'spec', '(has(self.eks) ? 1 : 0) + (has(self.kubeconfigSecretRef) ? 1 : 0)'],
+    ['secretmirrors', 'spec.template.keys', 'self.exists_one(j, j.from == k.from)'],
+    ['secretmirrors', 'spec.template.labels', "!k.startsWith('mirrorhub.io/')"],
+    [
+      'secretmirrors',
+      'spec.destination.namespaceSelector.matchExpressions[]',
+      "self.operator in ['In', 'NotIn']",
+    ],
+  ])('%s: %s has the CEL rule %s', (plural, path, rule) => {
+    const rules = schemaAt(plural, path)['x-kubernetes-validations'] as { rule: string }[];
+    expect(rules.map((r) => r.rule).join('\n')).toContain(rule);
+  });
+
+  it.each([
+    ['arn:aws:iam::123456789012:role/mirrorhub-agent', true],
+    ['arn:aws-cn:iam::123456789012:role/path/to/role', true],
+    ['arn:aws-us-gov:iam::123456789012:role/x', true],
+    ['arn:aws:iam::123456789012:user/alice', false],
+    ['arn:aws:iam::1234:role/x', false],
+    ['arn:aws:iam::123456789012:role/', false],
+  ])('eks.roleArn pattern: %s -> %s', (arn, ok) => {
+    const pattern = schemaAt('mirrorclusters', 'spec.eks.roleArn').pattern as string;
+    expect(new RegExp(pattern).test(arn)).toBe(ok);
   });
 
   it('MirrorDelivery is in both charts, generated from the same schema', () => {
