@@ -1,0 +1,46 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { freePort, startProcess, waitUntil, type Managed } from './process.js';
+
+export interface Etcd {
+  url: string;
+  proc: Managed;
+}
+
+/**
+ * One etcd serves every cluster of a kit; each kube-apiserver keeps its objects under its own
+ * --etcd-prefix. fsync is off: this is a test kit, and it saves seconds on every write burst.
+ */
+export async function startEtcd(bin: string, dir: string, opts: { lifeline: boolean }): Promise<Etcd> {
+  await mkdir(dir, { recursive: true });
+  const [client, peer] = [await freePort(), await freePort()];
+  const url = `http://127.0.0.1:${client}`;
+  const peerUrl = `http://127.0.0.1:${peer}`;
+  const proc = startProcess(
+    'etcd',
+    bin,
+    [
+      '--name=kit',
+      `--data-dir=${join(dir, 'data')}`,
+      `--listen-client-urls=${url}`,
+      `--advertise-client-urls=${url}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=kit=${peerUrl}`,
+      '--unsafe-no-fsync',
+      '--quota-backend-bytes=4294967296',
+      '--log-level=warn',
+    ],
+    { logFile: join(dir, 'etcd.log'), lifeline: opts.lifeline },
+  );
+  await waitUntil(
+    'etcd health',
+    async () => {
+      const res = await fetch(`${url}/health`);
+      return res.ok && ((await res.json()) as { health?: string }).health === 'true';
+    },
+    { timeoutMs: 30_000, proc },
+  );
+  return { url, proc };
+}

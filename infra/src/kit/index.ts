@@ -1,0 +1,286 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { KubeConfig } from '@kubernetes/client-node';
+
+import { startEksEmulator, type EksEmulator } from '../aws/eks-emulator.js';
+import { startMoto, type MotoServer } from '../aws/moto.js';
+import { startApiServer, type ApiServer } from './apiserver.js';
+import { ensureKubeBinaries, KUBE_VERSION } from './binaries.js';
+import { startEtcd, type Etcd } from './etcd.js';
+import { KitError } from './errors.js';
+import { makeClusterPki, type ClusterPki } from './pki.js';
+import { assertPortFree, freePort, type Managed } from './process.js';
+
+export { KitError } from './errors.js';
+export { cacheRoot, ensureKubeBinaries, KUBE_VERSION, ETCD_VERSION } from './binaries.js';
+
+export interface KitOptions {
+  /** Cluster names, e.g. ['hub', 'follower-a', 'follower-b']. */
+  clusters: string[];
+  /** Working directory for certificates, kubeconfigs, logs and etcd data (default: a temp dir). */
+  dir?: string;
+  /** Fixed API server ports: cluster i listens on portBase + i (default: free ports). */
+  portBase?: number;
+  /** AWS account id per cluster (default: 111111111111, 222222222222, ... in order). */
+  accounts?: Record<string, string>;
+  region?: string;
+  /**
+   * AWS for the clusters (default true): moto as STS/IAM with one account per cluster, the EKS
+   * emulator answering DescribeCluster and access entries, and every API server checking EKS
+   * bearer tokens through the emulator's TokenReview webhook.
+   */
+  aws?: boolean;
+  /** Tie every process to this one with PR_SET_PDEATHSIG (default true). */
+  lifeline?: boolean;
+  /** Extra kube-apiserver flags for every cluster. */
+  apiserverArgs?: string[];
+  log?: (line: string) => void;
+}
+
+export interface KitCluster {
+  readonly name: string;
+  readonly server: string;
+  readonly port: number;
+  readonly caPem: string;
+  readonly accountId: string;
+  readonly region: string;
+  /** Admin kubeconfig (client certificate in system:masters) on disk. */
+  readonly kubeconfigPath: string;
+  readonly dir: string;
+  /** A fresh admin KubeConfig for @kubernetes/client-node. */
+  kubeConfig(): KubeConfig;
+  /** Stops this cluster's API server (its data stays in etcd), e.g. to test an outage. */
+  stopApiServer(): Promise<void>;
+  /** Starts it again on the same address with the same certificates. */
+  startApiServer(): Promise<void>;
+  running(): boolean;
+}
+
+export interface KitAws {
+  /** moto: STS and IAM (pass as `endpoint` to STS clients). */
+  readonly stsEndpoint: string;
+  /** The EKS emulator (pass as `endpoint` to EKS clients). */
+  readonly eksEndpoint: string;
+  readonly region: string;
+}
+
+export interface Kit {
+  readonly dir: string;
+  readonly aws: KitAws | undefined;
+  readonly clusters: readonly KitCluster[];
+  readonly kubectl: string;
+  /** The cluster of that name, or a KitError that lists the known ones. */
+  cluster(name: string): KitCluster;
+  /** Process ids of everything the kit runs (etcd, API servers, moto). */
+  pids(): number[];
+  stop(): Promise<void>;
+}
+
+const NAME = /^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$/;
+
+export function validateClusterNames(names: string[]): void {
+  if (names.length === 0) throw new KitError('no clusters given: name at least one, e.g. --clusters hub,follower-a');
+  const seen = new Set<string>();
+  for (const n of names) {
+    if (!NAME.test(n)) {
+      throw new KitError(`invalid cluster name "${n}": use lowercase letters, digits and '-', starting with a letter (max 32)`);
+    }
+    if (seen.has(n)) throw new KitError(`cluster "${n}" is named twice`);
+    seen.add(n);
+  }
+}
+
+export function defaultAccount(index: number): string {
+  return String(index + 1).repeat(12);
+}
+
+/**
+ * Starts real local clusters: one etcd, and per cluster a kube-apiserver with RBAC, its own CA,
+ * service-account token signing (TokenRequest works) and an admin kubeconfig. Nothing runs
+ * besides the API servers: no controller-manager, so no garbage collection, and deleted
+ * namespaces stay Terminating.
+ */
+export async function startKit(opts: KitOptions): Promise<Kit> {
+  validateClusterNames(opts.clusters);
+  const log = opts.log ?? (() => {});
+  const lifeline = opts.lifeline ?? true;
+  const dir = resolve(opts.dir ?? (await mkdtemp(join(tmpdir(), 'mirrorhub-kit-'))));
+  await mkdir(dir, { recursive: true });
+  const ports: number[] = [];
+  for (const [i, name] of opts.clusters.entries()) {
+    if (opts.portBase !== undefined) {
+      const port = opts.portBase + i;
+      await assertPortFree(port, `cluster ${name}`);
+      ports.push(port);
+    } else {
+      ports.push(await freePort());
+    }
+  }
+  const bins = await ensureKubeBinaries(log);
+  const region = opts.region ?? 'eu-west-1';
+  let etcd: Etcd | undefined;
+  let moto: MotoServer | undefined;
+  let eks: EksEmulator | undefined;
+  const clusters: ClusterImpl[] = [];
+  const stopAll = async () => {
+    await Promise.all(clusters.map((c) => c.stopApiServer()));
+    await Promise.all([etcd?.proc.stop(), eks?.stop(), moto?.stop()]);
+  };
+  try {
+    if (opts.aws ?? true) {
+      moto = await startMoto({ dir: join(dir, 'aws'), log });
+      eks = await startEksEmulator({ stsEndpoint: moto.endpoint, allowedStsHosts: [new URL(moto.endpoint).host], log });
+    }
+    etcd = await startEtcd(bins.etcd, join(dir, 'etcd'), { lifeline });
+    const pkis = await Promise.all(opts.clusters.map((n) => makeClusterPki(join(dir, n, 'pki'), n)));
+    for (const [i, name] of opts.clusters.entries()) {
+      clusters.push(
+        new ClusterImpl({
+          name,
+          dir: join(dir, name),
+          port: ports[i]!,
+          pki: pkis[i]!,
+          accountId: opts.accounts?.[name] ?? defaultAccount(i),
+          region,
+          start: (c) =>
+            startApiServer({
+              bin: bins.kubeApiserver,
+              name,
+              dir: c.dir,
+              port: c.port,
+              etcdUrl: etcd!.url,
+              pki: c.pki,
+              webhookUrl: eks?.webhookUrl(name),
+              lifeline,
+              extraArgs: opts.apiserverArgs,
+            }),
+        }),
+      );
+    }
+    const started = Date.now();
+    await Promise.all(clusters.map((c) => c.startApiServer()));
+    log(`${clusters.length} cluster(s) ready in ${((Date.now() - started) / 1000).toFixed(1)}s: ${clusters.map((c) => `${c.name}=${c.server}`).join(' ')}`);
+    await Promise.all(clusters.map((c) => writeFile(c.kubeconfigPath, c.kubeconfigYaml(), { mode: 0o600 })));
+    for (const c of clusters) {
+      eks?.addCluster({
+        name: c.name,
+        region,
+        accountId: c.accountId,
+        endpoint: c.server,
+        caPem: c.caPem,
+        version: KUBE_VERSION.replace(/^v(\d+\.\d+).*/, '$1'),
+        admin: c.kubeConfig(),
+      });
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  const byName = new Map(clusters.map((c) => [c.name, c]));
+  return {
+    dir,
+    clusters,
+    kubectl: bins.kubectl,
+    cluster(name: string) {
+      const c = byName.get(name);
+      if (!c) throw new KitError(`unknown cluster "${name}": this kit has ${[...byName.keys()].join(', ')}`);
+      return c;
+    },
+    pids: () =>
+      [etcd?.proc, ...clusters.map((c) => c.proc())]
+        .filter((p) => p !== undefined && !p.exitedEarly())
+        .map((p) => p!.pid)
+        .concat(moto ? [moto.pid] : []),
+    aws: moto && eks ? { stsEndpoint: moto.endpoint, eksEndpoint: eks.endpoint, region } : undefined,
+    stop: stopAll,
+  };
+}
+
+interface ClusterInit {
+  name: string;
+  dir: string;
+  port: number;
+  pki: ClusterPki;
+  accountId: string;
+  region: string;
+  start: (c: ClusterImpl) => Promise<ApiServer>;
+}
+
+class ClusterImpl implements KitCluster {
+  readonly name: string;
+  readonly dir: string;
+  readonly port: number;
+  readonly pki: ClusterPki;
+  readonly accountId: string;
+  readonly region: string;
+  readonly server: string;
+  readonly kubeconfigPath: string;
+  private api: ApiServer | undefined;
+  private readonly init: ClusterInit;
+
+  constructor(init: ClusterInit) {
+    this.init = init;
+    this.name = init.name;
+    this.dir = init.dir;
+    this.port = init.port;
+    this.pki = init.pki;
+    this.accountId = init.accountId;
+    this.region = init.region;
+    this.server = `https://127.0.0.1:${init.port}`;
+    this.kubeconfigPath = join(init.dir, 'kubeconfig');
+  }
+
+  get caPem(): string {
+    return this.pki.caPem;
+  }
+
+  kubeconfigYaml(): string {
+    const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
+    return [
+      'apiVersion: v1',
+      'kind: Config',
+      `current-context: ${this.name}`,
+      'clusters:',
+      `- name: ${this.name}`,
+      '  cluster:',
+      `    server: ${this.server}`,
+      `    certificate-authority-data: ${b64(this.pki.caPem)}`,
+      'users:',
+      `- name: ${this.name}-admin`,
+      '  user:',
+      `    client-certificate-data: ${b64(readFileSync(this.pki.adminCert))}`,
+      `    client-key-data: ${b64(readFileSync(this.pki.adminKey))}`,
+      'contexts:',
+      `- name: ${this.name}`,
+      `  context: {cluster: ${this.name}, user: ${this.name}-admin}`,
+      '',
+    ].join('\n');
+  }
+
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromString(this.kubeconfigYaml());
+    return kc;
+  }
+
+  async startApiServer(): Promise<void> {
+    if (this.api && !this.api.proc.exitedEarly()) return;
+    this.api = await this.init.start(this);
+  }
+
+  async stopApiServer(): Promise<void> {
+    await this.api?.proc.stop();
+    this.api = undefined;
+  }
+
+  running(): boolean {
+    return this.api !== undefined && !this.api.proc.exitedEarly();
+  }
+
+  proc(): Managed | undefined {
+    return this.api?.proc;
+  }
+}
