@@ -1,0 +1,189 @@
+import type { V1Lease } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { FakeClock, settle } from './clock.js';
+import { LeaderElector, type LeaseClient, type LeaderElectionOptions } from './leader.js';
+
+class ApiError extends Error {
+  constructor(readonly code: number) {
+    super(`HTTP ${code}`);
+  }
+}
+
+/** An in-memory Lease store with resourceVersion checks, like the API server. */
+class MemoryLeases implements LeaseClient {
+  lease: V1Lease | undefined;
+  private rv = 1;
+  down = false;
+  writes: string[] = [];
+
+  async get(): Promise<V1Lease | undefined> {
+    await Promise.resolve();
+    if (this.down) throw new ApiError(503);
+    return this.lease ? this.roundTrip(this.lease) : undefined;
+  }
+  async create(_ns: string, lease: V1Lease): Promise<V1Lease> {
+    await Promise.resolve();
+    if (this.down) throw new ApiError(503);
+    if (this.lease) throw new ApiError(409);
+    this.lease = this.roundTrip({ ...lease, metadata: { ...lease.metadata, resourceVersion: String(++this.rv) } });
+    this.writes.push(`create ${lease.spec?.holderIdentity}`);
+    return this.roundTrip(this.lease);
+  }
+  async replace(_ns: string, _name: string, lease: V1Lease): Promise<V1Lease> {
+    await Promise.resolve();
+    if (this.down) throw new ApiError(503);
+    if (lease.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion) throw new ApiError(409);
+    this.lease = this.roundTrip({ ...lease, metadata: { ...lease.metadata, resourceVersion: String(++this.rv) } });
+    this.writes.push(`replace ${lease.spec?.holderIdentity || '<released>'}`);
+    return this.roundTrip(this.lease);
+  }
+  /** JSON round trip, as over the wire: MicroTimes become strings. */
+  private roundTrip(l: V1Lease): V1Lease {
+    return JSON.parse(JSON.stringify(l)) as V1Lease;
+  }
+}
+
+function elector(
+  id: string,
+  client: LeaseClient,
+  clock: FakeClock,
+  log: string[],
+  over: Partial<LeaderElectionOptions> = {},
+) {
+  return new LeaderElector({
+    namespace: 'mirrorhub-system',
+    name: 'mirrorhub-hub',
+    identity: id,
+    client,
+    clock,
+    random: () => 0,
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    onStartedLeading: (signal) => {
+      log.push(`${clock.now()} ${id} started`);
+      signal.addEventListener('abort', () => log.push(`${clock.now()} ${id} signal aborted`));
+    },
+    onStoppedLeading: () => log.push(`${clock.now()} ${id} stopped`),
+    ...over,
+  });
+}
+
+describe('LeaderElector', () => {
+  it('elects one leader; the standby waits while it renews', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log).start();
+    await settle();
+    const b = elector('b', leases, clock, log).start();
+    await settle();
+    expect(a.isLeader()).toBe(true);
+    expect(b.isLeader()).toBe(false);
+    expect(b.leader).toBe('a');
+    await clock.advance(60_000);
+    expect(b.isLeader()).toBe(false);
+    expect(leases.lease?.spec?.holderIdentity).toBe('a');
+    expect(leases.writes.filter((w) => w === 'replace a').length).toBeGreaterThanOrEqual(25); // renews every 2 s
+    expect(log).toEqual(['0 a started']);
+    expect(a.check()).toMatchObject({ ok: true, message: 'leader' });
+    expect(b.check()).toMatchObject({ ok: true });
+    // MicroTime precision on the wire
+    expect(String(leases.lease?.spec?.renewTime)).toMatch(/\.\d{6}Z$/);
+    await b.stop();
+    await a.stop();
+  });
+
+  it('releases on stop so a standby takes over within one retry period', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log).start();
+    await settle();
+    const b = elector('b', leases, clock, log).start();
+    await clock.advance(5_000);
+    await a.stop();
+    expect(log).toEqual(['0 a started', '5000 a signal aborted', '5000 a stopped']);
+    expect(leases.lease?.spec?.holderIdentity).toBe('');
+    await clock.advance(2_000);
+    expect(b.isLeader()).toBe(true);
+    expect(leases.lease?.spec?.leaseTransitions).toBe(1);
+    expect(log.at(-1)).toMatch(/^(6000|7000) b started$/);
+    await b.stop();
+  });
+
+  it('takes over an abandoned (not released) lease only after leaseDuration', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log, { releaseOnStop: false }).start();
+    await settle();
+    const b = elector('b', leases, clock, log).start();
+    await settle();
+    await a.stop(); // like a crash: lease still names 'a'
+    await clock.advance(14_000);
+    expect(b.isLeader()).toBe(false);
+    await clock.advance(4_000);
+    expect(b.isLeader()).toBe(true);
+    await b.stop();
+  });
+
+  it('steps down after renewDeadline without the API, before anyone else can lead', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log).start();
+    await settle();
+    await clock.advance(4_000); // last successful renew at 4000
+    leases.down = true;
+    await clock.advance(20_000);
+    expect(a.isLeader()).toBe(false);
+    const stoppedAt = Number(log.find((l) => l.endsWith('a stopped'))?.split(' ')[0]);
+    expect(stoppedAt).toBeGreaterThan(4_000);
+    expect(stoppedAt).toBeLessThanOrEqual(4_000 + 10_000);
+    // a standby arriving now could only win at >= 4000 + 15000: after 'a' stepped down
+    leases.down = false;
+    await clock.advance(4_000);
+    expect(a.isLeader()).toBe(true); // nobody else took it: 'a' leads again
+    await a.stop();
+  });
+
+  it('lets only one of two racing candidates win (409 on the stale resourceVersion)', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log);
+    const b = elector('b', leases, clock, log);
+    a.start();
+    b.start();
+    await settle();
+    await clock.advance(10_000);
+    expect([a.isLeader(), b.isLeader()].filter(Boolean)).toHaveLength(1);
+    expect(log.filter((l) => l.endsWith('started'))).toHaveLength(1);
+    await a.stop();
+    await b.stop();
+  });
+
+  it('steps down (and releases) when the leader work fails', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log, {
+      onStartedLeading: async () => {
+        throw new Error('controller crashed');
+      },
+    }).start();
+    await settle();
+    await clock.advance(2_000);
+    expect(leases.writes).toContain('replace <released>');
+    await a.stop();
+  });
+
+  it.each([
+    { leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+    { leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 2_000 },
+    { leaseDurationMs: 500, renewDeadlineMs: 300, retryPeriodMs: 100 },
+  ])('rejects inconsistent timings %o', (t) => {
+    expect(() => elector('a', new MemoryLeases(), new FakeClock(), [], t)).toThrow();
+  });
+});
