@@ -1,0 +1,168 @@
+/**
+ * An in-memory ListerWatcher for unit tests of watchers and of controllers built on them. It
+ * behaves like an API server for one resource: monotonically increasing resourceVersions,
+ * paginated lists, watches that deliver events written after their resourceVersion, and knobs
+ * to inject the failures a real server produces (list errors, watch errors, 410 Gone,
+ * connections dropped mid-stream).
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { K8sHttpError, type ListOptions, type ListPage, type ListerWatcher, type WatchCallbacks, type WatchEvent, type WatchOptions } from './listwatch.js';
+
+export interface FakeWatch<T> {
+  opts: WatchOptions;
+  callbacks: WatchCallbacks<T>;
+  aborted: boolean;
+  closed: boolean;
+  /** Connected and caught up with history: receives new events directly. */
+  ready: boolean;
+}
+
+export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatcher<T> {
+  private rv = 100;
+  private uidSeq = 0;
+  private readonly objects = new Map<string, T>();
+  /** Every list call, in order. */
+  readonly lists: ListOptions[] = [];
+  /** Every watch call, in order. */
+  readonly watches: FakeWatch<T>[] = [];
+  /** Errors thrown by the next list calls (FIFO). */
+  readonly listErrors: unknown[] = [];
+  /** Errors the next watch calls close with at once (FIFO). */
+  readonly watchErrors: unknown[] = [];
+  /** Events older than this resourceVersion are "compacted": watching from before gets 410. */
+  compactedBefore = 0;
+  /** Events since the start, for replay to watches that start from an older resourceVersion. */
+  private readonly history: { rv: number; event: WatchEvent<T> }[] = [];
+
+  get resourceVersion(): string {
+    return String(this.rv);
+  }
+
+  /** Create (assigns uid and resourceVersion); returns the stored copy. */
+  create(obj: T): T {
+    const stored = this.clone(obj);
+    stored.metadata = { ...(stored.metadata ?? {}), uid: stored.metadata?.uid ?? `uid-${++this.uidSeq}`, resourceVersion: String(++this.rv) };
+    this.objects.set(this.key(stored), stored);
+    this.record('ADDED', stored);
+    return stored;
+  }
+
+  /** Replace the object with the same namespace/name; bumps resourceVersion. */
+  update(obj: T): T {
+    const prev = this.objects.get(this.key(obj));
+    if (!prev) throw new Error(`fake: ${this.key(obj)} not found`);
+    const stored = this.clone(obj);
+    stored.metadata = { ...(stored.metadata ?? {}), uid: prev.metadata?.uid, resourceVersion: String(++this.rv) };
+    this.objects.set(this.key(stored), stored);
+    this.record('MODIFIED', stored);
+    return stored;
+  }
+
+  delete(name: string, namespace?: string): void {
+    const key = namespace ? `${namespace}/${name}` : name;
+    const prev = this.objects.get(key);
+    if (!prev) throw new Error(`fake: ${key} not found`);
+    this.objects.delete(key);
+    const tomb = this.clone(prev);
+    tomb.metadata = { ...(tomb.metadata ?? {}), resourceVersion: String(++this.rv) };
+    this.record('DELETED', tomb);
+  }
+
+  /** Change state without telling watches (as if a watch missed it), e.g. before forcing 410. */
+  silently(fn: () => void): void {
+    const watching = this.watches.filter((w) => !w.closed);
+    for (const w of watching) w.closed = true;
+    try {
+      fn();
+    } finally {
+      for (const w of watching) w.closed = false;
+    }
+  }
+
+  /** The newest watch that is still open. */
+  active(): FakeWatch<T> | undefined {
+    return [...this.watches].reverse().find((w) => w.ready && !w.closed && !w.aborted);
+  }
+
+  /** Send a raw event to the open watch (e.g. a BOOKMARK or an ERROR Status). */
+  send(event: WatchEvent<T>): void {
+    const w = this.active();
+    if (w) w.callbacks.onEvent(event);
+  }
+
+  /** End the open watch: cleanly, or with `err` (a dropped connection). */
+  closeWatch(err?: unknown): void {
+    const w = this.active();
+    if (!w) return;
+    w.closed = true;
+    w.callbacks.onClose(err);
+  }
+
+  /** Tell the open watch its resourceVersion expired, the way the API server does. */
+  expireWatch(): void {
+    this.send({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } });
+    this.closeWatch();
+  }
+
+  async list(opts: ListOptions): Promise<ListPage<T>> {
+    this.lists.push(opts);
+    await Promise.resolve();
+    const err = this.listErrors.shift();
+    if (err !== undefined) throw err;
+    const all = [...this.objects.values()].sort((a, b) => this.key(a).localeCompare(this.key(b)));
+    const start = opts.continue ? Number(opts.continue) : 0;
+    const limit = opts.limit ?? all.length;
+    const items = all.slice(start, start + limit).map((o) => this.clone(o));
+    const page: ListPage<T> = { items, resourceVersion: String(this.rv) };
+    if (start + limit < all.length) page.continue = String(start + limit);
+    return page;
+  }
+
+  watch(opts: WatchOptions, callbacks: WatchCallbacks<T>): { abort(): void } {
+    const w: FakeWatch<T> = { opts, callbacks, aborted: false, closed: false, ready: false };
+    this.watches.push(w);
+    const err = this.watchErrors.shift();
+    queueMicrotask(() => {
+      if (w.aborted) return;
+      if (err !== undefined) {
+        w.closed = true;
+        callbacks.onClose(err);
+        return;
+      }
+      const from = Number(opts.resourceVersion || '0');
+      if (from < this.compactedBefore) {
+        w.closed = true;
+        callbacks.onClose(new K8sHttpError(410, { code: 410, reason: 'Expired', message: 'too old resource version' }, 'watch'));
+        return;
+      }
+      callbacks.onConnected?.();
+      for (const h of this.history) if (h.rv > from && !w.closed && !w.aborted) callbacks.onEvent(this.cloneEvent(h.event));
+      w.ready = true;
+    });
+    return {
+      abort: () => {
+        w.aborted = true;
+      },
+    };
+  }
+
+  private record(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T): void {
+    const event: WatchEvent<T> = { type, object: obj };
+    this.history.push({ rv: this.rv, event });
+    for (const w of this.watches) {
+      if (w.ready && !w.closed && !w.aborted) w.callbacks.onEvent(this.cloneEvent(event));
+    }
+  }
+
+  private cloneEvent(e: WatchEvent<T>): WatchEvent<T> {
+    return { type: e.type, object: this.clone(e.object as T) };
+  }
+
+  private key(o: KubernetesObject): string {
+    return o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? '');
+  }
+
+  private clone(o: T): T {
+    return structuredClone(o);
+  }
+}
