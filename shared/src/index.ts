@@ -1,3 +1,5 @@
 export * from './aws/eks-token.js';
 export * from './api/index.js';
 export * from './mirror/index.js';
+export * from './runtime/index.js';
+export * from './k8s/index.js';
