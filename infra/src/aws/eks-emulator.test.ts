@@ -1,5 +1,5 @@
 // The EKS emulator against real moto. The clusters' admin KubeConfigs point at a small fake of
-// the three Kubernetes APIs the emulator writes (namespaces, (cluster)rolebindings), so this file
+// the Kubernetes APIs the emulator writes (namespaces, clusterroles, (cluster)rolebindings), so this file
 // can assert the exact RBAC an access policy turns into; test/src/aws-access.test.ts proves the
 // same path end to end against real kube-apiservers.
 import { createServer, type Server } from 'node:http';
@@ -47,8 +47,37 @@ interface FakeKube {
   stop(): Promise<void>;
 }
 
+// The bootstrap shape of an aggregated role: no rules of its own, filled in by aggregation.
+const AGG = 'rbac.authorization.k8s.io/aggregate-to-';
+const EDIT_RULES = [{ apiGroups: [''], resources: ['secrets'], verbs: ['create', 'update'] }];
+const VIEW_RULES = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }];
+
 async function startFakeKube(): Promise<FakeKube> {
   const objects: FakeKube['objects'] = new Map();
+  const role = (name: string, body: Record<string, unknown>) =>
+    objects.set(`cr/${name}`, { kind: 'ClusterRole', body: { metadata: { name }, ...body } });
+  for (const r of ['edit', 'view']) {
+    role(r, {
+      aggregationRule: { clusterRoleSelectors: [{ matchLabels: { [`${AGG}${r}`]: 'true' } }] },
+    });
+  }
+  objects.set('cr/system:aggregate-to-edit', {
+    kind: 'ClusterRole',
+    body: {
+      metadata: { name: 'system:aggregate-to-edit', labels: { [`${AGG}edit`]: 'true' } },
+      rules: EDIT_RULES,
+    },
+  });
+  objects.set('cr/system:aggregate-to-view', {
+    kind: 'ClusterRole',
+    body: {
+      metadata: {
+        name: 'system:aggregate-to-view',
+        labels: { [`${AGG}edit`]: 'true', [`${AGG}view`]: 'true' },
+      },
+      rules: VIEW_RULES,
+    },
+  });
   const RBAC = '/apis/rbac.authorization.k8s.io/v1';
   const matches = (body: Record<string, unknown>, selector: string | null) => {
     const labels = (body.metadata as { labels?: Record<string, string> }).labels ?? {};
@@ -93,6 +122,19 @@ async function startFakeKube(): Promise<FakeKube> {
         objects.delete(key)
           ? send(200, { kind: 'Status', code: 200 })
           : send(404, { kind: 'Status', code: 404 });
+      if (req.method === 'GET' && p === `${RBAC}/clusterroles`) return list('ClusterRole');
+      if (req.method === 'POST' && p === `${RBAC}/clusterroles`)
+        return create(`cr/${name}`, 'ClusterRole');
+      if ((m = new RegExp(`^${RBAC}/clusterroles/([^/]+)$`).exec(p))) {
+        const key = `cr/${decodeURIComponent(m[1]!)}`;
+        const o = objects.get(key);
+        if (!o) return send(404, { kind: 'Status', code: 404 });
+        if (req.method === 'GET') return send(200, o.body);
+        if (req.method === 'PUT') {
+          objects.set(key, { kind: 'ClusterRole', body });
+          return send(200, body);
+        }
+      }
       if (req.method === 'POST' && p === '/api/v1/namespaces')
         return create(`ns/${name}`, 'Namespace');
       if (req.method === 'GET' && p === `${RBAC}/clusterrolebindings`)
@@ -382,7 +424,7 @@ describe('EKS API', () => {
     const group = `eks-access-entry:${A}:role/mirrorhub-follower`;
     const bindings = () =>
       [...kube.objects.entries()]
-        .filter(([, o]) => o.kind !== 'Namespace')
+        .filter(([, o]) => o.kind.endsWith('Binding'))
         .map(([k, o]) => ({
           key: k,
           roleRef: (o.body.roleRef as { name: string }).name,
@@ -403,16 +445,21 @@ describe('EKS API', () => {
     });
     expect(kube.objects.has('ns/mirrorhub-system')).toBe(true);
     expect(kube.objects.has('ns/team-a')).toBe(true);
+    // edit's rules are aggregated (edit + view) into a role of the policy's own.
+    expect(kube.objects.get('cr/eks-access-policy:AmazonEKSEditPolicy')?.body.rules).toEqual([
+      ...EDIT_RULES,
+      ...VIEW_RULES,
+    ]);
     const subjects = [{ kind: 'Group', name: group, apiGroup: 'rbac.authorization.k8s.io' }];
     expect(bindings()).toEqual([
       {
         key: expect.stringMatching(/^rb\/mirrorhub-system\/eks-access-[0-9a-f]{16}-edit$/),
-        roleRef: 'edit',
+        roleRef: 'eks-access-policy:AmazonEKSEditPolicy',
         subjects,
       },
       {
         key: expect.stringMatching(/^rb\/team-a\/eks-access-[0-9a-f]{16}-edit$/),
-        roleRef: 'edit',
+        roleRef: 'eks-access-policy:AmazonEKSEditPolicy',
         subjects,
       },
     ]);
@@ -435,8 +482,8 @@ describe('EKS API', () => {
       }),
     );
     expect(bindings().map((b) => [b.key.split('/')[0], b.roleRef])).toEqual([
-      ['crb', 'view'],
-      ['rb', 'edit'],
+      ['crb', 'eks-access-policy:AmazonEKSViewPolicy'],
+      ['rb', 'eks-access-policy:AmazonEKSEditPolicy'],
     ]);
     const listed = await client.send(new ListAssociatedAccessPoliciesCommand(entry));
     expect(listed.associatedAccessPolicies!.map((p) => p.policyArn).sort()).toEqual([EDIT, VIEW]);
@@ -463,7 +510,7 @@ describe('EKS API', () => {
     }
 
     await client.send(new DisassociateAccessPolicyCommand({ ...entry, policyArn: VIEW }));
-    expect(bindings().map((b) => b.roleRef)).toEqual(['edit']);
+    expect(bindings().map((b) => b.roleRef)).toEqual(['eks-access-policy:AmazonEKSEditPolicy']);
     expect(
       (
         await rejection(

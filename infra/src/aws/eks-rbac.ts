@@ -2,13 +2,21 @@
 // bound to a group that only the TokenReview webhook hands out, and only to that access entry's
 // principal. Real EKS evaluates access policies in its own authorizer; the built-in ClusterRoles
 // are the closest open equivalent (AmazonEKSAdminPolicy ~ admin, and so on).
+//
+// admin, edit and view are aggregated ClusterRoles whose rules the controller-manager fills in;
+// the kit runs no controller-manager, and EKS's authorizer does not depend on it either. So for
+// those policies the emulator materialises its own ClusterRole (`eks-access-policy:<Policy>`)
+// with the rules of the built-in role plus everything its aggregationRule selects, refreshed on
+// every association. cluster-admin has literal rules and is bound as it is.
 import { createHash } from 'node:crypto';
 import {
   ApiException,
   CoreV1Api,
   RbacAuthorizationV1Api,
   type KubeConfig,
+  type V1ClusterRole,
   type V1ObjectMeta,
+  type V1PolicyRule,
   type V1RoleRef,
   type RbacV1Subject,
 } from '@kubernetes/client-node';
@@ -101,7 +109,7 @@ export class AccessPolicyRbac {
     ];
     const roleRef: V1RoleRef = {
       kind: 'ClusterRole',
-      name: clusterRole,
+      name: await this.ensurePolicyRole(policy, clusterRole),
       apiGroup: 'rbac.authorization.k8s.io',
     };
 
@@ -157,6 +165,45 @@ export class AccessPolicyRbac {
     } catch (err) {
       if (!is(err, 404)) throw err;
     }
+  }
+
+  /** The ClusterRole bindings for `policy` reference (see the file comment). */
+  private async ensurePolicyRole(policy: string, builtin: string): Promise<string> {
+    if (builtin === 'cluster-admin') return builtin;
+    const source = await this.rbac.readClusterRole({ name: builtin });
+    const rules: V1PolicyRule[] = [...(source.rules ?? [])];
+    for (const selector of source.aggregationRule?.clusterRoleSelectors ?? []) {
+      const labelSelector = Object.entries(selector.matchLabels ?? {})
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
+      if (!labelSelector) continue;
+      const { items } = await this.rbac.listClusterRole({ labelSelector });
+      for (const role of items.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!))) {
+        if (role.metadata?.name === builtin) continue;
+        rules.push(...(role.rules ?? []));
+      }
+    }
+    const name = `eks-access-policy:${policy}`;
+    const body: V1ClusterRole = {
+      metadata: { name, labels: { [LABEL_MANAGED]: MANAGER } },
+      rules,
+    };
+    try {
+      await this.rbac.createClusterRole({ body });
+    } catch (err) {
+      if (!is(err, 409)) throw err;
+      const current = await this.rbac.readClusterRole({ name });
+      if (JSON.stringify(current.rules ?? []) !== JSON.stringify(rules)) {
+        await this.rbac.replaceClusterRole({
+          name,
+          body: {
+            ...body,
+            metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion },
+          },
+        });
+      }
+    }
+    return name;
   }
 
   private async ensureNamespace(name: string): Promise<void> {
