@@ -29,7 +29,7 @@ export interface KitState {
   dir: string;
   kubectl?: string;
   clusters: Array<{ name: string; server: string; kubeconfig: string; accountId: string; region: string }>;
-  aws?: Record<string, string>;
+  aws?: { sts: string; eks: string; region: string };
 }
 
 const DEFAULT_CLUSTERS = 'hub,follower-a,follower-b';
@@ -109,6 +109,7 @@ async function supervise(dir: string, clusters: string[], portBase?: number): Pr
         accountId: c.accountId,
         region: c.region,
       })),
+      ...(kit.aws ? { aws: { sts: kit.aws.stsEndpoint, eks: kit.aws.eksEndpoint, region: kit.aws.region } } : {}),
     });
     const stop = async () => {
       await kit.stop();
@@ -128,7 +129,7 @@ function printState(st: KitState): void {
   for (const c of st.clusters) {
     console.log(`${c.name.padEnd(12)} ${c.server.padEnd(24)} account ${c.accountId}  KUBECONFIG=${c.kubeconfig}`);
   }
-  for (const [k, v] of Object.entries(st.aws ?? {})) console.log(`${k.padEnd(12)} ${v}`);
+  if (st.aws) console.log(`aws          STS/IAM ${st.aws.sts}  EKS ${st.aws.eks}  region ${st.aws.region}`);
   if (st.kubectl) console.log(`kubectl      ${st.kubectl}`);
 }
 
