@@ -1,10 +1,17 @@
 import * as fs from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OPENBAO_VERSION, ensureBao } from './openbao.js';
 
 const savedEnv = { ...process.env };
+let cache: string;
+beforeAll(async () => {
+  cache = await fs.mkdtemp(path.join(tmpdir(), 'mirrorhub-bao-test-'));
+});
+afterAll(async () => {
+  await fs.rm(cache, { recursive: true, force: true });
+});
 afterEach(() => {
   process.env = { ...savedEnv };
   vi.restoreAllMocks();
@@ -16,13 +23,12 @@ describe('ensureBao', () => {
   });
 
   it('returns $MIRRORHUB_BAO without installing anything', async () => {
-    process.env.MIRRORHUB_CACHE = await fs.mkdtemp(path.join(tmpdir(), 'mirrorhub-bao-test-'));
+    process.env.MIRRORHUB_CACHE = cache;
     process.env.MIRRORHUB_BAO = '/bin/true';
     expect(await ensureBao()).toBe('/bin/true');
   });
 
   it('says in one line what to do when python3 is missing', async () => {
-    const cache = await fs.mkdtemp(path.join(tmpdir(), 'mirrorhub-bao-test-'));
     process.env.MIRRORHUB_CACHE = cache;
     delete process.env.MIRRORHUB_BAO;
     delete process.env.MIRRORHUB_PYTHON;
@@ -32,6 +38,5 @@ describe('ensureBao', () => {
     expect(String(err)).toBe(
       'Error: python3 not found on PATH: install Python >= 3.8 with venv (Debian: apt-get install python3-venv) or set MIRRORHUB_BAO to a bao binary',
     );
-    await fs.rm(cache, { recursive: true, force: true });
   });
 });
