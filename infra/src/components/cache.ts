@@ -76,7 +76,7 @@ export interface EnsureBinaryOptions {
   envVar?: string;
   /** Path of the binary inside the folder, when it is not simply `<name>`. */
   file?: string;
-  /** Printed once before building: `building helm v3.17.4 with go install (once, ~1-2 min)...` */
+  /** Printed once before building: `building helm v3.17.4 with go install (once, ...)...` */
   message?: string;
   /** Where the build writes its output, named in the "still installing" progress lines. */
   logFile?: string;

@@ -16,14 +16,14 @@ const HELM_K8S_MINOR = '32';
 
 const ENV_VAR = 'MIRRORHUB_HELM';
 
-/** Path of a helm binary: `$MIRRORHUB_HELM`, else the cached build, else builds it (~1-2 min). */
+/** Path of a helm binary: `$MIRRORHUB_HELM`, else the cached build, else builds it (minutes, once). */
 export function ensureHelm(): Promise<string> {
   return ensureBinary({
     name: 'helm',
     version: HELM_VERSION,
     envVar: ENV_VAR,
     logFile: buildLog(),
-    message: `building helm ${HELM_VERSION} with go install (once, ~1-2 min)...`,
+    message: `building helm ${HELM_VERSION} with go install (once: ~3-5 min with cold Go caches on 2 cores, seconds with warm ones)...`,
     build: buildHelm,
   });
 }

