@@ -23,7 +23,12 @@ import {
 import { K8sHttpError } from './listwatch.js';
 
 function apiErr(code: number, reason?: string, message = 'x'): ApiException<string> {
-  return new ApiException(code, 'msg', JSON.stringify({ kind: 'Status', code, reason, message }), {});
+  return new ApiException(
+    code,
+    'msg',
+    JSON.stringify({ kind: 'Status', code, reason, message }),
+    {},
+  );
 }
 
 describe('error predicates', () => {
@@ -38,11 +43,23 @@ describe('error predicates', () => {
     ['500', apiErr(500, 'InternalError'), { isRetriable: true }],
     ['429', apiErr(429, 'TooManyRequests'), { isRetriable: true }],
     ['transport 410', new K8sHttpError(410, { reason: 'Expired' }, 'watch'), { isGone: true }],
-    ['transport 409 AlreadyExists', new K8sHttpError(409, { reason: 'AlreadyExists' }, 'x'), { isAlreadyExists: true }],
+    [
+      'transport 409 AlreadyExists',
+      new K8sHttpError(409, { reason: 'AlreadyExists' }, 'x'),
+      { isAlreadyExists: true },
+    ],
     ['network error', new Error('ECONNRESET'), { isRetriable: true }],
     ['undefined', undefined, { isRetriable: true }],
   ];
-  const preds = { isNotFound, isConflict, isAlreadyExists, isGone, isForbidden, isUnauthorized, isRetriable };
+  const preds = {
+    isNotFound,
+    isConflict,
+    isAlreadyExists,
+    isGone,
+    isForbidden,
+    isUnauthorized,
+    isRetriable,
+  };
   it.each(cases)('%s', (_name, err, truthy) => {
     for (const [name, p] of Object.entries(preds)) expect(p(err), name).toBe(truthy[name] ?? false);
   });
@@ -97,7 +114,10 @@ describe('status patches send the right Content-Type', () => {
   let server: http.Server | undefined;
   afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
-  async function capture(): Promise<{ kc: KubeConfig; seen: { method?: string; url?: string; type?: string; body: string }[] }> {
+  async function capture(): Promise<{
+    kc: KubeConfig;
+    seen: { method?: string; url?: string; type?: string; body: string }[];
+  }> {
     const seen: { method?: string; url?: string; type?: string; body: string }[] = [];
     server = http.createServer((req, res) => {
       let body = '';
@@ -105,7 +125,13 @@ describe('status patches send the right Content-Type', () => {
       req.on('end', () => {
         seen.push({ method: req.method, url: req.url, type: req.headers['content-type'], body });
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ apiVersion: 'mirrorhub.io/v1alpha1', kind: 'SecretMirror', metadata: { name: 'm' } }));
+        res.end(
+          JSON.stringify({
+            apiVersion: 'mirrorhub.io/v1alpha1',
+            kind: 'SecretMirror',
+            metadata: { name: 'm' },
+          }),
+        );
       });
     });
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
@@ -120,28 +146,51 @@ describe('status patches send the right Content-Type', () => {
     return { kc, seen };
   }
 
-  const ref = { group: 'mirrorhub.io', version: 'v1alpha1', plural: 'secretmirrors', namespace: 'team-a', name: 'm' };
+  const ref = {
+    group: 'mirrorhub.io',
+    version: 'v1alpha1',
+    plural: 'secretmirrors',
+    namespace: 'team-a',
+    name: 'm',
+  };
 
   it('JSON merge patch for mergePatchStatus', async () => {
     const { kc, seen } = await capture();
     const { custom } = makeClients(kc);
-    await mergePatchStatus(custom, ref, { phase: 'Active' }, { fieldManager: FIELD_MANAGER.hub, resourceVersion: '42' });
+    await mergePatchStatus(
+      custom,
+      ref,
+      { phase: 'Active' },
+      { fieldManager: FIELD_MANAGER.hub, resourceVersion: '42' },
+    );
     expect(seen[0]).toMatchObject({ method: 'PATCH', type: 'application/merge-patch+json' });
-    expect(seen[0]?.url).toBe('/apis/mirrorhub.io/v1alpha1/namespaces/team-a/secretmirrors/m/status?fieldManager=mirrorhub-hub');
-    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ status: { phase: 'Active' }, metadata: { resourceVersion: '42' } });
+    expect(seen[0]?.url).toBe(
+      '/apis/mirrorhub.io/v1alpha1/namespaces/team-a/secretmirrors/m/status?fieldManager=mirrorhub-hub',
+    );
+    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({
+      status: { phase: 'Active' },
+      metadata: { resourceVersion: '42' },
+    });
   });
 
   it('server-side apply for applyStatus, cluster-scoped too', async () => {
     const { kc, seen } = await capture();
     const { custom } = makeClients(kc);
     const { namespace: _ns, ...clusterRef } = ref;
-    await applyStatus(custom, { ...clusterRef, plural: 'clustersecretmirrors' }, { phase: 'Error' }, {
-      fieldManager: FIELD_MANAGER.hub,
-      apiVersion: 'mirrorhub.io/v1alpha1',
-      kind: 'ClusterSecretMirror',
-    });
+    await applyStatus(
+      custom,
+      { ...clusterRef, plural: 'clustersecretmirrors' },
+      { phase: 'Error' },
+      {
+        fieldManager: FIELD_MANAGER.hub,
+        apiVersion: 'mirrorhub.io/v1alpha1',
+        kind: 'ClusterSecretMirror',
+      },
+    );
     expect(seen[0]).toMatchObject({ method: 'PATCH', type: 'application/apply-patch+yaml' });
-    expect(seen[0]?.url).toBe('/apis/mirrorhub.io/v1alpha1/clustersecretmirrors/m/status?fieldManager=mirrorhub-hub&force=true');
+    expect(seen[0]?.url).toBe(
+      '/apis/mirrorhub.io/v1alpha1/clustersecretmirrors/m/status?fieldManager=mirrorhub-hub&force=true',
+    );
     expect(JSON.parse(seen[0]?.body ?? '')).toEqual({
       apiVersion: 'mirrorhub.io/v1alpha1',
       kind: 'ClusterSecretMirror',
@@ -154,7 +203,13 @@ describe('status patches send the right Content-Type', () => {
     const { kc, seen } = await capture();
     const { custom } = makeClients(kc);
     await mergePatchStatus(custom, ref, { phase: 'Active' }, { fieldManager: 'x' });
-    await custom.patchNamespacedCustomObjectStatus({ ...ref, body: [{ op: 'add', path: '/status/x', value: 1 }] });
-    expect(seen.map((s) => s.type)).toEqual(['application/merge-patch+json', 'application/json-patch+json']);
+    await custom.patchNamespacedCustomObjectStatus({
+      ...ref,
+      body: [{ op: 'add', path: '/status/x', value: 1 }],
+    });
+    expect(seen.map((s) => s.type)).toEqual([
+      'application/merge-patch+json',
+      'application/json-patch+json',
+    ]);
   });
 });

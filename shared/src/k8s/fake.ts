@@ -6,7 +6,15 @@
  * connections dropped mid-stream).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { K8sHttpError, type ListOptions, type ListPage, type ListerWatcher, type WatchCallbacks, type WatchEvent, type WatchOptions } from './listwatch.js';
+import {
+  K8sHttpError,
+  type ListOptions,
+  type ListPage,
+  type ListerWatcher,
+  type WatchCallbacks,
+  type WatchEvent,
+  type WatchOptions,
+} from './listwatch.js';
 
 export interface FakeWatch<T> {
   opts: WatchOptions;
@@ -41,7 +49,11 @@ export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatc
   /** Create (assigns uid and resourceVersion); returns the stored copy. */
   create(obj: T): T {
     const stored = this.clone(obj);
-    stored.metadata = { ...(stored.metadata ?? {}), uid: stored.metadata?.uid ?? `uid-${++this.uidSeq}`, resourceVersion: String(++this.rv) };
+    stored.metadata = {
+      ...(stored.metadata ?? {}),
+      uid: stored.metadata?.uid ?? `uid-${++this.uidSeq}`,
+      resourceVersion: String(++this.rv),
+    };
     this.objects.set(this.key(stored), stored);
     this.record('ADDED', stored);
     return stored;
@@ -52,7 +64,11 @@ export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatc
     const prev = this.objects.get(this.key(obj));
     if (!prev) throw new Error(`fake: ${this.key(obj)} not found`);
     const stored = this.clone(obj);
-    stored.metadata = { ...(stored.metadata ?? {}), uid: prev.metadata?.uid, resourceVersion: String(++this.rv) };
+    stored.metadata = {
+      ...(stored.metadata ?? {}),
+      uid: prev.metadata?.uid,
+      resourceVersion: String(++this.rv),
+    };
     this.objects.set(this.key(stored), stored);
     this.record('MODIFIED', stored);
     return stored;
@@ -100,7 +116,10 @@ export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatc
 
   /** Tell the open watch its resourceVersion expired, the way the API server does. */
   expireWatch(): void {
-    this.send({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } });
+    this.send({
+      type: 'ERROR',
+      object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' },
+    });
     this.closeWatch();
   }
 
@@ -132,11 +151,18 @@ export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatc
       const from = Number(opts.resourceVersion || '0');
       if (from < this.compactedBefore) {
         w.closed = true;
-        callbacks.onClose(new K8sHttpError(410, { code: 410, reason: 'Expired', message: 'too old resource version' }, 'watch'));
+        callbacks.onClose(
+          new K8sHttpError(
+            410,
+            { code: 410, reason: 'Expired', message: 'too old resource version' },
+            'watch',
+          ),
+        );
         return;
       }
       callbacks.onConnected?.();
-      for (const h of this.history) if (h.rv > from && !w.closed && !w.aborted) callbacks.onEvent(this.cloneEvent(h.event));
+      for (const h of this.history)
+        if (h.rv > from && !w.closed && !w.aborted) callbacks.onEvent(this.cloneEvent(h.event));
       w.ready = true;
     });
     return {
@@ -159,7 +185,9 @@ export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatc
   }
 
   private key(o: KubernetesObject): string {
-    return o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? '');
+    return o.metadata?.namespace
+      ? `${o.metadata.namespace}/${o.metadata.name}`
+      : (o.metadata?.name ?? '');
   }
 
   private clone(o: T): T {

@@ -45,9 +45,18 @@ function watchUntilClosed<T>(lw: ReturnType<typeof kubeListerWatcher<V1ConfigMap
 describe('resourcePath', () => {
   it.each([
     [{ version: 'v1', plural: 'namespaces' }, '/api/v1/namespaces'],
-    [{ version: 'v1', plural: 'secrets', namespace: 'mirrorhub-system' }, '/api/v1/namespaces/mirrorhub-system/secrets'],
-    [{ group: 'mirrorhub.io', version: 'v1alpha1', plural: 'secretmirrors' }, '/apis/mirrorhub.io/v1alpha1/secretmirrors'],
-    [{ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: 'ns' }, '/apis/coordination.k8s.io/v1/namespaces/ns/leases'],
+    [
+      { version: 'v1', plural: 'secrets', namespace: 'mirrorhub-system' },
+      '/api/v1/namespaces/mirrorhub-system/secrets',
+    ],
+    [
+      { group: 'mirrorhub.io', version: 'v1alpha1', plural: 'secretmirrors' },
+      '/apis/mirrorhub.io/v1alpha1/secretmirrors',
+    ],
+    [
+      { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: 'ns' },
+      '/apis/coordination.k8s.io/v1/namespaces/ns/leases',
+    ],
   ])('%j -> %s', (t, want) => expect(resourcePath(t)).toBe(want));
 });
 
@@ -57,11 +66,27 @@ describe('kubeListerWatcher', () => {
     const kc = await serve((req, res) => {
       seen.push({ url: req.url, auth: req.headers.authorization, accept: req.headers.accept });
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'ConfigMapList', metadata: { resourceVersion: '77', continue: 'next' }, items: [{ metadata: { name: 'a' } }] }));
+      res.end(
+        JSON.stringify({
+          kind: 'ConfigMapList',
+          metadata: { resourceVersion: '77', continue: 'next' },
+          items: [{ metadata: { name: 'a' } }],
+        }),
+      );
     });
-    const lw = kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps', namespace: 'ns', labelSelector: 'mirrorhub.io/managed-by=mirrorhub', fieldSelector: 'metadata.name=a' });
+    const lw = kubeListerWatcher<V1ConfigMap>(kc, {
+      version: 'v1',
+      plural: 'configmaps',
+      namespace: 'ns',
+      labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
+      fieldSelector: 'metadata.name=a',
+    });
     const page = await lw.list({ limit: 500, continue: 'tok1' });
-    expect(page).toEqual({ items: [{ metadata: { name: 'a' } }], resourceVersion: '77', continue: 'next' });
+    expect(page).toEqual({
+      items: [{ metadata: { name: 'a' } }],
+      resourceVersion: '77',
+      continue: 'next',
+    });
     const u = new URL(`http://x${seen[0]?.url}`);
     expect(u.pathname).toBe('/api/v1/namespaces/ns/configmaps');
     expect(Object.fromEntries(u.searchParams)).toEqual({
@@ -79,19 +104,34 @@ describe('kubeListerWatcher', () => {
     const kc = await serve((req, res) => {
       accepts.push(req.headers.accept);
       res.writeHead(200);
-      res.end(req.url?.includes('watch=true') ? '' : '{"items":[],"metadata":{"resourceVersion":"1"}}');
+      res.end(
+        req.url?.includes('watch=true') ? '' : '{"items":[],"metadata":{"resourceVersion":"1"}}',
+      );
     });
-    const lw = kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'secrets', metadataOnly: true });
+    const lw = kubeListerWatcher<V1ConfigMap>(kc, {
+      version: 'v1',
+      plural: 'secrets',
+      metadataOnly: true,
+    });
     await lw.list({});
     await watchUntilClosed(lw).closed;
-    expect(accepts[0]).toMatch(/^application\/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1/);
+    expect(accepts[0]).toMatch(
+      /^application\/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1/,
+    );
     expect(accepts[1]).toMatch(/^application\/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1/);
   });
 
   it('turns a non-200 list into K8sHttpError with the Status reason', async () => {
     const kc = await serve((_req, res) => {
       res.writeHead(403, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'Status', code: 403, reason: 'Forbidden', message: 'secrets is forbidden' }));
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          code: 403,
+          reason: 'Forbidden',
+          message: 'secrets is forbidden',
+        }),
+      );
     });
     const lw = kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'secrets' });
     const err = await lw.list({}).catch((e: unknown) => e);
@@ -105,8 +145,14 @@ describe('kubeListerWatcher', () => {
     const kc = await serve((req, res) => {
       query = new URL(`http://x${req.url}`).searchParams;
       res.writeHead(200, { 'content-type': 'application/json' });
-      const e1 = JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '6' }, data: { k: 'ü' } } });
-      const e2 = JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '9' } } });
+      const e1 = JSON.stringify({
+        type: 'ADDED',
+        object: { metadata: { name: 'a', resourceVersion: '6' }, data: { k: 'ü' } },
+      });
+      const e2 = JSON.stringify({
+        type: 'BOOKMARK',
+        object: { metadata: { resourceVersion: '9' } },
+      });
       const bytes = Buffer.from(`${e1}\n${e2}\n`);
       // split inside the multi-byte character and inside a line
       const cut = bytes.indexOf(Buffer.from('ü')) + 1;
@@ -122,15 +168,29 @@ describe('kubeListerWatcher', () => {
     expect(w.connected()).toBe(true);
     expect(w.events.map((e) => e.type)).toEqual(['ADDED', 'BOOKMARK']);
     expect((w.events[0]?.object as V1ConfigMap).data).toEqual({ k: 'ü' });
-    expect(Object.fromEntries(query ?? [])).toEqual({ watch: 'true', resourceVersion: '5', timeoutSeconds: '30', allowWatchBookmarks: 'true' });
+    expect(Object.fromEntries(query ?? [])).toEqual({
+      watch: 'true',
+      resourceVersion: '5',
+      timeoutSeconds: '30',
+      allowWatchBookmarks: 'true',
+    });
   });
 
   it('reports a 410 on the watch request as K8sHttpError 410', async () => {
     const kc = await serve((_req, res) => {
       res.writeHead(410, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' }));
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          code: 410,
+          reason: 'Expired',
+          message: 'too old resource version',
+        }),
+      );
     });
-    const w = watchUntilClosed(kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' }));
+    const w = watchUntilClosed(
+      kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' }),
+    );
     expect(await w.closed).toMatchObject({ code: 410, reason: 'Expired' });
   });
 
@@ -140,7 +200,9 @@ describe('kubeListerWatcher', () => {
       res.write(JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a' } } }) + '\n');
       setTimeout(() => res.socket?.destroy(), 20);
     });
-    const w = watchUntilClosed(kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' }));
+    const w = watchUntilClosed(
+      kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' }),
+    );
     const err = await w.closed;
     expect(err).toBeInstanceOf(Error);
     expect(w.events).toHaveLength(1);
@@ -151,7 +213,11 @@ describe('kubeListerWatcher', () => {
       res.writeHead(200);
       res.flushHeaders();
     });
-    const lw = kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' }, { idleTimeoutMs: 100 });
+    const lw = kubeListerWatcher<V1ConfigMap>(
+      kc,
+      { version: 'v1', plural: 'configmaps' },
+      { idleTimeoutMs: 100 },
+    );
     const err = await watchUntilClosed(lw).closed;
     expect(String((err as Error).message)).toMatch(/nothing received for 100ms/);
   });
@@ -161,7 +227,9 @@ describe('kubeListerWatcher', () => {
       res.writeHead(200);
       res.write('{not json}\n');
     });
-    const err = await watchUntilClosed(kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' })).closed;
+    const err = await watchUntilClosed(
+      kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' }),
+    ).closed;
     expect(String((err as Error).message)).toMatch(/undecodable event/);
   });
 
@@ -169,7 +237,14 @@ describe('kubeListerWatcher', () => {
     let calls = 0;
     const kc = await serve((_req, res) => {
       res.writeHead(200);
-      const t = setInterval(() => res.write(JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '1' } } }) + '\n'), 5);
+      const t = setInterval(
+        () =>
+          res.write(
+            JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '1' } } }) +
+              '\n',
+          ),
+        5,
+      );
       res.on('close', () => clearInterval(t));
     });
     const lw = kubeListerWatcher<V1ConfigMap>(kc, { version: 'v1', plural: 'configmaps' });

@@ -94,7 +94,9 @@ export class K8sHttpError extends Error {
   readonly reason: string | undefined;
   readonly status: StatusLike | undefined;
   constructor(code: number, status: StatusLike | undefined, context: string) {
-    super(`${context}: ${code}${status?.reason ? ' ' + status.reason : ''}${status?.message ? ': ' + status.message : ''}`);
+    super(
+      `${context}: ${code}${status?.reason ? ' ' + status.reason : ''}${status?.message ? ': ' + status.message : ''}`,
+    );
     this.name = 'K8sHttpError';
     this.code = code;
     this.reason = status?.reason;
@@ -103,15 +105,19 @@ export class K8sHttpError extends Error {
 }
 
 /** `/api/v1/namespaces/ns/secrets`, `/apis/mirrorhub.io/v1alpha1/secretmirrors`, ... */
-export function resourcePath(t: Pick<ResourceTarget, 'group' | 'version' | 'plural' | 'namespace'>): string {
+export function resourcePath(
+  t: Pick<ResourceTarget, 'group' | 'version' | 'plural' | 'namespace'>,
+): string {
   const base = t.group ? `/apis/${t.group}/${t.version}` : `/api/${t.version}`;
   const ns = t.namespace ? `/namespaces/${encodeURIComponent(t.namespace)}` : '';
   return `${base}${ns}/${t.plural}`;
 }
 
 const ACCEPT_JSON = 'application/json';
-const ACCEPT_META_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;q=0.9';
-const ACCEPT_META = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9';
+const ACCEPT_META_LIST =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;q=0.9';
+const ACCEPT_META =
+  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9';
 
 export interface KubeListerWatcherOptions {
   /**
@@ -162,18 +168,22 @@ export function kubeListerWatcher<T extends KubernetesObject>(
       const u = url({ limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion });
       const req = await open(u, target.metadataOnly ? ACCEPT_META_LIST : ACCEPT_JSON);
       const timeout = opts.listTimeoutMs ?? 60_000;
-      const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        req.setTimeout(timeout, () => req.destroy(new Error(`list ${path}: no response in ${timeout}ms`)));
-        req.on('error', reject);
-        req.on('response', (res) => {
-          res.setEncoding('utf8');
-          let data = '';
-          res.on('data', (c: string) => (data += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
-          res.on('error', reject);
-        });
-        req.end();
-      });
+      const { status, body } = await new Promise<{ status: number; body: string }>(
+        (resolve, reject) => {
+          req.setTimeout(timeout, () =>
+            req.destroy(new Error(`list ${path}: no response in ${timeout}ms`)),
+          );
+          req.on('error', reject);
+          req.on('response', (res) => {
+            res.setEncoding('utf8');
+            let data = '';
+            res.on('data', (c: string) => (data += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+            res.on('error', reject);
+          });
+          req.end();
+        },
+      );
       if (status !== 200) throw new K8sHttpError(status, parseStatus(body), `list ${path}`);
       const parsed = JSON.parse(body) as {
         items?: T[] | null;
@@ -204,7 +214,12 @@ export function kubeListerWatcher<T extends KubernetesObject>(
       const touch = (): void => {
         if (idle) clearTimeout(idle);
         idle = setTimeout(
-          () => close(new Error(`watch ${path}: nothing received for ${idleMs}ms, presuming the connection dead`)),
+          () =>
+            close(
+              new Error(
+                `watch ${path}: nothing received for ${idleMs}ms, presuming the connection dead`,
+              ),
+            ),
           idleMs,
         );
       };
@@ -227,7 +242,9 @@ export function kubeListerWatcher<T extends KubernetesObject>(
               res.setEncoding('utf8');
               let data = '';
               res.on('data', (c: string) => (data += c));
-              res.on('end', () => close(new K8sHttpError(res.statusCode ?? 0, parseStatus(data), `watch ${path}`)));
+              res.on('end', () =>
+                close(new K8sHttpError(res.statusCode ?? 0, parseStatus(data), `watch ${path}`)),
+              );
               res.on('error', (err) => close(err));
               return;
             }
@@ -283,7 +300,11 @@ export function kubeListerWatcher<T extends KubernetesObject>(
 function parseStatus(body: string): StatusLike | undefined {
   try {
     const s = JSON.parse(body) as StatusLike & { kind?: string };
-    return { ...(s.code !== undefined ? { code: s.code } : {}), ...(s.reason ? { reason: s.reason } : {}), ...(s.message ? { message: s.message } : {}) };
+    return {
+      ...(s.code !== undefined ? { code: s.code } : {}),
+      ...(s.reason ? { reason: s.reason } : {}),
+      ...(s.message ? { message: s.message } : {}),
+    };
   } catch {
     return body ? { message: body.slice(0, 200) } : undefined;
   }

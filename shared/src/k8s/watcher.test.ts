@@ -28,8 +28,11 @@ function setup(over: Partial<WatcherOptions<CM>> = {}) {
   w.addHandler({
     onAdd: (o) => void calls.push(`add ${o.metadata?.name}`),
     onUpdate: (o, old) =>
-      void calls.push(`update ${o.metadata?.name} ${old.metadata?.resourceVersion}->${o.metadata?.resourceVersion}`),
-    onDelete: (o, info) => void calls.push(`delete ${o.metadata?.name}${info.finalStateUnknown ? ' (unknown)' : ''}`),
+      void calls.push(
+        `update ${o.metadata?.name} ${old.metadata?.resourceVersion}->${o.metadata?.resourceVersion}`,
+      ),
+    onDelete: (o, info) =>
+      void calls.push(`delete ${o.metadata?.name}${info.finalStateUnknown ? ' (unknown)' : ''}`),
   });
   const ofType = <K extends WatcherEvent['type']>(t: K) =>
     events.filter((e): e is Extract<WatcherEvent, { type: K }> => e.type === t);
@@ -48,7 +51,10 @@ describe('Watcher', () => {
     expect(ofType('listed')[0]).toMatchObject({ reason: 'initial', total: 5, added: 5 });
     await settle();
     expect(ofType('connected')).toHaveLength(1);
-    expect(fake.watches[0]?.opts).toMatchObject({ resourceVersion: '105', allowWatchBookmarks: true });
+    expect(fake.watches[0]?.opts).toMatchObject({
+      resourceVersion: '105',
+      allowWatchBookmarks: true,
+    });
 
     calls.length = 0;
     const f = fake.create(cm('f'));
@@ -121,7 +127,13 @@ describe('Watcher', () => {
       expect(fake.lists).toHaveLength(2);
       expect(calls).toEqual(['delete remove (unknown)', 'add new', 'update change 102->104']);
       expect(ofType('restarted').at(-1)).toMatchObject({ reason: 'gone' });
-      expect(ofType('listed').at(-1)).toMatchObject({ reason: 'gone', added: 1, updated: 1, deleted: 1, total: 3 });
+      expect(ofType('listed').at(-1)).toMatchObject({
+        reason: 'gone',
+        added: 1,
+        updated: 1,
+        deleted: 1,
+        total: 3,
+      });
       expect(ofType('error')).toHaveLength(0);
       // and it watches again from the new list's resourceVersion
       expect(fake.watches.at(-1)?.opts.resourceVersion).toBe(fake.resourceVersion);
@@ -204,7 +216,11 @@ describe('Watcher', () => {
     it('backs off exponentially on list failures, then syncs', async () => {
       const { fake, w, ofType, clock } = setup();
       fake.create(cm('a'));
-      fake.listErrors.push(new Error('connect ECONNREFUSED'), new K8sHttpError(503, {}, 'list'), new Error('x'));
+      fake.listErrors.push(
+        new Error('connect ECONNREFUSED'),
+        new K8sHttpError(503, {}, 'list'),
+        new Error('x'),
+      );
       w.start();
       await settle();
       expect(w.hasSynced()).toBe(false);
@@ -228,7 +244,9 @@ describe('Watcher', () => {
 
     it('gives up after maxConsecutiveErrors and rejects synced', async () => {
       const { fake, w, ofType, clock } = setup({ maxConsecutiveErrors: 3 });
-      fake.listErrors.push(...[1, 2, 3, 4].map(() => new K8sHttpError(403, { reason: 'Forbidden' }, 'list')));
+      fake.listErrors.push(
+        ...[1, 2, 3, 4].map(() => new K8sHttpError(403, { reason: 'Forbidden' }, 'list')),
+      );
       w.start();
       const synced = w.synced.then(
         () => 'synced',
@@ -272,10 +290,15 @@ describe('Watcher', () => {
       w.start();
       await w.synced;
       await settle();
-      fake.send({ type: 'ERROR', object: { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd' } });
+      fake.send({
+        type: 'ERROR',
+        object: { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd' },
+      });
       await settle();
       expect(ofType('error')[0]).toMatchObject({ phase: 'watch' });
-      expect(String((ofType('error')[0]?.err as Error).message)).toContain('500 InternalError: etcd');
+      expect(String((ofType('error')[0]?.err as Error).message)).toContain(
+        '500 InternalError: etcd',
+      );
       await w.stop();
     });
   });
@@ -299,7 +322,9 @@ describe('Watcher', () => {
       fake.update(cm('good', 'ns', { x: '1' }));
       await settle();
       expect(calls).toEqual(['add bad', 'add good', 'update good 102->103']);
-      expect(ofType('handlerError').map((e) => [e.handler, e.key, (e.err as Error).message])).toEqual([
+      expect(
+        ofType('handlerError').map((e) => [e.handler, e.key, (e.err as Error).message]),
+      ).toEqual([
         ['add', 'ns/bad', 'handler bug'],
         ['update', 'ns/good', 'async handler bug'],
       ]);
@@ -394,7 +419,12 @@ describe('Watcher', () => {
     fake.create(cm('c', 'x'));
     w.start();
     await w.synced;
-    expect(w.list('x').map((o) => o.metadata?.name).sort()).toEqual(['a', 'c']);
+    expect(
+      w
+        .list('x')
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(['a', 'c']);
     expect(w.list()).toHaveLength(3);
     await w.stop();
   });

@@ -187,7 +187,8 @@ export class Watcher<T extends KubernetesObject> {
       this.resyncTimer?.cancel();
       this.currentWatch?.abort();
       this.endWatch?.({ kind: 'stopped' });
-      if (!this.isSynced) this.rejectSynced(new Error(`watcher ${this.resource}: stopped before sync`));
+      if (!this.isSynced)
+        this.rejectSynced(new Error(`watcher ${this.resource}: stopped before sync`));
     }
     await this.loopDone;
   }
@@ -296,7 +297,9 @@ export class Watcher<T extends KubernetesObject> {
       this.stopped = true;
       this.resyncTimer?.cancel();
       if (!this.isSynced) {
-        this.rejectSynced(new Error(`watcher ${this.resource}: gave up: ${errorMessage(err)}`, { cause: err }));
+        this.rejectSynced(
+          new Error(`watcher ${this.resource}: gave up: ${errorMessage(err)}`, { cause: err }),
+        );
       }
       return false;
     }
@@ -441,7 +444,8 @@ export class Watcher<T extends KubernetesObject> {
     switch (ev.type) {
       case 'ERROR': {
         const status = ev.object as StatusLike;
-        if (status.code === 410 || status.reason === 'Expired' || status.reason === 'Gone') return 'gone';
+        if (status.code === 410 || status.reason === 'Expired' || status.reason === 'Gone')
+          return 'gone';
         return new K8sHttpError(status.code ?? 500, status, `watch ${this.resource}`);
       }
       case 'BOOKMARK': {
@@ -472,7 +476,9 @@ export class Watcher<T extends KubernetesObject> {
         return undefined;
       }
       default:
-        return new Error(`watch ${this.resource}: unknown event type ${String((ev as { type: unknown }).type)}`);
+        return new Error(
+          `watch ${this.resource}: unknown event type ${String((ev as { type: unknown }).type)}`,
+        );
     }
   }
 
@@ -513,11 +519,14 @@ export class Watcher<T extends KubernetesObject> {
     this.resyncTimer = undefined;
     const period = this.opts.resyncPeriodMs;
     if (!period || period <= 0 || this.stopped) return;
-    this.resyncTimer = this.clock.setTimer(() => {
-      this.resyncTimer = undefined;
-      this.resyncDue = true;
-      this.endWatch?.({ kind: 'resync', durationMs: 0, events: 0 });
-    }, jitterUp(period, 0.2, this.random));
+    this.resyncTimer = this.clock.setTimer(
+      () => {
+        this.resyncTimer = undefined;
+        this.resyncDue = true;
+        this.endWatch?.({ kind: 'resync', durationMs: 0, events: 0 });
+      },
+      jitterUp(period, 0.2, this.random),
+    );
   }
 
   // ---- dispatch ---------------------------------------------------------------------------------
@@ -530,7 +539,13 @@ export class Watcher<T extends KubernetesObject> {
     for (const h of this.handlers) this.call(h, 'delete', obj, undefined, info);
   }
 
-  private call(h: WatchHandlers<T>, kind: 'add' | 'update' | 'delete', obj: T, old?: T, info?: DeleteInfo): void {
+  private call(
+    h: WatchHandlers<T>,
+    kind: 'add' | 'update' | 'delete',
+    obj: T,
+    old?: T,
+    info?: DeleteInfo,
+  ): void {
     const report = (err: unknown): void =>
       this.emit({ type: 'handlerError', handler: kind, key: keyOf(obj), err });
     try {
@@ -538,7 +553,8 @@ export class Watcher<T extends KubernetesObject> {
       if (kind === 'add') r = h.onAdd?.(obj);
       else if (kind === 'update') r = h.onUpdate?.(obj, old as T);
       else r = h.onDelete?.(obj, info ?? { finalStateUnknown: false });
-      if (r && typeof (r as Promise<void>).then === 'function') (r as Promise<void>).then(undefined, report);
+      if (r && typeof (r as Promise<void>).then === 'function')
+        (r as Promise<void>).then(undefined, report);
     } catch (err) {
       report(err);
     }
@@ -559,7 +575,10 @@ function isGoneError(err: unknown): boolean {
   return httpStatusOf(err) === 410;
 }
 
-export interface CreateWatcherOptions<T> extends Omit<WatcherOptions<T>, 'listerWatcher' | 'resource'> {
+export interface CreateWatcherOptions<T> extends Omit<
+  WatcherOptions<T>,
+  'listerWatcher' | 'resource'
+> {
   /** Defaults to the target's plural. */
   resource?: string;
   transport?: KubeListerWatcherOptions;
@@ -605,7 +624,15 @@ export function instrumentWatcher(
         m?.watchObjects.set({ resource }, e.total);
         (e.reason === 'initial' ? log?.debug : log?.info)?.call(
           log,
-          { resource, reason: e.reason, total: e.total, added: e.added, updated: e.updated, deleted: e.deleted, durationMs: e.durationMs },
+          {
+            resource,
+            reason: e.reason,
+            total: e.total,
+            added: e.added,
+            updated: e.updated,
+            deleted: e.deleted,
+            durationMs: e.durationMs,
+          },
           'listed',
         );
         return;
@@ -615,15 +642,24 @@ export function instrumentWatcher(
       case 'restarted':
         m?.watchRestartsTotal.inc({ resource, reason: e.reason });
         m?.watchObjects.set({ resource }, w.size);
-        log?.debug({ resource, reason: e.reason, durationMs: e.durationMs, events: e.events }, 'watch ended');
+        log?.debug(
+          { resource, reason: e.reason, durationMs: e.durationMs, events: e.events },
+          'watch ended',
+        );
         return;
       case 'error':
         m?.watchErrorsTotal.inc({ resource, phase: e.phase });
-        log?.warn({ resource, phase: e.phase, attempt: e.attempt, retryInMs: e.retryInMs, err: e.err }, 'watch failed, retrying');
+        log?.warn(
+          { resource, phase: e.phase, attempt: e.attempt, retryInMs: e.retryInMs, err: e.err },
+          'watch failed, retrying',
+        );
         return;
       case 'handlerError':
         m?.watchErrorsTotal.inc({ resource, phase: 'handler' });
-        log?.error({ resource, handler: e.handler, key: e.key, err: e.err }, 'watch handler failed');
+        log?.error(
+          { resource, handler: e.handler, key: e.key, err: e.err },
+          'watch handler failed',
+        );
         return;
       case 'gaveUp':
         m?.watchErrorsTotal.inc({ resource, phase: 'gaveUp' });

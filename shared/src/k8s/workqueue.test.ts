@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock, settle } from '../runtime/clock.js';
 import { backoffDelay, jitterUp } from '../runtime/backoff.js';
-import { TerminalError, WorkQueue, type ProcessObservation, type ProcessResult } from './workqueue.js';
+import {
+  TerminalError,
+  WorkQueue,
+  type ProcessObservation,
+  type ProcessResult,
+} from './workqueue.js';
 
 interface Deferred {
   resolve(v?: ProcessResult | void): void;
@@ -17,7 +22,10 @@ function manualProcessor() {
   const process = (key: string, signal: AbortSignal): Promise<ProcessResult | void> => {
     active.set(key, (active.get(key) ?? 0) + 1);
     maxSameKey = Math.max(maxSameKey, active.get(key) ?? 0);
-    maxActive = Math.max(maxActive, [...active.values()].reduce((a, b) => a + b, 0));
+    maxActive = Math.max(
+      maxActive,
+      [...active.values()].reduce((a, b) => a + b, 0),
+    );
     return new Promise((resolve, reject) => {
       const done = (): void => {
         active.set(key, (active.get(key) ?? 1) - 1);
@@ -118,7 +126,12 @@ describe('WorkQueue', () => {
     const expected = [100, 200, 400, 800, 1000, 1000]; // capped at maxMs
     for (const [i, delay] of expected.entries()) {
       await p.fail(i);
-      expect(observed.at(-1)).toMatchObject({ key: 'a', result: 'error', retryInMs: delay, failures: i + 1 });
+      expect(observed.at(-1)).toMatchObject({
+        key: 'a',
+        result: 'error',
+        retryInMs: delay,
+        failures: i + 1,
+      });
       expect(q.numRequeues('a')).toBe(i + 1);
       await clock.advance(delay - 1);
       expect(p.runs).toHaveLength(i + 1); // not yet
@@ -311,9 +324,9 @@ describe('backoff helpers', () => {
     { attempt: 50, random: 0, want: 10_000 }, // capped
     { attempt: 5000, random: 0, want: 10_000 }, // no overflow
   ])('backoffDelay attempt=$attempt random=$random -> $want', ({ attempt, random, want }) => {
-    expect(
-      backoffDelay({ initialMs: 100, maxMs: 10_000, random: () => random }, attempt),
-    ).toBe(want);
+    expect(backoffDelay({ initialMs: 100, maxMs: 10_000, random: () => random }, attempt)).toBe(
+      want,
+    );
   });
 
   it.each([

@@ -251,7 +251,14 @@ export class WorkQueue {
         obs = { key, result: 'terminal', durationMs: 0, error, failures: 0 };
       } else {
         const retryInMs = this.addRateLimited(key);
-        obs = { key, result: 'error', durationMs: 0, error, retryInMs, failures: this.numRequeues(key) };
+        obs = {
+          key,
+          result: 'error',
+          durationMs: 0,
+          error,
+          retryInMs,
+          failures: this.numRequeues(key),
+        };
       }
     }
     obs.durationMs = this.clock.now() - started;

@@ -25,15 +25,22 @@ class MemoryLeases implements LeaseClient {
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
     if (this.lease) throw new ApiError(409);
-    this.lease = this.roundTrip({ ...lease, metadata: { ...lease.metadata, resourceVersion: String(++this.rv) } });
+    this.lease = this.roundTrip({
+      ...lease,
+      metadata: { ...lease.metadata, resourceVersion: String(++this.rv) },
+    });
     this.writes.push(`create ${lease.spec?.holderIdentity}`);
     return this.roundTrip(this.lease);
   }
   async replace(_ns: string, _name: string, lease: V1Lease): Promise<V1Lease> {
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
-    if (lease.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion) throw new ApiError(409);
-    this.lease = this.roundTrip({ ...lease, metadata: { ...lease.metadata, resourceVersion: String(++this.rv) } });
+    if (lease.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion)
+      throw new ApiError(409);
+    this.lease = this.roundTrip({
+      ...lease,
+      metadata: { ...lease.metadata, resourceVersion: String(++this.rv) },
+    });
     this.writes.push(`replace ${lease.spec?.holderIdentity || '<released>'}`);
     return this.roundTrip(this.lease);
   }

@@ -18,7 +18,12 @@
  * - `stop()` ends leadership and, unless told otherwise, releases the lease (empty holder) so a
  *   standby takes over within one retryPeriod instead of waiting out leaseDuration.
  */
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  V1MicroTime,
+  type KubeConfig,
+  type V1Lease,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { jitterUp } from './backoff.js';
 import { realClock, sleep, type Clock } from './clock.js';
@@ -117,7 +122,9 @@ export class LeaderElector {
       throw new Error('leader election: renewDeadline must be greater than 1.2 x retryPeriod');
     }
     if (this.leaseDurationMs < 1000) {
-      throw new Error('leader election: leaseDuration must be at least 1 s (the Lease counts seconds)');
+      throw new Error(
+        'leader election: leaseDuration must be at least 1 s (the Lease counts seconds)',
+      );
     }
   }
 
@@ -154,7 +161,8 @@ export class LeaderElector {
     if (!this.started) return { ok: false, message: 'not started' };
     if (this.leading) {
       const since = this.clock.now() - this.lastRenew;
-      if (since > this.leaseDurationMs) return { ok: false, message: `leader but lease not renewed for ${since}ms` };
+      if (since > this.leaseDurationMs)
+        return { ok: false, message: `leader but lease not renewed for ${since}ms` };
       return { ok: true, message: 'leader' };
     }
     return { ok: true, message: `standby (leader: ${this.observedHolder ?? 'none'})` };
@@ -325,7 +333,10 @@ export class LeaderElector {
         this.lastRenew = now;
         return true;
       } catch (err) {
-        this.log?.debug({ lease: this.leaseName, err: errorMessage(err) }, 'creating the lease failed');
+        this.log?.debug(
+          { lease: this.leaseName, err: errorMessage(err) },
+          'creating the lease failed',
+        );
         return false;
       }
     }
@@ -354,11 +365,15 @@ export class LeaderElector {
       const updated = await this.client.replace(namespace, name, next);
       this.noteObserved(updated, now);
       this.lastRenew = now;
-      if (!mine) this.log?.info({ lease: this.leaseName, previous: holder || null }, 'acquired the lease');
+      if (!mine)
+        this.log?.info({ lease: this.leaseName, previous: holder || null }, 'acquired the lease');
       return true;
     } catch (err) {
       if (httpStatusOf(err) === 409) {
-        this.log?.debug({ lease: this.leaseName }, 'lease changed under us (409); retrying next period');
+        this.log?.debug(
+          { lease: this.leaseName },
+          'lease changed under us (409); retrying next period',
+        );
       } else {
         this.log?.warn({ lease: this.leaseName, err }, 'updating the lease failed');
       }
@@ -386,7 +401,10 @@ export class LeaderElector {
       this.observedHolder = undefined;
       this.log?.info({ lease: this.leaseName }, 'released the lease');
     } catch (err) {
-      this.log?.warn({ lease: this.leaseName, err }, 'releasing the lease failed; standbys will wait for it to expire');
+      this.log?.warn(
+        { lease: this.leaseName, err },
+        'releasing the lease failed; standbys will wait for it to expire',
+      );
     }
   }
 }

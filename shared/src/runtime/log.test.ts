@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { childLogger, createLogger, logConfigFromEnv, REDACTED, serializeError, type LogConfig } from './log.js';
+import {
+  childLogger,
+  createLogger,
+  logConfigFromEnv,
+  REDACTED,
+  serializeError,
+  type LogConfig,
+} from './log.js';
 
 function capture(cfg: LogConfig = {}) {
   const lines: string[] = [];
@@ -19,9 +26,18 @@ describe('log redaction', () => {
     { name: 'nested two deep', bindings: { delivery: { payload: { data: { k: SECRET } } } } },
     { name: 'nested three deep', bindings: { a: { b: { c: { data: SECRET } } } } },
     { name: 'a token', bindings: { creds: { token: SECRET } } },
-    { name: 'an authorization header', bindings: { headers: { authorization: `Bearer ${SECRET}` } } },
-    { name: 'a request authorization header', bindings: { req: { headers: { authorization: `Bearer ${SECRET}` } } } },
-    { name: 'AWS session credentials', bindings: { credentials: { secretAccessKey: SECRET, sessionToken: SECRET } } },
+    {
+      name: 'an authorization header',
+      bindings: { headers: { authorization: `Bearer ${SECRET}` } },
+    },
+    {
+      name: 'a request authorization header',
+      bindings: { req: { headers: { authorization: `Bearer ${SECRET}` } } },
+    },
+    {
+      name: 'AWS session credentials',
+      bindings: { credentials: { secretAccessKey: SECRET, sessionToken: SECRET } },
+    },
     { name: 'a kubeconfig key', bindings: { user: { 'client-key-data': SECRET } } },
   ])('censors $name', ({ bindings }) => {
     const { log, lines } = capture();
@@ -40,7 +56,11 @@ describe('log redaction', () => {
   it('keeps names and keys readable', () => {
     const { log, records } = capture();
     log.info({ name: 'tls', namespace: 'project-a-1', keys: ['tls.crt', 'tls.key'] }, 'synced');
-    expect(records()[0]).toMatchObject({ name: 'tls', namespace: 'project-a-1', keys: ['tls.crt', 'tls.key'] });
+    expect(records()[0]).toMatchObject({
+      name: 'tls',
+      namespace: 'project-a-1',
+      keys: ['tls.crt', 'tls.key'],
+    });
   });
 
   it('censors in text format as well', () => {
@@ -56,9 +76,21 @@ describe('log redaction', () => {
 describe('log bindings and levels', () => {
   it('binds component, controller, cluster and key, leaving out undefined', () => {
     const { log, records } = capture({ base: { component: 'agent' } });
-    childLogger(log, { controller: 'delivery', cluster: 'eu-1', key: 'mirrorhub-system/sm-a', extra: undefined }).info('x');
+    childLogger(log, {
+      controller: 'delivery',
+      cluster: 'eu-1',
+      key: 'mirrorhub-system/sm-a',
+      extra: undefined,
+    }).info('x');
     const r = records()[0];
-    expect(r).toMatchObject({ component: 'agent', controller: 'delivery', cluster: 'eu-1', key: 'mirrorhub-system/sm-a', level: 'info', msg: 'x' });
+    expect(r).toMatchObject({
+      component: 'agent',
+      controller: 'delivery',
+      cluster: 'eu-1',
+      key: 'mirrorhub-system/sm-a',
+      level: 'info',
+      msg: 'x',
+    });
     expect(r).not.toHaveProperty('extra');
     expect(typeof r?.['time']).toBe('string');
   });
@@ -97,20 +129,35 @@ describe('error serialisation', () => {
     expect(err).toMatchObject({
       type: 'Error',
       message: 'reconcile failed',
-      cause: { message: 'listing secrets in eu-1', cause: { message: 'ECONNREFUSED 10.0.0.1:443' } },
+      cause: {
+        message: 'listing secrets in eu-1',
+        cause: { message: 'ECONNREFUSED 10.0.0.1:443' },
+      },
     });
   });
 
   it('prints API errors as code, reason and Status message; never the body or headers', () => {
-    const apiErr = Object.assign(new Error('HTTP-Code: 409 Message: ... Body: {...} Headers: {...}'), {
-      code: 409,
-      body: JSON.stringify({ kind: 'Status', reason: 'Conflict', message: 'the object has been modified', details: { data: SECRET } }),
-      headers: { authorization: SECRET },
-    });
+    const apiErr = Object.assign(
+      new Error('HTTP-Code: 409 Message: ... Body: {...} Headers: {...}'),
+      {
+        code: 409,
+        body: JSON.stringify({
+          kind: 'Status',
+          reason: 'Conflict',
+          message: 'the object has been modified',
+          details: { data: SECRET },
+        }),
+        headers: { authorization: SECRET },
+      },
+    );
     const { log, lines, records } = capture();
     log.error({ err: apiErr }, 'write failed');
     expect(lines[0]).not.toContain(SECRET);
-    expect(records()[0]?.['err']).toMatchObject({ message: '409 Conflict: the object has been modified', code: 409, reason: 'Conflict' });
+    expect(records()[0]?.['err']).toMatchObject({
+      message: '409 Conflict: the object has been modified',
+      code: 409,
+      reason: 'Conflict',
+    });
   });
 
   it('survives cycles and non-errors', () => {

@@ -89,7 +89,11 @@ export interface SerializedError {
  * Whitelisted error serialisation with the `cause` chain (depth-limited, cycle-safe).
  * API errors print `"<code> <reason>: <Status.message>"` as their message, not the raw body.
  */
-export function serializeError(err: unknown, depth = 0, seen = new Set<unknown>()): SerializedError {
+export function serializeError(
+  err: unknown,
+  depth = 0,
+  seen = new Set<unknown>(),
+): SerializedError {
   if (!isObject(err)) return { type: typeof err, message: errorMessage(err) };
   seen.add(err);
   const out: SerializedError = {
@@ -144,7 +148,10 @@ export function createLogger(config: LogConfig = {}): Logger {
     messageKey: 'msg',
     errorKey: 'err',
     redact: { paths: [...REDACT_PATHS, ...(config.redact ?? [])], censor: REDACTED },
-    serializers: { err: (e: unknown) => serializeError(e), cause: (e: unknown) => serializeError(e) },
+    serializers: {
+      err: (e: unknown) => serializeError(e),
+      cause: (e: unknown) => serializeError(e),
+    },
     formatters: { level: (label) => ({ level: label }) },
   };
   const dest =
@@ -183,7 +190,9 @@ export function textDestination(out: { write(s: string): unknown }): Destination
         return;
       }
       const where = [rec['component'], rec['controller']].filter(Boolean).join('/');
-      let s = `${String(rec['time'] ?? '')} ${String(rec['level'] ?? '').toUpperCase().padEnd(5)}`;
+      let s = `${String(rec['time'] ?? '')} ${String(rec['level'] ?? '')
+        .toUpperCase()
+        .padEnd(5)}`;
       if (where) s += ` [${where}]`;
       s += ` ${String(rec['msg'] ?? '')}`;
       for (const [k, v] of Object.entries(rec)) {

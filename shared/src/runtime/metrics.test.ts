@@ -9,15 +9,23 @@ describe('metrics', () => {
     agent.reconcileTotal.inc({ controller: 'delivery', result: 'error' }, 2);
     const h = await hub.render();
     const a = await agent.render();
-    expect(h).toContain('mirrorhub_reconcile_total{controller="mirror",result="success",component="hub"} 1');
+    expect(h).toContain(
+      'mirrorhub_reconcile_total{controller="mirror",result="success",component="hub"} 1',
+    );
     expect(h).not.toContain('delivery');
-    expect(a).toContain('mirrorhub_reconcile_total{controller="delivery",result="error",component="agent"} 2');
+    expect(a).toContain(
+      'mirrorhub_reconcile_total{controller="delivery",result="error",component="agent"} 2',
+    );
     expect(h).toContain('mirrorhub_process_cpu_user_seconds_total'); // default metrics
     expect(a).not.toContain('process_cpu');
   });
 
   it('defines the controller metrics', async () => {
-    const m = createMetrics({ component: 'agent', defaultMetrics: false, defaultLabels: { cluster: 'eu-1' } });
+    const m = createMetrics({
+      component: 'agent',
+      defaultMetrics: false,
+      defaultLabels: { cluster: 'eu-1' },
+    });
     m.reconcileDuration.observe({ controller: 'delivery' }, 0.2);
     m.writesTotal.inc({ kind: 'Secret', verb: 'apply' });
     m.writeErrorsTotal.inc({ kind: 'Secret', verb: 'create', code: '409' });

@@ -125,7 +125,12 @@ export function createMetrics(opts: MetricsOptions): ControllerMetrics {
   ): Gauge<L> {
     const existing = registry.getSingleMetric(full(name));
     if (existing) return existing as Gauge<L>;
-    const cfg: GaugeConfiguration<L> = { name: full(name), help, labelNames, registers: [registry] };
+    const cfg: GaugeConfiguration<L> = {
+      name: full(name),
+      help,
+      labelNames,
+      registers: [registry],
+    };
     return new Gauge<L>(cfg);
   }
   function histogram<L extends string>(

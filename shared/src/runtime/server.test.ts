@@ -13,7 +13,10 @@ async function start(opts: Partial<HealthServerOptions> = {}): Promise<HealthSer
   return server;
 }
 
-async function get(path: string, method = 'GET'): Promise<{ status: number; body: string; type: string | null }> {
+async function get(
+  path: string,
+  method = 'GET',
+): Promise<{ status: number; body: string; type: string | null }> {
   const res = await fetch(`http://127.0.0.1:${server?.port}${path}`, { method });
   return { status: res.status, body: await res.text(), type: res.headers.get('content-type') };
 }
@@ -31,7 +34,9 @@ describe('health server', () => {
     const r = await get('/metrics');
     expect(r.status).toBe(200);
     expect(r.type).toContain('text/plain');
-    expect(r.body).toContain('mirrorhub_reconcile_total{controller="mirror",result="success",component="hub"} 1');
+    expect(r.body).toContain(
+      'mirrorhub_reconcile_total{controller="mirror",result="success",component="hub"} 1',
+    );
   });
 
   it.each(['/healthz', '/livez'])('%s is ok while the event loop turns', async (path) => {
@@ -53,12 +58,46 @@ describe('health server', () => {
   describe('/readyz', () => {
     it.each([
       { name: 'no checks', checks: {}, status: 200, lines: [] },
-      { name: 'all pass', checks: { caches: () => true, leader: async () => ({ ok: true, message: 'standby' }) }, status: 200, lines: [] },
-      { name: 'false', checks: { caches: () => false, leader: () => true }, status: 503, lines: ['[-]caches failed', '[+]leader ok'] },
-      { name: 'a reason string', checks: { caches: () => 'secrets not synced' }, status: 503, lines: ['[-]caches failed: secrets not synced'] },
-      { name: 'a throw', checks: { caches: () => { throw new Error('boom'); } }, status: 503, lines: ['[-]caches failed: boom'] },
-      { name: 'a rejection', checks: { caches: () => Promise.reject(new Error('nope')) }, status: 503, lines: ['[-]caches failed: nope'] },
-      { name: 'a hang', checks: { caches: () => new Promise<boolean>(() => undefined) }, status: 503, lines: ['[-]caches failed: timed out after 50ms'] },
+      {
+        name: 'all pass',
+        checks: { caches: () => true, leader: async () => ({ ok: true, message: 'standby' }) },
+        status: 200,
+        lines: [],
+      },
+      {
+        name: 'false',
+        checks: { caches: () => false, leader: () => true },
+        status: 503,
+        lines: ['[-]caches failed', '[+]leader ok'],
+      },
+      {
+        name: 'a reason string',
+        checks: { caches: () => 'secrets not synced' },
+        status: 503,
+        lines: ['[-]caches failed: secrets not synced'],
+      },
+      {
+        name: 'a throw',
+        checks: {
+          caches: () => {
+            throw new Error('boom');
+          },
+        },
+        status: 503,
+        lines: ['[-]caches failed: boom'],
+      },
+      {
+        name: 'a rejection',
+        checks: { caches: () => Promise.reject(new Error('nope')) },
+        status: 503,
+        lines: ['[-]caches failed: nope'],
+      },
+      {
+        name: 'a hang',
+        checks: { caches: () => new Promise<boolean>(() => undefined) },
+        status: 503,
+        lines: ['[-]caches failed: timed out after 50ms'],
+      },
     ])('$name -> $status', async ({ checks, status, lines }) => {
       const s = await start({ checkTimeoutMs: 50 });
       for (const [n, c] of Object.entries(checks)) s.addReadinessCheck(n, c as () => boolean);

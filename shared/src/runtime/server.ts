@@ -84,7 +84,10 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<CheckResult>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${checkTimeoutMs}ms`)), checkTimeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`timed out after ${checkTimeoutMs}ms`)),
+          checkTimeoutMs,
+        );
       });
       const r = await Promise.race([Promise.resolve().then(check), timeout]);
       if (r === true) return { name, ok: true };
@@ -115,10 +118,18 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
         const now = Date.now();
         const since = now - lastTick;
         if (since > stallMs + intervalMs) {
-          return send(res, 500, `[-]eventloop failed: timer ${since}ms late\nhealthz check failed\n`);
+          return send(
+            res,
+            500,
+            `[-]eventloop failed: timer ${since}ms late\nhealthz check failed\n`,
+          );
         }
         if (now < stalledUntil) {
-          return send(res, 500, `[-]eventloop failed: blocked for ${lastStallMs}ms\nhealthz check failed\n`);
+          return send(
+            res,
+            500,
+            `[-]eventloop failed: blocked for ${lastStallMs}ms\nhealthz check failed\n`,
+          );
         }
         return send(res, 200, 'ok\n');
       }
@@ -129,7 +140,9 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
         let body = '';
         if (verbose) {
           for (const o of outcomes) {
-            body += o.ok ? `[+]${o.name} ok\n` : `[-]${o.name} failed${o.message ? ': ' + o.message : ''}\n`;
+            body += o.ok
+              ? `[+]${o.name} ok\n`
+              : `[-]${o.name} failed${o.message ? ': ' + o.message : ''}\n`;
           }
         }
         if (failed.length) {
@@ -188,7 +201,12 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   };
 }
 
-function send(res: http.ServerResponse, code: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
+function send(
+  res: http.ServerResponse,
+  code: number,
+  body: string,
+  contentType = 'text/plain; charset=utf-8',
+): void {
   res.writeHead(code, {
     'content-type': contentType,
     'content-length': Buffer.byteLength(body),

@@ -16,11 +16,16 @@ describe('Shutdown', () => {
     const r = await s.shutdown('test');
     expect(r.ok).toBe(true);
     expect(order).toEqual([
-      'start leader', 'end leader',
-      'start queues', 'end queues',
-      'start watchers', 'end watchers',
-      'start clients', 'end clients',
-      'start server', 'end server',
+      'start leader',
+      'end leader',
+      'start queues',
+      'end queues',
+      'start watchers',
+      'end watchers',
+      'start clients',
+      'end clients',
+      'start server',
+      'end server',
     ]);
   });
 

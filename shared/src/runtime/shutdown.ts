@@ -104,7 +104,10 @@ export class Shutdown {
     const log = this.opts.logger;
     const start = Date.now();
     const deadline = start + this.deadlineMs;
-    log?.info({ reason, closers: this.closers.length, deadlineMs: this.deadlineMs }, 'shutting down');
+    log?.info(
+      { reason, closers: this.closers.length, deadlineMs: this.deadlineMs },
+      'shutting down',
+    );
     this.controller.abort(new Error(`shutdown: ${reason}`));
 
     const outcomes: CloserOutcome[] = [];
@@ -129,13 +132,21 @@ export class Shutdown {
         if (result === timedOut) {
           closerAbort.abort(new Error('shutdown deadline'));
           outcomes.push({ name, ok: false, durationMs: Date.now() - began, timedOut: true });
-          log?.error({ closer: name, remainingMs: remaining }, 'closer overran the shutdown deadline');
+          log?.error(
+            { closer: name, remainingMs: remaining },
+            'closer overran the shutdown deadline',
+          );
         } else {
           outcomes.push({ name, ok: true, durationMs: Date.now() - began });
           log?.debug({ closer: name, durationMs: Date.now() - began }, 'closed');
         }
       } catch (err) {
-        outcomes.push({ name, ok: false, durationMs: Date.now() - began, error: errorMessage(err) });
+        outcomes.push({
+          name,
+          ok: false,
+          durationMs: Date.now() - began,
+          error: errorMessage(err),
+        });
         log?.error({ closer: name, err }, 'closer failed');
       } finally {
         if (timer) clearTimeout(timer);
