@@ -1,0 +1,406 @@
+/**
+ * The shared runtime against a real kube-apiserver: leader election on a real Lease, and the
+ * watcher through the failures a controller meets in production — a dropped connection, a
+ * 410 Gone for an expired resourceVersion, and an API server restart.
+ */
+import net from 'node:net';
+
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type V1ConfigMap,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { startKit, type Kit, type KitCluster } from '@mirrorhub/infra/kit/index';
+import {
+  createWatcher,
+  kubeListerWatcher,
+  LeaderElector,
+  type Watcher,
+  type WatcherEvent,
+} from '@mirrorhub/shared';
+
+const NS = 'runtime-test';
+
+async function eventually<T>(
+  fn: () => T | Promise<T>,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== false && v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A TCP proxy in front of the API server that can cut every connection, and refuse new ones. */
+async function startProxy(upstream: URL) {
+  const sockets = new Set<net.Socket>();
+  let refusing = false;
+  const server = net.createServer((client) => {
+    if (refusing) return void client.destroy();
+    const up = net.connect(Number(upstream.port), upstream.hostname);
+    sockets.add(client).add(up);
+    const drop = (): void => {
+      client.destroy();
+      up.destroy();
+      sockets.delete(client);
+      sockets.delete(up);
+    };
+    client.on('error', drop).on('close', drop);
+    up.on('error', drop).on('close', drop);
+    client.pipe(up);
+    up.pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `https://127.0.0.1:${port}`,
+    connections: () => sockets.size / 2,
+    /** Cut every open connection (watches see a reset mid-stream). */
+    dropAll(): void {
+      for (const s of sockets) s.destroy();
+      sockets.clear();
+    },
+    /** Cut everything and refuse new connections until resume(). */
+    cut(): void {
+      refusing = true;
+      this.dropAll();
+    },
+    resume(): void {
+      refusing = false;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+function viaProxy(kc: KubeConfig, url: string): KubeConfig {
+  const out = new KubeConfig();
+  out.loadFromOptions({
+    clusters: kc.clusters.map((c) => ({ ...c, server: url })),
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.currentContext,
+  });
+  return out;
+}
+
+function cm(name: string, data: Record<string, string> = {}): V1ConfigMap {
+  return { metadata: { name, namespace: NS, labels: { 'runtime-test/watched': 'yes' } }, data };
+}
+
+/** Record handler calls and lifecycle events of a watcher. */
+function record<T extends V1ConfigMap>(w: Watcher<T>) {
+  const calls: string[] = [];
+  const events: WatcherEvent[] = [];
+  w.addHandler({
+    onAdd: (o) => void calls.push(`add ${o.metadata?.name}`),
+    onUpdate: (o) => void calls.push(`update ${o.metadata?.name}`),
+    onDelete: (o, i) =>
+      void calls.push(`delete ${o.metadata?.name}${i.finalStateUnknown ? ' (missed)' : ''}`),
+  });
+  w.onEvent((e) => events.push(e));
+  const ofType = <K extends WatcherEvent['type']>(t: K) =>
+    events.filter((e): e is Extract<WatcherEvent, { type: K }> => e.type === t);
+  return { calls, events, ofType };
+}
+
+describe('runtime on a real API server', () => {
+  let kit: Kit;
+  let cluster: KitCluster;
+  let kc: KubeConfig;
+  let core: CoreV1Api;
+
+  beforeAll(async () => {
+    kit = await startKit({
+      clusters: ['runtime'],
+      aws: false,
+      // Serve watches from etcd and compact every second, so a watcher that was away answers
+      // 410 Gone for real (a watch cache would keep replaying from memory in a quiet test
+      // cluster). Production API servers do the same once the watch window has moved on.
+      apiserverArgs: ['--watch-cache=false', '--etcd-compaction-interval=1s'],
+    });
+    cluster = kit.cluster('runtime');
+    kc = cluster.kubeConfig();
+    core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: NS } } });
+  });
+
+  afterAll(async () => {
+    await kit?.stop();
+  });
+
+  describe('leader election', () => {
+    const timings = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250 };
+
+    function candidate(
+      identity: string,
+      name: string,
+      log: string[],
+      releaseOnStop = true,
+    ): LeaderElector {
+      return new LeaderElector({
+        namespace: NS,
+        name,
+        identity,
+        kubeConfig: cluster.kubeConfig(),
+        releaseOnStop,
+        ...timings,
+        onStartedLeading: (signal) => {
+          log.push(`${identity} started`);
+          signal.addEventListener('abort', () => log.push(`${identity} aborted`));
+        },
+        onStoppedLeading: () => log.push(`${identity} stopped`),
+      });
+    }
+
+    it('elects one of two candidates; the other takes over quickly when the leader stops', async () => {
+      const log: string[] = [];
+      const a = candidate('hub-a', 'hub-graceful', log).start();
+      await eventually(() => a.isLeader(), 10_000, 'a to lead');
+      const b = candidate('hub-b', 'hub-graceful', log).start();
+      await new Promise((r) => setTimeout(r, 1500)); // several retry periods
+      expect(b.isLeader()).toBe(false);
+      expect(b.leader).toBe('hub-a');
+
+      const leases = kc.makeApiClient(CoordinationV1Api);
+      const held = await leases.readNamespacedLease({ namespace: NS, name: 'hub-graceful' });
+      expect(held.spec?.holderIdentity).toBe('hub-a');
+
+      const stoppedAt = Date.now();
+      await a.stop();
+      expect(log).toEqual(['hub-a started', 'hub-a aborted', 'hub-a stopped']);
+      await eventually(() => b.isLeader(), 10_000, 'b to lead');
+      // released lease: far quicker than waiting out leaseDuration
+      expect(Date.now() - stoppedAt).toBeLessThan(timings.leaseDurationMs);
+      const taken = await leases.readNamespacedLease({ namespace: NS, name: 'hub-graceful' });
+      expect(taken.spec?.holderIdentity).toBe('hub-b');
+      expect(taken.spec?.leaseTransitions).toBe(1);
+      await b.stop();
+    });
+
+    it('takes over a lease its holder abandoned once it expires', async () => {
+      const log: string[] = [];
+      const a = candidate('hub-a', 'hub-crash', log, false).start();
+      await eventually(() => a.isLeader(), 10_000, 'a to lead');
+      const b = candidate('hub-b', 'hub-crash', log).start();
+      await new Promise((r) => setTimeout(r, 500));
+      const crashedAt = Date.now();
+      await a.stop(); // no release: like a killed pod
+      await eventually(() => b.isLeader(), 15_000, 'b to lead');
+      expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(timings.leaseDurationMs - 600);
+      await b.stop();
+    });
+  });
+
+  describe('watcher', () => {
+    it('holds only the label-selected objects, and can watch metadata only', async () => {
+      for (let i = 0; i < 40; i++) {
+        await core.createNamespacedSecret({
+          namespace: NS,
+          body: { metadata: { name: `unrelated-${i}` }, stringData: { k: 'v' } },
+        });
+      }
+      for (const name of ['selected-1', 'selected-2']) {
+        await core.createNamespacedSecret({
+          namespace: NS,
+          body: {
+            metadata: { name, labels: { 'mirrorhub.io/managed-by': 'mirrorhub' } },
+            stringData: { k: 'v' },
+          },
+        });
+      }
+      const full = createWatcher<V1Secret>(kc, {
+        version: 'v1',
+        plural: 'secrets',
+        namespace: NS,
+        labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
+      }).start();
+      const meta = createWatcher<V1Secret>(kc, {
+        version: 'v1',
+        plural: 'secrets',
+        namespace: NS,
+        labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
+        metadataOnly: true,
+      }).start();
+      try {
+        await Promise.all([full.synced, meta.synced]);
+        expect(full.size).toBe(2);
+        expect(full.get('selected-1', NS)?.data?.['k']).toBe(Buffer.from('v').toString('base64'));
+        expect(full.get('selected-1', NS)?.metadata?.managedFields).toBeUndefined();
+        const m = meta.get('selected-1', NS) as unknown as { kind?: string; data?: unknown };
+        expect(m.kind).toBe('PartialObjectMetadata');
+        expect(m.data).toBeUndefined();
+
+        await core.createNamespacedSecret({
+          namespace: NS,
+          body: {
+            metadata: { name: 'selected-3', labels: { 'mirrorhub.io/managed-by': 'mirrorhub' } },
+            stringData: { k: 'v' },
+          },
+        });
+        await core.createNamespacedSecret({
+          namespace: NS,
+          body: { metadata: { name: 'unrelated-late' } },
+        });
+        await eventually(() => meta.size === 3 && full.size === 3, 10_000, 'selected-3');
+        await new Promise((r) => setTimeout(r, 200));
+        expect(full.size).toBe(3);
+      } finally {
+        await full.stop();
+        await meta.stop();
+      }
+    });
+
+    it('resumes after a dropped connection from its resourceVersion, without re-listing', async () => {
+      const proxy = await startProxy(new URL(cluster.server));
+      const w = createWatcher<V1ConfigMap>(
+        viaProxy(kc, proxy.url),
+        {
+          version: 'v1',
+          plural: 'configmaps',
+          namespace: NS,
+          labelSelector: 'runtime-test/watched=drop',
+        },
+        { backoff: { initialMs: 100, maxMs: 1000 } },
+      ).start();
+      const r = record(w);
+      try {
+        await w.synced;
+        await eventually(() => r.ofType('connected').length === 1, 10_000, 'watch connected');
+        proxy.dropAll();
+        await eventually(() => r.ofType('connected').length === 2, 10_000, 'watch reconnected');
+        await core.createNamespacedConfigMap({
+          namespace: NS,
+          body: { metadata: { name: 'after-drop', labels: { 'runtime-test/watched': 'drop' } } },
+        });
+        await eventually(() => w.get('after-drop', NS), 10_000, 'after-drop in the cache');
+        expect(r.ofType('restarted').map((e) => e.reason)).toContain('error');
+        expect(r.ofType('listed').map((e) => e.reason)).toEqual(['initial']);
+        expect(r.calls).toEqual(['add after-drop']);
+      } finally {
+        await w.stop();
+        await proxy.close();
+      }
+    });
+
+    it('re-lists on a real 410 Gone and hands out exactly what it missed', async () => {
+      for (const n of ['keep', 'change', 'remove'])
+        await core.createNamespacedConfigMap({ namespace: NS, body: cm(n) });
+      const proxy = await startProxy(new URL(cluster.server));
+      const w = createWatcher<V1ConfigMap>(
+        viaProxy(kc, proxy.url),
+        {
+          version: 'v1',
+          plural: 'configmaps',
+          namespace: NS,
+          labelSelector: 'runtime-test/watched=yes',
+        },
+        { backoff: { initialMs: 100, maxMs: 500 } },
+      ).start();
+      const r = record(w);
+      try {
+        await w.synced;
+        expect(w.size).toBe(3);
+        await eventually(() => r.ofType('connected').length === 1, 10_000, 'watch connected');
+        const rvBefore = Number(w.resourceVersion);
+        r.calls.length = 0;
+
+        // The watcher is cut off while things change, and stays away until etcd has compacted
+        // past its resourceVersion: its resumed watch is answered 410 Gone.
+        proxy.cut();
+        await core.deleteNamespacedConfigMap({ namespace: NS, name: 'remove' });
+        await core.replaceNamespacedConfigMap({
+          namespace: NS,
+          name: 'change',
+          body: cm('change', { v: '2' }),
+        });
+        await core.createNamespacedConfigMap({ namespace: NS, body: cm('new') });
+        await eventually(() => compactedPast(rvBefore), 15_000, 'etcd compaction');
+        proxy.resume();
+
+        await eventually(
+          () => r.ofType('listed').some((e) => e.reason === 'gone'),
+          15_000,
+          'a relist after 410',
+        );
+        expect(r.ofType('restarted').map((e) => e.reason)).toContain('gone');
+        expect(r.calls.sort()).toEqual(['add new', 'delete remove (missed)', 'update change']);
+        expect(w.get('change', NS)?.data).toEqual({ v: '2' });
+        expect(w.size).toBe(3);
+
+        // and it keeps watching from the relist's resourceVersion
+        await core.createNamespacedConfigMap({ namespace: NS, body: cm('after-410') });
+        await eventually(() => w.get('after-410', NS), 10_000, 'after-410 in the cache');
+      } finally {
+        await w.stop();
+        await proxy.close();
+      }
+
+      /** True once a watch from `rv` is refused as too old. */
+      async function compactedPast(rv: number): Promise<boolean> {
+        const lw = kubeListerWatcher<V1ConfigMap>(kc, {
+          version: 'v1',
+          plural: 'configmaps',
+          namespace: NS,
+        });
+        return new Promise<boolean>((resolve) => {
+          const h = lw.watch(
+            { resourceVersion: String(rv), timeoutSeconds: 1, allowWatchBookmarks: false },
+            {
+              onEvent: (e) => {
+                h.abort();
+                resolve(e.type === 'ERROR' && (e.object as { code?: number }).code === 410);
+              },
+              onClose: (err) => resolve((err as { code?: number } | undefined)?.code === 410),
+            },
+          );
+        });
+      }
+    });
+
+    it('rides out an API server restart', async () => {
+      const w = createWatcher<V1ConfigMap>(
+        kc,
+        {
+          version: 'v1',
+          plural: 'configmaps',
+          namespace: NS,
+          labelSelector: 'runtime-test/watched=restart',
+        },
+        { backoff: { initialMs: 200, maxMs: 1000 } },
+      ).start();
+      const r = record(w);
+      try {
+        await w.synced;
+        await cluster.stopApiServer();
+        await eventually(() => r.ofType('error').length > 0, 10_000, 'the watcher to notice');
+        await cluster.startApiServer();
+        const core2 = cluster.kubeConfig().makeApiClient(CoreV1Api);
+        await core2.createNamespacedConfigMap({
+          namespace: NS,
+          body: {
+            metadata: { name: 'after-restart', labels: { 'runtime-test/watched': 'restart' } },
+          },
+        });
+        await eventually(() => w.get('after-restart', NS), 30_000, 'after-restart in the cache');
+        expect(r.calls).toContain('add after-restart');
+        expect(w.running).toBe(true);
+      } finally {
+        await w.stop();
+      }
+    });
+  });
+});
