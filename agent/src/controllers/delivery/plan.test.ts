@@ -1,0 +1,673 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_ORIGIN,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+  type MirrorDelivery,
+  type MirrorDeliverySpec,
+  type MirrorDeliveryStatus,
+  type Payload,
+} from '@mirrorhub/shared';
+import {
+  AGENT_FINALIZER,
+  plan,
+  settle,
+  type Action,
+  type ConflictInfo,
+  type CopyView,
+  type NamespaceView,
+  type Outcome,
+  type PlanInput,
+} from './plan.js';
+
+const NOW = new Date('2025-01-02T03:04:05.678Z');
+const NOW_K8S = '2025-01-02T03:04:05Z';
+const EARLIER = '2025-01-01T00:00:00Z';
+const HASH = 'h-new';
+const NAME = 'sm-apps-tls-1234abcd';
+
+function delivery(
+  spec: Partial<MirrorDeliverySpec> = {},
+  meta: Partial<MirrorDelivery['metadata']> = {},
+  status?: MirrorDeliveryStatus,
+): MirrorDelivery {
+  return {
+    apiVersion: 'mirrorhub.io/v1alpha1',
+    kind: 'MirrorDelivery',
+    metadata: {
+      name: NAME,
+      namespace: 'mirrorhub-system',
+      generation: 3,
+      finalizers: [AGENT_FINALIZER],
+      ...meta,
+    },
+    spec: {
+      mirror: { kind: 'SecretMirror', namespace: 'apps', name: 'tls', uid: 'u1' },
+      originCluster: 'hub',
+      payloadSecretName: NAME,
+      target: { kind: 'Secret', name: 'tls' },
+      namespaces: ['team-.+'],
+      template: { type: 'kubernetes.io/tls', labels: { app: 'web' } },
+      contentHash: HASH,
+      ...spec,
+    },
+    ...(status ? { status } : {}),
+  };
+}
+
+const payload: Payload = { data: { 'tls.crt': 'Y3J0', 'tls.key': 'a2V5' }, binaryKeys: [] };
+
+const ns = (name: string, labels?: Record<string, string>, terminating = false): NamespaceView => ({
+  name,
+  labels,
+  terminating,
+});
+const NAMESPACES = [ns('team-a'), ns('team-b'), ns('other', { team: 'x' })];
+
+const goodMarks = {
+  labels: { [LABEL_MANAGED_BY]: 'mirrorhub', [LABEL_DELIVERY]: NAME },
+  annotations: {
+    [ANNOTATION_ORIGIN]: 'hub/apps/tls',
+    [ANNOTATION_MIRROR]: 'SecretMirror/apps/tls',
+    [ANNOTATION_CONTENT_HASH]: HASH,
+  },
+};
+
+function copy(namespace: string, over: Partial<CopyView> = {}): CopyView {
+  return {
+    kind: 'Secret',
+    namespace,
+    name: 'tls',
+    uid: `uid-${namespace}`,
+    resourceVersion: '7',
+    labels: goodMarks.labels,
+    annotations: goodMarks.annotations,
+    verified: true,
+    ...over,
+  };
+}
+const withHash = (h: string) => ({
+  annotations: { ...goodMarks.annotations, [ANNOTATION_CONTENT_HASH]: h },
+});
+
+function input(over: Partial<PlanInput> = {}): PlanInput {
+  return {
+    delivery: delivery(),
+    payload,
+    namespaces: NAMESPACES,
+    copies: [],
+    agentVersion: '1.2.3',
+    now: NOW,
+    ...over,
+  };
+}
+
+/** `op namespace` per action, sorted: enough to read a table. */
+function ops(actions: readonly Action[]): string[] {
+  return actions
+    .map((a) => {
+      const extra = a.op === 'update' && a.recreate ? ' (recreate)' : '';
+      const which = 'target' in a ? ` ${a.target.kind}/${a.target.name}` : '';
+      return `${a.op} ${a.namespace}${which}${extra}`;
+    })
+    .sort();
+}
+
+const steadyStatus = (namespaces: string[]): MirrorDeliveryStatus => ({
+  observedGeneration: 3,
+  observedHash: HASH,
+  phase: 'Active',
+  message: `${namespaces.length}/${namespaces.length} namespaces synced`,
+  lastSyncTime: EARLIER,
+  agentVersion: '1.2.3',
+  counts: { namespaces: namespaces.length, synced: namespaces.length, failed: 0, conflicts: 0 },
+  namespaces: namespaces.map((name) => ({ name, state: 'Synced' as const })),
+  truncated: false,
+});
+
+describe('plan: actions', () => {
+  it.each<[string, Partial<PlanInput>, string[]]>([
+    ['creates a copy in every matching namespace', {}, ['create team-a', 'create team-b']],
+    [
+      'no write when hash and marks are right and the data is known',
+      { copies: [copy('team-a'), copy('team-b')] },
+      [],
+    ],
+    [
+      'updates a copy with another content hash',
+      { copies: [copy('team-a', withHash('h-old')), copy('team-b')] },
+      ['update team-a'],
+    ],
+    [
+      'updates a copy whose marks are wrong (origin edited)',
+      {
+        copies: [
+          copy('team-a', { annotations: { ...goodMarks.annotations, [ANNOTATION_ORIGIN]: 'x' } }),
+          copy('team-b'),
+        ],
+      },
+      ['update team-a'],
+    ],
+    [
+      'verifies a copy someone else changed (resourceVersion we did not write)',
+      { copies: [copy('team-a', { verified: false }), copy('team-b')] },
+      ['verify team-a'],
+    ],
+    [
+      'recreates a Secret whose type changes (known type)',
+      { copies: [copy('team-a', { ...withHash('h-old'), type: 'Opaque' }), copy('team-b')] },
+      ['update team-a (recreate)'],
+    ],
+    [
+      'a known, equal type is updated in place',
+      {
+        copies: [
+          copy('team-a', { ...withHash('h-old'), type: 'kubernetes.io/tls' }),
+          copy('team-b'),
+        ],
+      },
+      ['update team-a'],
+    ],
+    [
+      'deletes the copy of a namespace that stopped matching (Delete)',
+      { copies: [copy('team-a'), copy('team-b'), copy('other')] },
+      ['delete other Secret/tls'],
+    ],
+    [
+      'releases it under Retain',
+      {
+        delivery: delivery({ deletePolicy: 'Retain' }),
+        copies: [copy('team-a'), copy('team-b'), copy('other')],
+      },
+      ['release other Secret/tls'],
+    ],
+    [
+      'skips terminating namespaces (no create, no delete)',
+      {
+        namespaces: [ns('team-a'), ns('team-b', {}, true), ns('gone', {}, true)],
+        copies: [copy('team-a'), copy('gone')],
+      },
+      [],
+    ],
+    [
+      'never writes into the source namespace or an excluded one',
+      {
+        delivery: delivery({ sourceNamespace: 'team-a', excludeNamespaces: ['team-b'] }),
+        namespaces: [...NAMESPACES, ns('team-c')],
+      },
+      ['create team-c'],
+    ],
+    [
+      'selector OR patterns',
+      { delivery: delivery({ namespaceSelector: { matchLabels: { team: 'x' } } }) },
+      ['create other', 'create team-a', 'create team-b'],
+    ],
+    [
+      'target renamed: old copy removed, new one created',
+      {
+        delivery: delivery({ target: { kind: 'Secret', name: 'tls-new' } }),
+        namespaces: [ns('team-a')],
+        copies: [copy('team-a')],
+      },
+      ['create team-a', 'delete team-a Secret/tls'],
+    ],
+    [
+      'target kind changed: old Secret removed, ConfigMap created',
+      {
+        delivery: delivery({ target: { kind: 'ConfigMap', name: 'tls' } }),
+        namespaces: [ns('team-a')],
+        copies: [copy('team-a')],
+      },
+      ['create team-a', 'delete team-a Secret/tls'],
+    ],
+    [
+      'ignores copies labelled for another delivery (the index should not hand them in)',
+      {
+        namespaces: [ns('team-a')],
+        copies: [copy('team-a', { labels: { ...goodMarks.labels, [LABEL_DELIVERY]: 'other' } })],
+      },
+      ['create team-a'],
+    ],
+    [
+      'Skip: a known conflict is not written',
+      {
+        conflicts: new Map<string, ConflictInfo>([
+          ['team-a', { message: 'taken', adoptable: true }],
+        ]),
+      },
+      ['create team-b'],
+    ],
+    [
+      'Adopt: a foreign object is taken over',
+      {
+        delivery: delivery({ conflictPolicy: 'Adopt' }),
+        conflicts: new Map([['team-a', { message: 'taken', adoptable: true }]]),
+      },
+      ['adopt team-a', 'create team-b'],
+    ],
+    [
+      "Adopt: another delivery's copy is never taken",
+      {
+        delivery: delivery({ conflictPolicy: 'Adopt' }),
+        conflicts: new Map([['team-a', { message: 'other delivery', adoptable: false }]]),
+      },
+      ['create team-b'],
+    ],
+    [
+      'a failed namespace is retried',
+      { failures: new Map([['team-a', '403 Forbidden']]), copies: [copy('team-b')] },
+      ['create team-a'],
+    ],
+    [
+      'deleting (Delete): every copy goes, matching or not, known namespace or not',
+      {
+        delivery: delivery({}, { deletionTimestamp: new Date(NOW) }),
+        copies: [copy('team-a'), copy('other'), copy('vanished')],
+      },
+      ['delete other Secret/tls', 'delete team-a Secret/tls', 'delete vanished Secret/tls'],
+    ],
+    [
+      'deleting (Retain): every copy is released',
+      {
+        delivery: delivery({ deletePolicy: 'Retain' }, { deletionTimestamp: new Date(NOW) }),
+        copies: [copy('team-a')],
+      },
+      ['release team-a Secret/tls'],
+    ],
+    [
+      'deleting without our finalizer: nothing to do',
+      {
+        delivery: delivery({}, { deletionTimestamp: new Date(NOW), finalizers: ['other'] }),
+        copies: [copy('team-a')],
+      },
+      [],
+    ],
+    [
+      'deleting while suspended: nothing is removed',
+      {
+        delivery: delivery({ suspend: true }, { deletionTimestamp: new Date(NOW) }),
+        copies: [copy('team-a')],
+      },
+      [],
+    ],
+    [
+      'suspended: no writes at all',
+      {
+        delivery: delivery({ suspend: true }),
+        copies: [copy('team-a', withHash('h-old')), copy('other')],
+      },
+      [],
+    ],
+    [
+      'invalid regex: no writes (not even removals)',
+      { delivery: delivery({ namespaces: ['team-('] }), copies: [copy('other')] },
+      [],
+    ],
+    [
+      'invalid selector: no writes',
+      {
+        delivery: delivery({
+          namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'Bogus' as 'In' }] },
+        }),
+      },
+      [],
+    ],
+    ['payload missing: no writes', { payload: null, copies: [copy('other')] }, []],
+  ])('%s', (_, over, expected) => {
+    expect(ops(plan(input(over)).actions)).toEqual(expected);
+  });
+
+  it('renders the copy: payload data, template metadata, marks', () => {
+    const [first] = plan(input({ namespaces: [ns('team-a')] })).actions;
+    expect(first).toEqual({
+      op: 'create',
+      namespace: 'team-a',
+      object: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {
+          name: 'tls',
+          namespace: 'team-a',
+          labels: { app: 'web', ...goodMarks.labels },
+          annotations: goodMarks.annotations,
+        },
+        type: 'kubernetes.io/tls',
+        data: payload.data,
+      },
+    });
+  });
+
+  it('origin comes from the delivery annotation when the hub sets it', () => {
+    const d = delivery({}, { annotations: { [ANNOTATION_ORIGIN]: 'hub/cert-manager/wildcard' } });
+    const [first] = plan(input({ delivery: d, namespaces: [ns('team-a')] })).actions;
+    expect(first?.op === 'create' && first.object.metadata.annotations[ANNOTATION_ORIGIN]).toBe(
+      'hub/cert-manager/wildcard',
+    );
+  });
+
+  it('conditional writes carry the uid and resourceVersion we saw', () => {
+    const p = plan(input({ namespaces: [ns('team-a')], copies: [copy('team-a', withHash('x'))] }));
+    expect(p.actions[0]).toMatchObject({
+      op: 'update',
+      current: {
+        kind: 'Secret',
+        namespace: 'team-a',
+        name: 'tls',
+        uid: 'uid-team-a',
+        resourceVersion: '7',
+      },
+    });
+  });
+});
+
+describe('plan: finalizer', () => {
+  it.each<[string, Partial<PlanInput>, boolean, boolean]>([
+    [
+      'added before the first copy is written',
+      { delivery: delivery({}, { finalizers: [] }) },
+      true,
+      false,
+    ],
+    [
+      'added when copies exist already',
+      {
+        delivery: delivery({}, { finalizers: [] }),
+        namespaces: [ns('team-a')],
+        copies: [copy('team-a')],
+      },
+      true,
+      false,
+    ],
+    ['not added twice', {}, false, false],
+    [
+      'not added when nothing is selected',
+      { delivery: delivery({}, { finalizers: [] }), namespaces: [ns('other')] },
+      false,
+      false,
+    ],
+    [
+      'removed once a deleted delivery is cleaned up',
+      { delivery: delivery({}, { deletionTimestamp: new Date(NOW) }), copies: [copy('team-a')] },
+      false,
+      true,
+    ],
+    [
+      'removed at once when suspended',
+      { delivery: delivery({ suspend: true }, { deletionTimestamp: new Date(NOW) }) },
+      false,
+      true,
+    ],
+  ])('%s', (_, over, add, remove) => {
+    const p = plan(input(over));
+    expect([p.addFinalizer, p.removeFinalizer]).toEqual([add, remove]);
+  });
+});
+
+describe('plan: status', () => {
+  it.each<[string, Partial<PlanInput>, Partial<MirrorDeliveryStatus>]>([
+    [
+      'all copies to be written: Active, counts, lastSyncTime now',
+      {},
+      {
+        observedGeneration: 3,
+        observedHash: HASH,
+        phase: 'Active',
+        message: '2/2 namespaces synced',
+        lastSyncTime: NOW_K8S,
+        agentVersion: '1.2.3',
+        counts: { namespaces: 2, synced: 2, failed: 0, conflicts: 0 },
+        namespaces: [
+          { name: 'team-a', state: 'Synced' },
+          { name: 'team-b', state: 'Synced' },
+        ],
+        truncated: false,
+      },
+    ],
+    [
+      'a conflict: Degraded, problems first',
+      {
+        conflicts: new Map([
+          [
+            'team-b',
+            {
+              message: 'Secret team-b/tls exists and is not managed by mirrorhub',
+              adoptable: true,
+            },
+          ],
+        ]),
+      },
+      {
+        phase: 'Degraded',
+        message:
+          '1/2 namespaces synced; 1 conflict; first: team-b: Secret team-b/tls exists and is not managed by mirrorhub',
+        counts: { namespaces: 2, synced: 1, failed: 0, conflicts: 1 },
+        namespaces: [
+          {
+            name: 'team-b',
+            state: 'Conflict',
+            message: 'Secret team-b/tls exists and is not managed by mirrorhub',
+          },
+          { name: 'team-a', state: 'Synced' },
+        ],
+      },
+    ],
+    [
+      'a known failure: Failed until a write succeeds',
+      { failures: new Map([['team-a', '403 Forbidden: no']]) },
+      {
+        phase: 'Degraded',
+        counts: { namespaces: 2, synced: 1, failed: 1, conflicts: 0 },
+        namespaces: [
+          { name: 'team-a', state: 'Failed', message: '403 Forbidden: no' },
+          { name: 'team-b', state: 'Synced' },
+        ],
+      },
+    ],
+    [
+      'invalid regex: Error with the message, hash not observed',
+      {
+        delivery: delivery({ namespaces: ['team-('] }, {}, { observedHash: 'h-old' }),
+      },
+      {
+        phase: 'Error',
+        message: expect.stringContaining('spec.namespaces[0]: invalid regular expression "team-("'),
+        observedHash: 'h-old',
+        counts: { namespaces: 0, synced: 0, failed: 0, conflicts: 0 },
+      },
+    ],
+    [
+      'payload missing: Error naming the Secret',
+      { payload: null },
+      {
+        phase: 'Error',
+        message: `payload Secret "${NAME}" not found in namespace "mirrorhub-system"`,
+      },
+    ],
+    [
+      'suspended: says so, keeps the rest',
+      { delivery: delivery({ suspend: true }, {}, steadyStatus(['team-a'])) },
+      {
+        ...steadyStatus(['team-a']),
+        message: 'Suspended: no copies are written or removed until spec.suspend is false',
+      },
+    ],
+    [
+      'nothing selected: Active with zero namespaces',
+      { namespaces: [ns('other')] },
+      {
+        phase: 'Active',
+        counts: { namespaces: 0, synced: 0, failed: 0, conflicts: 0 },
+        namespaces: [],
+      },
+    ],
+  ])('%s', (_, over, expected) => {
+    expect(plan(input(over)).status).toMatchObject(expected);
+  });
+
+  it('steady: no writes and no status change; lastSyncTime stays', () => {
+    const p = plan(
+      input({
+        delivery: delivery({}, {}, steadyStatus(['team-a', 'team-b'])),
+        copies: [copy('team-a'), copy('team-b')],
+      }),
+    );
+    expect(p.actions).toEqual([]);
+    expect(p.statusChanged).toBe(false);
+    expect(p.status.lastSyncTime).toBe(EARLIER);
+  });
+
+  it('a verify alone does not move lastSyncTime', () => {
+    const p = plan(
+      input({
+        delivery: delivery({}, {}, steadyStatus(['team-a', 'team-b'])),
+        copies: [copy('team-a', { verified: false }), copy('team-b')],
+      }),
+    );
+    expect(p.statusChanged).toBe(false);
+    expect(p.status.lastSyncTime).toBe(EARLIER);
+  });
+
+  it('lists at most 500 namespaces, problems first, and says it truncated', () => {
+    const many = Array.from({ length: 600 }, (_, i) => ns(`team-${String(i).padStart(3, '0')}`));
+    const p = plan(input({ namespaces: many, failures: new Map([['team-599', 'boom']]) }));
+    expect(p.status.namespaces).toHaveLength(500);
+    expect(p.status.namespaces?.[0]).toEqual({
+      name: 'team-599',
+      state: 'Failed',
+      message: 'boom',
+    });
+    expect(p.status.truncated).toBe(true);
+    expect(p.status.counts).toEqual({ namespaces: 600, synced: 599, failed: 1, conflicts: 0 });
+  });
+});
+
+describe('settle: the status after applying', () => {
+  const base = input({ delivery: delivery({}, {}, steadyStatus(['team-a', 'team-b'])) });
+  const p = plan({ ...base, copies: [copy('team-a', withHash('h-old')), copy('other')] });
+  // p: update team-a, create team-b, delete other
+
+  it.each<[string, Outcome[], Partial<MirrorDeliveryStatus>, boolean]>([
+    [
+      'everything worked: Active, lastSyncTime now',
+      [
+        { namespace: 'team-a', op: 'update', result: 'ok' },
+        { namespace: 'team-b', op: 'create', result: 'ok' },
+        { namespace: 'other', op: 'delete', result: 'ok' },
+      ],
+      {
+        phase: 'Active',
+        lastSyncTime: NOW_K8S,
+        counts: { namespaces: 2, synced: 2, failed: 0, conflicts: 0 },
+        namespaces: [
+          { name: 'team-a', state: 'Synced' },
+          { name: 'team-b', state: 'Synced' },
+        ],
+      },
+      true,
+    ],
+    [
+      'a create hit a foreign object: Conflict',
+      [
+        { namespace: 'team-a', op: 'update', result: 'ok' },
+        {
+          namespace: 'team-b',
+          op: 'create',
+          result: 'conflict',
+          message: 'taken',
+          adoptable: true,
+        },
+        { namespace: 'other', op: 'delete', result: 'ok' },
+      ],
+      {
+        phase: 'Degraded',
+        counts: { namespaces: 2, synced: 1, failed: 0, conflicts: 1 },
+        namespaces: [
+          { name: 'team-b', state: 'Conflict', message: 'taken' },
+          { name: 'team-a', state: 'Synced' },
+        ],
+      },
+      false,
+    ],
+    [
+      'a 403 and a failed removal: both Failed, the removal outside the counted namespaces',
+      [
+        { namespace: 'team-a', op: 'update', result: 'failed', message: '403 Forbidden' },
+        { namespace: 'team-b', op: 'create', result: 'ok' },
+        { namespace: 'other', op: 'delete', result: 'failed', message: '500 boom' },
+      ],
+      {
+        phase: 'Degraded',
+        counts: { namespaces: 2, synced: 1, failed: 2, conflicts: 0 },
+        namespaces: [
+          { name: 'other', state: 'Failed', message: '500 boom' },
+          { name: 'team-a', state: 'Failed', message: '403 Forbidden' },
+          { name: 'team-b', state: 'Synced' },
+        ],
+      },
+      false,
+    ],
+    [
+      'a lost race keeps what was reported before',
+      [
+        { namespace: 'team-a', op: 'update', result: 'retry', message: '409' },
+        { namespace: 'team-b', op: 'create', result: 'ok' },
+        { namespace: 'other', op: 'delete', result: 'ok' },
+      ],
+      {
+        phase: 'Active',
+        namespaces: [
+          { name: 'team-a', state: 'Synced' },
+          { name: 'team-b', state: 'Synced' },
+        ],
+      },
+      false,
+    ],
+  ])('%s', (_, outcomes, expected, clean) => {
+    const s = settle(base, p, outcomes);
+    expect(s.status).toMatchObject(expected);
+    expect(s.clean).toBe(clean);
+  });
+
+  it('a failure that is fixed by this round clears', () => {
+    const withFailure = { ...base, failures: new Map([['team-b', '403 Forbidden']]) };
+    const p2 = plan({ ...withFailure, copies: [copy('team-a')] });
+    expect(p2.status.phase).toBe('Degraded');
+    const s = settle(withFailure, p2, [{ namespace: 'team-b', op: 'create', result: 'ok' }]);
+    expect(s.status.phase).toBe('Active');
+    expect(s.status.counts).toEqual({ namespaces: 2, synced: 2, failed: 0, conflicts: 0 });
+  });
+
+  it('a verify that found the copy intact writes no status', () => {
+    const p2 = plan({ ...base, copies: [copy('team-a', { verified: false }), copy('team-b')] });
+    const s = settle(base, p2, [{ namespace: 'team-a', op: 'verify', result: 'unchanged' }]);
+    expect(s.statusChanged).toBe(false);
+  });
+
+  it('a verify that repaired drift moves lastSyncTime', () => {
+    const p2 = plan({ ...base, copies: [copy('team-a', { verified: false }), copy('team-b')] });
+    const s = settle(base, p2, [{ namespace: 'team-a', op: 'verify', result: 'ok' }]);
+    expect(s.statusChanged).toBe(true);
+    expect(s.status.lastSyncTime).toBe(NOW_K8S);
+  });
+
+  it('deleting: a failed removal is reported, a clean one changes nothing', () => {
+    const deleting = input({
+      delivery: delivery({}, { deletionTimestamp: new Date(NOW) }, steadyStatus(['team-a'])),
+      copies: [copy('team-a')],
+    });
+    const pd = plan(deleting);
+    const failed = settle(deleting, pd, [
+      { namespace: 'team-a', op: 'delete', result: 'failed', message: '403 Forbidden' },
+    ]);
+    expect(failed.clean).toBe(false);
+    expect(failed.status).toMatchObject({
+      phase: 'Degraded',
+      message: 'Removing copies: 1 failed; first: team-a: 403 Forbidden',
+    });
+    const ok = settle(deleting, pd, [{ namespace: 'team-a', op: 'delete', result: 'ok' }]);
+    expect(ok.clean).toBe(true);
+    expect(ok.status.phase).toBe('Active');
+  });
+});
