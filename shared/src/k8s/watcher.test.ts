@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock, settle } from '../runtime/clock.js';
 import { FakeListerWatcher } from './fake.js';
 import { K8sHttpError } from './listwatch.js';
-import { Watcher, type WatcherEvent, type WatcherOptions } from './watcher.js';
+import { instrumentWatcher, Watcher, type WatcherEvent, type WatcherOptions } from './watcher.js';
+import { createMetrics } from '../runtime/metrics.js';
+import type { Logger } from '../runtime/log.js';
 
 type CM = V1ConfigMap;
 
@@ -426,6 +428,45 @@ describe('Watcher', () => {
         .sort(),
     ).toEqual(['a', 'c']);
     expect(w.list()).toHaveLength(3);
+    await w.stop();
+  });
+});
+
+describe('instrumentWatcher', () => {
+  it('counts events, relists, restarts and errors, and logs them', async () => {
+    const m = createMetrics({ component: 'agent', defaultMetrics: false });
+    const logged: string[] = [];
+    const logger = {
+      debug: (_o: object, msg: string) => void logged.push(`debug ${msg}`),
+      info: (_o: object, msg: string) => void logged.push(`info ${msg}`),
+      warn: (_o: object, msg: string) => void logged.push(`warn ${msg}`),
+      error: (_o: object, msg: string) => void logged.push(`error ${msg}`),
+    } as unknown as Logger;
+    const { fake, w, clock } = setup();
+    instrumentWatcher(w, { metrics: m, logger });
+    fake.create(cm('a'));
+    w.start();
+    await w.synced;
+    await settle();
+    fake.create(cm('b'));
+    fake.closeWatch(new Error('reset'));
+    await clock.advance(100);
+    fake.expireWatch();
+    await settle();
+    const out = await m.render();
+    for (const line of [
+      'mirrorhub_watch_events_total{resource="configmaps",type="ADDED",component="agent"} 1',
+      'mirrorhub_watch_relists_total{resource="configmaps",reason="initial",component="agent"} 1',
+      'mirrorhub_watch_relists_total{resource="configmaps",reason="gone",component="agent"} 1',
+      'mirrorhub_watch_restarts_total{resource="configmaps",reason="error",component="agent"} 1',
+      'mirrorhub_watch_restarts_total{resource="configmaps",reason="gone",component="agent"} 1',
+      'mirrorhub_watch_errors_total{resource="configmaps",phase="watch",component="agent"} 1',
+      'mirrorhub_watch_objects{resource="configmaps",component="agent"} 2',
+    ]) {
+      expect(out).toContain(line);
+    }
+    expect(logged).toContain('warn watch failed, retrying');
+    expect(logged).toContain('info listed');
     await w.stop();
   });
 });

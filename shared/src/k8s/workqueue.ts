@@ -283,3 +283,48 @@ export class WorkQueue {
     }
   }
 }
+
+/** What `observeReconciles` records into; a subset of ControllerMetrics. */
+export interface ReconcileMetricsSink {
+  reconcileTotal: { inc(labels: { controller: string; result: string }): void };
+  reconcileDuration: { observe(labels: { controller: string }, seconds: number): void };
+  queueRetriesTotal: { inc(labels: { controller: string }): void };
+}
+
+/**
+ * An `observe` callback for a WorkQueue that counts and times reconciles and logs failures
+ * (errors at warn with the retry delay, terminal errors at error). Keys are names, never data.
+ */
+export function observeReconciles(
+  controller: string,
+  deps: {
+    metrics?: ReconcileMetricsSink;
+    logger?: {
+      warn(obj: object, msg: string): void;
+      error(obj: object, msg: string): void;
+      debug(obj: object, msg: string): void;
+    };
+  },
+): (o: ProcessObservation) => void {
+  return (o) => {
+    deps.metrics?.reconcileTotal.inc({ controller, result: o.result });
+    deps.metrics?.reconcileDuration.observe({ controller }, o.durationMs / 1000);
+    if (o.result === 'error') {
+      deps.metrics?.queueRetriesTotal.inc({ controller });
+      deps.logger?.warn(
+        { controller, key: o.key, err: o.error, failures: o.failures, retryInMs: o.retryInMs },
+        'reconcile failed, retrying',
+      );
+    } else if (o.result === 'terminal') {
+      deps.logger?.error(
+        { controller, key: o.key, err: o.error },
+        'reconcile failed, not retrying',
+      );
+    } else {
+      deps.logger?.debug(
+        { controller, key: o.key, result: o.result, durationMs: o.durationMs },
+        'reconciled',
+      );
+    }
+  };
+}
