@@ -66,7 +66,7 @@ async function up(dir: string, clusters: string[], portBase?: number): Promise<v
     throw new KitError(`a kit is already running in ${dir} (pid ${prev.supervisorPid}) with other clusters: run \`kit down\` first`);
   }
   // Build (or find) the binaries in the foreground, so progress is visible here.
-  await ensureKubeBinaries((l) => console.error(l));
+  await ensureKubeBinaries();
   await mkdir(dir, { recursive: true });
   await rm(statePath(dir), { force: true });
   const logFd = openSync(join(dir, 'supervisor.log'), 'a');
@@ -209,7 +209,7 @@ export async function main(argv: string[]): Promise<number> {
       kubeconfig(dir, arg);
       return 0;
     case 'build':
-      await ensureKubeBinaries((l) => console.error(l));
+      await ensureKubeBinaries();
       return 0;
     default:
       console.log('usage: kit up [--clusters a,b] [--port-base N] | status | kubeconfig <cluster> | down | build   [--dir .kit]');

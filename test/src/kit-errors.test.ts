@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 
 import { startMoto } from '@mirrorhub/infra/aws/moto';
 import { ensureKubeBinaries, KitError, startKit } from '@mirrorhub/infra/kit/index';
@@ -73,7 +73,8 @@ describe('kit input errors are one line that says what to do', () => {
 
   it('says how to get Go when the binaries must be built and go is missing', async () => {
     const saved = process.env.MIRRORHUB_CACHE;
-    process.env.MIRRORHUB_CACHE = await mkdtemp(join(tmpdir(), 'mirrorhub-empty-cache-'));
+    const empty = await mkdtemp(join(tmpdir(), 'mirrorhub-empty-cache-'));
+    process.env.MIRRORHUB_CACHE = empty;
     try {
       const err = await withoutOnPath('go', () => ensureKubeBinaries()).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(KitError);
@@ -81,6 +82,7 @@ describe('kit input errors are one line that says what to do', () => {
     } finally {
       if (saved === undefined) delete process.env.MIRRORHUB_CACHE;
       else process.env.MIRRORHUB_CACHE = saved;
+      await rm(empty, { recursive: true, force: true });
     }
   });
 
@@ -91,6 +93,7 @@ describe('kit input errors are one line that says what to do', () => {
 
   it('CLI: unknown cluster, unknown command and bad --port-base exit non-zero with one line', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mirrorhub-kit-cli-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const noKit = await kitCli(['kubeconfig', 'nope', '--dir', dir]);
     expect(noKit.code).toBe(1);
     expect(noKit.stderr.trim()).toBe(`kit: no kit running in ${dir}: start one with \`pnpm kit up\``);
@@ -138,6 +141,7 @@ describe('kit CLI up/status/kubeconfig/down', () => {
     expect(down.stdout.trim()).toBe(`kit in ${dir} stopped`);
     const after = await kitCli(['status', '--dir', dir]);
     expect(after.code).toBe(1);
+    await rm(dir, { recursive: true, force: true });
     const { stdout: ps } = await run('ps', ['-eo', 'args=']);
     expect(ps.split('\n').filter((l) => l.includes(dir))).toEqual([]);
   });

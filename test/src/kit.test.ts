@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,5 +80,6 @@ describe('local kit', () => {
     expect(alive(kit, pids)).toHaveLength(5);
     await kit.stop();
     expect(alive(kit, pids)).toEqual([]);
+    expect(existsSync(kit.dir)).toBe(false);
   });
 });

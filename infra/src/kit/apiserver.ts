@@ -3,8 +3,9 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 
+import type { ServiceProcess } from '../components/cache.js';
 import type { ClusterPki } from './pki.js';
-import { startProcess, waitUntil, type Managed } from './process.js';
+import { startServer } from './process.js';
 
 export interface ApiServerOptions {
   bin: string;
@@ -15,14 +16,13 @@ export interface ApiServerOptions {
   pki: ClusterPki;
   /** TokenReview webhook (the EKS authenticator) for bearer tokens the server does not know. */
   webhookUrl?: string;
-  lifeline: boolean;
   /** Extra flags, e.g. shortened timeouts in tests. */
   extraArgs?: string[];
 }
 
 export interface ApiServer {
   server: string;
-  proc: Managed;
+  proc: ServiceProcess;
 }
 
 export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
@@ -77,21 +77,16 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     );
   }
   args.push(...(o.extraArgs ?? []));
-  const proc = startProcess(`kube-apiserver (${o.name})`, o.bin, args, {
-    logFile: join(o.dir, 'kube-apiserver.log'),
-    lifeline: o.lifeline,
-  });
   const server = `https://127.0.0.1:${o.port}`;
-  const tls = {
-    ca: o.pki.caPem,
-    cert: readFileSync(o.pki.adminCert),
-    key: readFileSync(o.pki.adminKey),
-  };
-  await waitUntil(`kube-apiserver ${o.name} /readyz`, () => getOk(`${server}/readyz`, tls), {
-    timeoutMs: 90_000,
-    intervalMs: 200,
-    proc,
-  });
+  const tls = { ca: o.pki.caPem, cert: readFileSync(o.pki.adminCert), key: readFileSync(o.pki.adminKey) };
+  const proc = await startServer(
+    `kube-apiserver ${o.name} (/readyz on ${server})`,
+    o.bin,
+    args,
+    join(o.dir, 'kube-apiserver.log'),
+    () => getOk(`${server}/readyz`, tls),
+    90_000,
+  );
   return { server, proc };
 }
 

@@ -1,23 +1,24 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { freePort, startProcess, waitUntil, type Managed } from './process.js';
+import { findFreePort, type ServiceProcess } from '../components/cache.js';
+import { startServer } from './process.js';
 
 export interface Etcd {
   url: string;
-  proc: Managed;
+  proc: ServiceProcess;
 }
 
 /**
  * One etcd serves every cluster of a kit; each kube-apiserver keeps its objects under its own
  * --etcd-prefix. fsync is off: this is a test kit, and it saves seconds on every write burst.
  */
-export async function startEtcd(bin: string, dir: string, opts: { lifeline: boolean }): Promise<Etcd> {
+export async function startEtcd(bin: string, dir: string): Promise<Etcd> {
   await mkdir(dir, { recursive: true });
-  const [client, peer] = [await freePort(), await freePort()];
+  const [client, peer] = [await findFreePort(), await findFreePort()];
   const url = `http://127.0.0.1:${client}`;
   const peerUrl = `http://127.0.0.1:${peer}`;
-  const proc = startProcess(
+  const proc = await startServer(
     'etcd',
     bin,
     [
@@ -32,15 +33,12 @@ export async function startEtcd(bin: string, dir: string, opts: { lifeline: bool
       '--quota-backend-bytes=4294967296',
       '--log-level=warn',
     ],
-    { logFile: join(dir, 'etcd.log'), lifeline: opts.lifeline },
-  );
-  await waitUntil(
-    'etcd health',
+    join(dir, 'etcd.log'),
     async () => {
       const res = await fetch(`${url}/health`);
       return res.ok && ((await res.json()) as { health?: string }).health === 'true';
     },
-    { timeoutMs: 30_000, proc },
+    30_000,
   );
   return { url, proc };
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -12,10 +12,10 @@ import { ensureKubeBinaries, KUBE_VERSION } from './binaries.js';
 import { startEtcd, type Etcd } from './etcd.js';
 import { KitError } from './errors.js';
 import { makeClusterPki, type ClusterPki } from './pki.js';
-import { assertPortFree, freePort, type Managed } from './process.js';
+import { findFreePort, isPortFree, onExit, removeDirSync, type ServiceProcess } from '../components/cache.js';
 
 export { KitError } from './errors.js';
-export { cacheRoot, ensureKubeBinaries, KUBE_VERSION, ETCD_VERSION } from './binaries.js';
+export { ensureKubeBinaries, KUBE_VERSION, ETCD_VERSION } from './binaries.js';
 
 export interface KitOptions {
   /** Cluster names, e.g. ['hub', 'follower-a', 'follower-b']. */
@@ -33,8 +33,6 @@ export interface KitOptions {
    * bearer tokens through the emulator's TokenReview webhook.
    */
   aws?: boolean;
-  /** Tie every process to this one with PR_SET_PDEATHSIG (default true). */
-  lifeline?: boolean;
   /** Extra kube-apiserver flags for every cluster. */
   apiserverArgs?: string[];
   log?: (line: string) => void;
@@ -106,20 +104,27 @@ export function defaultAccount(index: number): string {
 export async function startKit(opts: KitOptions): Promise<Kit> {
   validateClusterNames(opts.clusters);
   const log = opts.log ?? (() => {});
-  const lifeline = opts.lifeline ?? true;
+  // A kit that made its own directory removes it when it stops (MIRRORHUB_KEEP_KIT=1 keeps it
+  // for reading the logs); one given a directory leaves it alone.
+  const ownDir = opts.dir === undefined && process.env.MIRRORHUB_KEEP_KIT !== '1';
   const dir = resolve(opts.dir ?? (await mkdtemp(join(tmpdir(), 'mirrorhub-kit-'))));
+  const forgetDir = ownDir ? onExit(() => removeDirSync(dir)) : () => false;
   await mkdir(dir, { recursive: true });
   const ports: number[] = [];
   for (const [i, name] of opts.clusters.entries()) {
     if (opts.portBase !== undefined) {
       const port = opts.portBase + i;
-      await assertPortFree(port, `cluster ${name}`);
+      if (!(await isPortFree(port))) {
+        throw new KitError(
+          `port ${port} for cluster ${name} is already in use: stop what listens there (ss -ltnp 'sport = :${port}') or pick another --port-base`,
+        );
+      }
       ports.push(port);
     } else {
-      ports.push(await freePort());
+      ports.push(await findFreePort());
     }
   }
-  const bins = await ensureKubeBinaries(log);
+  const bins = await ensureKubeBinaries();
   const region = opts.region ?? 'eu-west-1';
   let etcd: Etcd | undefined;
   let moto: MotoServer | undefined;
@@ -128,13 +133,17 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   const stopAll = async () => {
     await Promise.all(clusters.map((c) => c.stopApiServer()));
     await Promise.all([etcd?.proc.stop(), eks?.stop(), moto?.stop()]);
+    if (ownDir) {
+      forgetDir();
+      await rm(dir, { recursive: true, force: true });
+    }
   };
   try {
     if (opts.aws ?? true) {
       moto = await startMoto({ dir: join(dir, 'aws'), log });
       eks = await startEksEmulator({ stsEndpoint: moto.endpoint, allowedStsHosts: [new URL(moto.endpoint).host], log });
     }
-    etcd = await startEtcd(bins.etcd, join(dir, 'etcd'), { lifeline });
+    etcd = await startEtcd(bins.etcd, join(dir, 'etcd'));
     const pkis = await Promise.all(opts.clusters.map((n) => makeClusterPki(join(dir, n, 'pki'), n)));
     for (const [i, name] of opts.clusters.entries()) {
       clusters.push(
@@ -154,7 +163,6 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
               etcdUrl: etcd!.url,
               pki: c.pki,
               webhookUrl: eks?.webhookUrl(name),
-              lifeline,
               extraArgs: opts.apiserverArgs,
             }),
         }),
@@ -191,7 +199,7 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
     },
     pids: () =>
       [etcd?.proc, ...clusters.map((c) => c.proc())]
-        .filter((p) => p !== undefined && !p.exitedEarly())
+        .filter((p) => p !== undefined && p.exitReason() === undefined)
         .map((p) => p!.pid)
         .concat(moto ? [moto.pid] : []),
     aws: moto && eks ? { stsEndpoint: moto.endpoint, eksEndpoint: eks.endpoint, region } : undefined,
@@ -267,7 +275,7 @@ class ClusterImpl implements KitCluster {
   }
 
   async startApiServer(): Promise<void> {
-    if (this.api && !this.api.proc.exitedEarly()) return;
+    if (this.running()) return;
     this.api = await this.init.start(this);
   }
 
@@ -277,10 +285,10 @@ class ClusterImpl implements KitCluster {
   }
 
   running(): boolean {
-    return this.api !== undefined && !this.api.proc.exitedEarly();
+    return this.api !== undefined && this.api.proc.exitReason() === undefined;
   }
 
-  proc(): Managed | undefined {
+  proc(): ServiceProcess | undefined {
     return this.api?.proc;
   }
 }

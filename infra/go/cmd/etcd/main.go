@@ -5,11 +5,8 @@ import (
 	"os"
 
 	"go.etcd.io/etcd/server/v3/etcdmain"
-
-	"mirrorhub.io/infra/go/internal/lifeline"
 )
 
 func main() {
-	lifeline.Hold()
 	etcdmain.Main(os.Args)
 }

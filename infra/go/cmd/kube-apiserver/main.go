@@ -7,11 +7,8 @@ import (
 
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
-
-	"mirrorhub.io/infra/go/internal/lifeline"
 )
 
 func main() {
-	lifeline.Hold()
 	os.Exit(cli.Run(app.NewAPIServerCommand()))
 }

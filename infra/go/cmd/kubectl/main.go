@@ -5,12 +5,9 @@ import (
 	"k8s.io/component-base/cli"
 	"k8s.io/kubectl/pkg/cmd"
 	"k8s.io/kubectl/pkg/cmd/util"
-
-	"mirrorhub.io/infra/go/internal/lifeline"
 )
 
 func main() {
-	lifeline.Hold()
 	command := cmd.NewDefaultKubectlCommand()
 	if err := cli.RunNoErrOutput(command); err != nil {
 		util.CheckErr(err)
