@@ -1,0 +1,260 @@
+/**
+ * The engine benchmark (one cluster): 2,000 namespaces, 10,000 unrelated Secrets, 200 mirrors
+ * fanning out to 100 namespaces each; the hub and agent run as their real entry points, so the
+ * RSS figures are theirs alone.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+
+import { findFreePort } from '@mirrorhub/infra/components/cache';
+import type { Kit } from '@mirrorhub/infra/kit/index';
+import { createWatcher, type Watcher } from '@mirrorhub/shared';
+
+import { installCrds } from '../support/crds.js';
+import { apiRequestCounts, fmtMs, percentile, pool, rssMb, type ApiCounts } from './util.js';
+
+export interface EngineBenchOptions {
+  namespaces: number;
+  mirrors: number;
+  /** Namespaces per mirror = namespaces / shards. */
+  shards: number;
+  noiseStart: number;
+  noiseMid: number;
+  noiseEnd: number;
+  newNamespaceSamples: number;
+  updateSamples: number;
+  steadyMs: number;
+  root: string;
+  log: (line: string) => void;
+}
+
+export interface EngineBenchResult {
+  options: Omit<EngineBenchOptions, 'log' | 'root'>;
+  initialFanOutMs: number;
+  copies: number;
+  newNamespace: { p50: number; p99: number; samples: number };
+  sourceUpdate: { p50: number; p99: number; samples: number; copiesEach: number };
+  rss: { hub: Record<string, number>; agent: Record<string, number> };
+  steadyPerMinute: ApiCounts;
+}
+
+const SYSTEM_NS = 'mirrorhub-system';
+const SRC_NS = 'bench-src';
+const MANAGED = 'mirrorhub.io/managed-by=mirrorhub';
+const HASH = 'mirrorhub.io/content-hash';
+
+interface CopyMeta extends KubernetesObject {
+  metadata?: { namespace?: string; name?: string; annotations?: Record<string, string>; resourceVersion?: string; uid?: string };
+}
+
+export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<EngineBenchResult> {
+  const hubCluster = kit.cluster('hub');
+  const kc = hubCluster.kubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const tls = { ca: hubCluster.caPem, cert: readFileSync(join(hubCluster.dir, 'pki/admin.crt')), key: readFileSync(join(hubCluster.dir, 'pki/admin.key')) };
+  const log = o.log;
+
+  await installCrds(kc, 'mirrorhub-hub');
+  for (const ns of [SYSTEM_NS, SRC_NS]) await core.createNamespace({ body: { metadata: { name: ns } } });
+
+  log(`creating ${o.namespaces} namespaces and ${o.noiseStart} unrelated Secrets`);
+  const nsNames = Array.from({ length: o.namespaces }, (_, j) => `bench-${String(j).padStart(4, '0')}`);
+  await pool(nsNames, 32, (name, j) => core.createNamespace({ body: { metadata: { name, labels: { shard: String(j % o.shards) } } } }));
+  let noise = 0;
+  const addNoise = async (upTo: number) => {
+    const batch = Array.from({ length: upTo - noise }, (_, k) => noise + k);
+    await pool(batch, 32, (k) =>
+      core.createNamespacedSecret({
+        namespace: nsNames[k % nsNames.length]!,
+        body: { metadata: { name: `unrelated-${k}` }, stringData: { value: 'x'.repeat(512) } },
+      }),
+    );
+    noise = upTo;
+  };
+  await addNoise(o.noiseStart);
+
+  const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
+  const agent = startProcess(o.root, 'agent', hubCluster.kubeconfigPath, agentPort, kit.dir);
+  const hub = startProcess(o.root, 'hub', hubCluster.kubeconfigPath, hubPort, kit.dir);
+  const procs = [agent, hub];
+  try {
+    await waitHttp(`http://127.0.0.1:${agentPort}/readyz`);
+    await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
+
+    // Watch copies (metadata only) to timestamp every change the agent makes.
+    const seen = new Map<string, { hash?: string; at: number }>();
+    const listeners = new Set<() => void>();
+    const copyWatch: Watcher<CopyMeta> = createWatcher<CopyMeta>(kc, { version: 'v1', plural: 'secrets', labelSelector: MANAGED, metadataOnly: true }, {
+      resource: 'bench-copies',
+    });
+    const record = (obj: CopyMeta) => {
+      seen.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, { hash: obj.metadata?.annotations?.[HASH], at: Date.now() });
+      for (const l of listeners) l();
+    };
+    copyWatch.addHandler({ onAdd: record, onUpdate: record, onDelete: (obj) => void seen.delete(`${obj.metadata?.namespace}/${obj.metadata?.name}`) });
+    copyWatch.start();
+    await copyWatch.synced;
+
+    log(`creating ${o.mirrors} sources and mirrors (${o.namespaces / o.shards} namespaces each)`);
+    const t0 = Date.now();
+    await pool(Array.from({ length: o.mirrors }, (_, i) => i), 16, async (i) => {
+      await core.createNamespacedSecret({
+        namespace: SRC_NS,
+        body: { metadata: { name: `src-${i}` }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': certLike(i, 0), 'tls.key': 'k'.repeat(1700) } },
+      });
+      await custom.createNamespacedCustomObject({
+        group: 'mirrorhub.io',
+        version: 'v1alpha1',
+        namespace: SRC_NS,
+        plural: 'secretmirrors',
+        body: {
+          apiVersion: 'mirrorhub.io/v1alpha1',
+          kind: 'SecretMirror',
+          metadata: { name: `mirror-${i}` },
+          spec: {
+            source: { kind: 'Secret', name: `src-${i}` },
+            destination: { namespaceSelector: { matchLabels: { shard: String(i % o.shards) } } },
+            pollPeriodSeconds: 300,
+          },
+        },
+      });
+    });
+    const expected = o.mirrors * (o.namespaces / o.shards);
+    await until(() => seen.size >= expected, listeners, 30 * 60_000, () => `${seen.size}/${expected} copies`);
+    const initialFanOutMs = Date.now() - t0;
+    log(`${expected} copies in ${fmtMs(initialFanOutMs)}`);
+
+    await sleep(5_000);
+    const rssAt = (label: string) => {
+      rss.hub[label] = rssMb(hub.pid!);
+      rss.agent[label] = rssMb(agent.pid!);
+      log(`RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB, agent ${rss.agent[label]!.toFixed(0)} MB`);
+    };
+    const rss: EngineBenchResult['rss'] = { hub: {}, agent: {} };
+    rssAt(`${o.noiseStart} unrelated Secrets`);
+
+    await addNoise(o.noiseMid);
+    await sleep(3_000);
+
+    log(`steady state: counting API requests for ${o.steadyMs / 1000}s`);
+    const before = await apiRequestCounts(hubCluster.server, tls);
+    await sleep(o.steadyMs);
+    const after = await apiRequestCounts(hubCluster.server, tls);
+    // Our own /metrics scrape is one GET; everything else is the hub and the agent.
+    const perMin = (a: number, b: number) => ((b - a) * 60_000) / o.steadyMs;
+    const steadyPerMinute = {
+      reads: perMin(before.reads, after.reads),
+      writes: perMin(before.writes, after.writes),
+      watches: perMin(before.watches, after.watches),
+    };
+
+    log(`new namespace -> copy, ${o.newNamespaceSamples} samples`);
+    const perNs = o.mirrors / o.shards;
+    const newNs: number[] = [];
+    for (let k = 0; k < o.newNamespaceSamples; k++) {
+      const name = `bench-new-${k}`;
+      const start = Date.now();
+      await core.createNamespace({ body: { metadata: { name, labels: { shard: String(k % o.shards) } } } });
+      const count = () => [...seen.keys()].filter((key) => key.startsWith(`${name}/`)).length;
+      await until(() => count() >= perNs, listeners, 60_000, () => `${count()}/${perNs} copies in ${name}`);
+      newNs.push(Math.max(...[...seen.entries()].filter(([key]) => key.startsWith(`${name}/`)).map(([, v]) => v.at)) - start);
+    }
+
+    log(`source update -> all copies, ${o.updateSamples} samples`);
+    const updates: number[] = [];
+    for (let k = 0; k < o.updateSamples; k++) {
+      const i = k % o.mirrors;
+      const targets = [...seen.entries()].filter(([key]) => key.endsWith(`/src-${i}`));
+      const old = new Map(targets.map(([key, v]) => [key, v.hash]));
+      const start = Date.now();
+      const cur = await core.readNamespacedSecret({ name: `src-${i}`, namespace: SRC_NS });
+      await core.replaceNamespacedSecret({
+        name: `src-${i}`,
+        namespace: SRC_NS,
+        body: { ...cur, data: undefined, stringData: { 'tls.crt': certLike(i, k + 1), 'tls.key': 'k'.repeat(1700) } },
+      });
+      const changed = () => [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
+      await until(() => changed() >= old.size, listeners, 60_000, () => `${changed()}/${old.size} copies of src-${i} updated`);
+      updates.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - start);
+    }
+
+    log(`adding unrelated Secrets up to ${o.noiseEnd}`);
+    rssAt(`${o.noiseMid} unrelated Secrets`);
+    await addNoise(o.noiseEnd);
+    await sleep(10_000);
+    rssAt(`${o.noiseEnd} unrelated Secrets`);
+
+    await copyWatch.stop();
+    return {
+      options: { ...o, log: undefined, root: undefined } as unknown as EngineBenchResult['options'],
+      initialFanOutMs,
+      copies: expected,
+      newNamespace: { p50: percentile(newNs, 50), p99: percentile(newNs, 99), samples: newNs.length },
+      sourceUpdate: { p50: percentile(updates, 50), p99: percentile(updates, 99), samples: updates.length, copiesEach: o.namespaces / o.shards },
+      rss,
+      steadyPerMinute,
+    };
+  } finally {
+    for (const p of procs) p.kill('SIGTERM');
+  }
+}
+
+function certLike(i: number, version: number): string {
+  return `-----BEGIN CERTIFICATE-----\n${`mirror-${i}-v${version}-`.repeat(40)}\n-----END CERTIFICATE-----\n`;
+}
+
+function startProcess(root: string, name: 'hub' | 'agent', kubeconfig: string, port: number, dir: string): ChildProcess {
+  void mkdir(join(dir, 'logs'), { recursive: true });
+  const child = spawn(process.execPath, [join(root, name, 'dist/main.js')], {
+    env: {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      MIRRORHUB_NAMESPACE: SYSTEM_NS,
+      MIRRORHUB_CLUSTER_NAME: 'hub',
+      PORT: String(port),
+      POD_NAME: `${name}-bench`,
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  return child;
+}
+
+async function waitHttp(url: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within 60s`);
+    await sleep(200);
+  }
+}
+
+/** Waits until `done()` is true, re-checking whenever the copy watch sees a change. */
+async function until(done: () => boolean, listeners: Set<() => void>, timeoutMs: number, progress: () => string): Promise<void> {
+  if (done()) return;
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (done()) {
+        listeners.delete(check);
+        clearTimeout(timer);
+        clearInterval(tick);
+        resolve();
+      }
+    };
+    const timer = setTimeout(() => {
+      listeners.delete(check);
+      clearInterval(tick);
+      reject(new Error(`timed out: ${progress()}`));
+    }, timeoutMs);
+    const tick = setInterval(check, 500);
+    listeners.add(check);
+  });
+}
+
+export type { KubeConfig };

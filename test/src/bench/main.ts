@@ -1,0 +1,108 @@
+/**
+ * `npm run bench`: runs the benchmarks on real API servers, prints the figures and rewrites
+ * their section of docs/BENCHMARKS.md with the command and the machine.
+ *
+ *   npm run bench                 # the full engine benchmark (several minutes)
+ *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
+ */
+import { cpus, totalmem } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { startKit } from '@mirrorhub/infra/kit/index';
+
+import { runEngineBench, type EngineBenchResult } from './engine.js';
+import { fmtMs } from './util.js';
+
+const root = resolve(import.meta.dirname, '../../..');
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { scale: { type: 'string', default: '1' }, steady: { type: 'string', default: '60' } } });
+  const scale = Number(values.scale);
+  if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got ${values.scale}`);
+  const n = (x: number) => Math.max(1, Math.round(x * scale));
+  const log = (l: string) => console.log(`[bench] ${l}`);
+  const kit = await startKit({ clusters: ['hub'], aws: false, log });
+  let result: EngineBenchResult;
+  try {
+    result = await runEngineBench(kit, {
+      namespaces: n(2000),
+      shards: 20,
+      mirrors: n(200),
+      noiseStart: n(1000),
+      noiseMid: n(10_000),
+      noiseEnd: n(50_000),
+      newNamespaceSamples: n(50),
+      updateSamples: n(20),
+      steadyMs: Number(values.steady) * 1000,
+      root,
+      log,
+    });
+  } finally {
+    await kit.stop();
+  }
+  const section = renderEngine(result, scale);
+  console.log(section);
+  if (scale === 1) {
+    await recordSection('engine', section);
+    log('recorded in docs/BENCHMARKS.md');
+  } else {
+    log('scaled run: not recorded in docs/BENCHMARKS.md');
+  }
+}
+
+function machine(): string {
+  return `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
+}
+
+function renderEngine(r: EngineBenchResult, scale: number): string {
+  const o = r.options;
+  const rssRows = Object.keys(r.rss.hub).map((k) => `| ${k} | ${r.rss.hub[k]!.toFixed(0)} MB | ${r.rss.agent[k]!.toFixed(0)} MB |`);
+  const ok = (good: boolean) => (good ? 'met' : '**missed**');
+  const hubMax = Math.max(...Object.values(r.rss.hub));
+  const agentMax = Math.max(...Object.values(r.rss.agent));
+  return [
+    '## Engine: one cluster, hub + agent',
+    '',
+    `Command: \`npm run bench\`${scale !== 1 ? ` (scale ${scale})` : ''}. Machine: ${machine()}.`,
+    `Setup: ${o.namespaces} namespaces, ${o.mirrors} SecretMirrors each selecting ${o.namespaces / o.shards} namespaces by label (${r.copies} copies), ` +
+      `sources ~4 KB kubernetes.io/tls Secrets, unrelated Secrets ${o.noiseStart} -> ${o.noiseMid} -> ${o.noiseEnd}; hub and agent run as \`node hub/dist/main.js\` / \`node agent/dist/main.js\` against a real kube-apiserver + etcd on the same 2 cores.`,
+    '',
+    '| measure | result | target |',
+    '| --- | --- | --- |',
+    `| initial fan-out of ${r.copies} copies | ${fmtMs(r.initialFanOutMs)} | |`,
+    `| new namespace -> its ${o.mirrors / o.shards} copies, p50 / p99 (${r.newNamespace.samples} namespaces) | ${fmtMs(r.newNamespace.p50)} / ${fmtMs(r.newNamespace.p99)} | p99 < 1 s: ${ok(r.newNamespace.p99 < 1000)} |`,
+    `| source update -> all ${r.sourceUpdate.copiesEach} copies, p50 / p99 (${r.sourceUpdate.samples} updates) | ${fmtMs(r.sourceUpdate.p50)} / ${fmtMs(r.sourceUpdate.p99)} | p99 < 3 s: ${ok(r.sourceUpdate.p99 < 3000)} |`,
+    `| API requests per minute at steady state (reads / writes / new watches) | ${r.steadyPerMinute.reads.toFixed(0)} / ${r.steadyPerMinute.writes.toFixed(0)} / ${r.steadyPerMinute.watches.toFixed(0)} | writes 0: ${ok(r.steadyPerMinute.writes === 0)} |`,
+    `| hub RSS, max | ${hubMax.toFixed(0)} MB | < 120 MB: ${ok(hubMax < 120)} |`,
+    `| agent RSS, max | ${agentMax.toFixed(0)} MB | < 80 MB: ${ok(agentMax < 80)} |`,
+    '',
+    '| unrelated Secrets in the cluster | hub RSS | agent RSS |',
+    '| --- | --- | --- |',
+    ...rssRows,
+    '',
+    'Reads at steady state include the bench\'s own scrape of the API server\'s /metrics (one per window).',
+    '',
+  ].join('\n');
+}
+
+/** Replaces (or appends) one benchmark's section of docs/BENCHMARKS.md, keeping the others. */
+async function recordSection(name: string, body: string): Promise<void> {
+  const file = join(root, 'docs', 'BENCHMARKS.md');
+  const begin = `<!-- bench:${name} -->`;
+  const end = `<!-- /bench:${name} -->`;
+  let doc = await readFile(file, 'utf8').catch(
+    () => '# Benchmarks\n\nWritten by `npm run bench`; each section is replaced when its benchmark runs again.\n\n',
+  );
+  const block = `${begin}\n${body}\n${end}`;
+  const i = doc.indexOf(begin);
+  const j = doc.indexOf(end);
+  doc = i >= 0 && j > i ? doc.slice(0, i) + block + doc.slice(j + end.length) : `${doc.trimEnd()}\n\n${block}\n`;
+  await writeFile(file, doc);
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,250 @@
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type CoreV1Event,
+  type KubeConfig,
+  type V1ConfigMap,
+  type V1Secret,
+} from '@kubernetes/client-node';
+
+import { createAgent, type Agent, type AgentConfig } from '@mirrorhub/agent/agent';
+import { createHub, type Hub, type HubConfig } from '@mirrorhub/hub/hub';
+import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
+import { createLogger, mergePatchOptions, type ClusterSecretMirror, type MirrorDelivery, type SecretMirror } from '@mirrorhub/shared';
+
+import { installCrds } from './crds.js';
+import { eventually } from './eventually.js';
+
+export const SYSTEM_NS = 'mirrorhub-system';
+const GROUP = 'mirrorhub.io';
+const VERSION = 'v1alpha1';
+
+/** Every log line hub and agents wrote, to prove no secret value ever reaches a log. */
+export class LogSink {
+  readonly lines: string[] = [];
+  write(line: string): void {
+    this.lines.push(line);
+  }
+  text(): string {
+    return this.lines.join('');
+  }
+}
+
+export interface EngineOptions {
+  hub?: Partial<HubConfig>;
+  agent?: Partial<AgentConfig>;
+  /** Reuse a running kit (several suites in one file); default: start a one-cluster kit. */
+  kit?: Kit;
+}
+
+/**
+ * One real cluster (kube-apiserver + etcd), the CRDs, the agent namespace, and the hub and one
+ * agent running in this process exactly as their main.ts wires them, with short intervals.
+ */
+export class Engine {
+  readonly logs = new LogSink();
+  hub: Hub | undefined;
+  agent: Agent | undefined;
+  private constructor(
+    readonly kit: Kit,
+    readonly kc: KubeConfig,
+    private readonly opts: EngineOptions,
+    private readonly ownsKit: boolean,
+  ) {}
+
+  readonly core = () => this.kc.makeApiClient(CoreV1Api);
+  readonly custom = () => this.kc.makeApiClient(CustomObjectsApi);
+
+  static async start(opts: EngineOptions = {}): Promise<Engine> {
+    const kit = opts.kit ?? (await startKit({ clusters: ['hub'], aws: false }));
+    const kc = kit.cluster('hub').kubeConfig();
+    const e = new Engine(kit, kc, opts, !opts.kit);
+    await installCrds(kc, 'mirrorhub-hub');
+    await e.ensureNamespace(SYSTEM_NS);
+    await e.startAgent();
+    await e.startHub();
+    return e;
+  }
+
+  logger(component: string) {
+    return createLogger({ level: 'debug', base: { component }, destination: this.logs });
+  }
+
+  hubConfig(extra: Partial<HubConfig> = {}): HubConfig {
+    return {
+      kubeConfig: this.kc,
+      clusterName: 'hub',
+      namespace: SYSTEM_NS,
+      agentNamespace: SYSTEM_NS,
+      identity: 'hub-test',
+      version: 'test',
+      logger: this.logger('hub'),
+      leaderElection: false,
+      ...this.opts.hub,
+      ...extra,
+    } as HubConfig;
+  }
+
+  agentConfig(extra: Partial<AgentConfig> = {}): AgentConfig {
+    return {
+      kubeConfig: this.kc,
+      namespace: SYSTEM_NS,
+      clusterName: 'hub',
+      version: 'test',
+      logger: this.logger('agent'),
+      ...this.opts.agent,
+      ...extra,
+    } as AgentConfig;
+  }
+
+  async startHub(extra: Partial<HubConfig> = {}): Promise<Hub> {
+    this.hub = createHub(this.hubConfig(extra));
+    await this.hub.start();
+    return this.hub;
+  }
+
+  async stopHub(): Promise<void> {
+    await this.hub?.stop();
+    this.hub = undefined;
+  }
+
+  async startAgent(extra: Partial<AgentConfig> = {}): Promise<Agent> {
+    this.agent = createAgent(this.agentConfig(extra));
+    await this.agent.start();
+    return this.agent;
+  }
+
+  async stopAgent(): Promise<void> {
+    await this.agent?.stop();
+    this.agent = undefined;
+  }
+
+  async stop(): Promise<void> {
+    await this.stopHub();
+    await this.stopAgent();
+    if (this.ownsKit) await this.kit.stop();
+  }
+
+  // ---- objects ------------------------------------------------------------------------------
+
+  async ensureNamespace(name: string, labels: Record<string, string> = {}): Promise<void> {
+    try {
+      await this.core().createNamespace({ body: { metadata: { name, labels } } });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+    }
+  }
+
+  async labelNamespace(name: string, labels: Record<string, string | null>): Promise<void> {
+    await this.core().patchNamespace({ name, body: { metadata: { labels } } }, mergePatchOptions());
+  }
+
+  async putSecret(namespace: string, name: string, data: Record<string, string>, extra: Partial<V1Secret> = {}): Promise<V1Secret> {
+    const body: V1Secret = {
+      ...extra,
+      metadata: { name, namespace, ...extra.metadata },
+      stringData: data,
+    };
+    try {
+      return await this.core().createNamespacedSecret({ namespace, body });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+      const cur = await this.core().readNamespacedSecret({ name, namespace });
+      return this.core().replaceNamespacedSecret({
+        name,
+        namespace,
+        body: { ...body, data: undefined, metadata: { ...body.metadata, resourceVersion: cur.metadata!.resourceVersion } },
+      });
+    }
+  }
+
+  async putConfigMap(namespace: string, name: string, data: Record<string, string>): Promise<V1ConfigMap> {
+    return this.core().createNamespacedConfigMap({ namespace, body: { metadata: { name, namespace }, data } });
+  }
+
+  /** The copy's decoded data, or undefined when there is no such Secret. */
+  async secretData(namespace: string, name: string): Promise<Record<string, string> | undefined> {
+    const s = await this.readSecret(namespace, name);
+    if (!s) return undefined;
+    return Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  }
+
+  async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.core().readNamespacedSecret({ name, namespace });
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async applyMirror(m: SecretMirror | ClusterSecretMirror): Promise<void> {
+    const cluster = m.kind === 'ClusterSecretMirror';
+    const plural = cluster ? 'clustersecretmirrors' : 'secretmirrors';
+    const body = { ...m, apiVersion: `${GROUP}/${VERSION}` };
+    const api = this.custom();
+    const ns = m.metadata?.namespace;
+    try {
+      if (cluster) await api.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body });
+      else await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns!, plural, body });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+      const cur = (await this.getMirror(m.kind, m.metadata!.name!, ns)) as { metadata: { resourceVersion: string } };
+      const withRv = { ...body, metadata: { ...body.metadata, resourceVersion: cur.metadata.resourceVersion } };
+      if (cluster) await api.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural, name: m.metadata!.name!, body: withRv });
+      else await api.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns!, plural, name: m.metadata!.name!, body: withRv });
+    }
+  }
+
+  async getMirror(kind: string, name: string, namespace?: string): Promise<SecretMirror | undefined> {
+    const api = this.custom();
+    try {
+      if (kind === 'ClusterSecretMirror') {
+        return (await api.getClusterCustomObject({ group: GROUP, version: VERSION, plural: 'clustersecretmirrors', name })) as SecretMirror;
+      }
+      return (await api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: namespace!, plural: 'secretmirrors', name })) as SecretMirror;
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async deleteMirror(kind: string, name: string, namespace?: string): Promise<void> {
+    const api = this.custom();
+    if (kind === 'ClusterSecretMirror') {
+      await api.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'clustersecretmirrors', name });
+    } else {
+      await api.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: namespace!, plural: 'secretmirrors', name });
+    }
+  }
+
+  /** Waits until the mirror's status satisfies `check` (an expect inside) and returns it. */
+  async mirrorStatus(kind: string, name: string, namespace: string | undefined, check: (m: SecretMirror) => void, timeoutMs = 15_000): Promise<SecretMirror> {
+    return eventually(async () => {
+      const m = await this.getMirror(kind, name, namespace);
+      if (!m) throw new Error(`${kind} ${namespace ?? ''}/${name} not found`);
+      check(m);
+      return m;
+    }, { timeoutMs });
+  }
+
+  async deliveries(): Promise<MirrorDelivery[]> {
+    const res = (await this.custom().listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: SYSTEM_NS, plural: 'mirrordeliveries' })) as { items: MirrorDelivery[] };
+    return res.items;
+  }
+
+  /** Events about one object, by reason. */
+  async events(namespace: string, name: string): Promise<CoreV1Event[]> {
+    const list = await this.core().listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
+    return list.items;
+  }
+}
+
+/** A SecretMirror manifest with the given spec. */
+export function secretMirror(namespace: string, name: string, spec: SecretMirror['spec']): SecretMirror {
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: 'SecretMirror', metadata: { name, namespace }, spec } as SecretMirror;
+}
+
+export function clusterSecretMirror(name: string, spec: ClusterSecretMirror['spec']): ClusterSecretMirror {
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterSecretMirror', metadata: { name }, spec } as ClusterSecretMirror;
+}
