@@ -22,9 +22,13 @@ export interface ServiceAccountRef {
  * A KubeConfig that authenticates as `sa` with a fresh bound token from TokenRequest, against
  * the same API server (and CA) as `admin`. The ServiceAccount must exist (the chart makes it).
  */
-export async function serviceAccountKubeConfig(admin: KubeConfig, sa: ServiceAccountRef): Promise<KubeConfig> {
+export async function serviceAccountKubeConfig(
+  admin: KubeConfig,
+  sa: ServiceAccountRef,
+): Promise<KubeConfig> {
   const cluster = admin.getCurrentCluster();
-  if (!cluster) throw new Error('serviceAccountKubeConfig: the admin KubeConfig has no current cluster');
+  if (!cluster)
+    throw new Error('serviceAccountKubeConfig: the admin KubeConfig has no current cluster');
   const tr = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
     namespace: sa.namespace,
     name: sa.name,
@@ -66,17 +70,24 @@ class ImpersonatingKubeConfig extends KubeConfig {
   }
 
   private headers(): Record<string, string> {
-    return { 'Impersonate-User': this.as.user, ...(this.as.group ? { 'Impersonate-Group': this.as.group } : {}) };
+    return {
+      'Impersonate-User': this.as.user,
+      ...(this.as.group ? { 'Impersonate-Group': this.as.group } : {}),
+    };
   }
 
   // Used by makeApiClient() clients.
-  override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
+  override async applySecurityAuthentication(
+    context: Parameters<KubeConfig['applySecurityAuthentication']>[0],
+  ): Promise<void> {
     await super.applySecurityAuthentication(context);
     for (const [k, v] of Object.entries(this.headers())) context.setHeaderParam(k, v);
   }
 
   // Used by Watch and the other raw-request helpers.
-  override async applyToHTTPSOptions(opts: Parameters<KubeConfig['applyToHTTPSOptions']>[0]): Promise<void> {
+  override async applyToHTTPSOptions(
+    opts: Parameters<KubeConfig['applyToHTTPSOptions']>[0],
+  ): Promise<void> {
     await super.applyToHTTPSOptions(opts);
     opts.headers = { ...(opts.headers ?? {}), ...this.headers() };
   }
@@ -116,7 +127,10 @@ export function deploymentEnv(deployment: V1Deployment, podName: string): Record
     const field = e.valueFrom?.fieldRef?.fieldPath;
     if (field === 'metadata.name') env[e.name] = podName;
     else if (field === 'metadata.namespace') env[e.name] = namespace;
-    else throw new Error(`deploymentEnv: ${e.name} comes from ${JSON.stringify(e.valueFrom)}, which a test cannot resolve`);
+    else
+      throw new Error(
+        `deploymentEnv: ${e.name} comes from ${JSON.stringify(e.valueFrom)}, which a test cannot resolve`,
+      );
   }
   return env;
 }

@@ -1,0 +1,857 @@
+// The Helm charts: lint, render, refuse bad values, install on real API servers, and prove the
+// RBAC each identity gets is enough for its job and no more. Identities are real: the charts'
+// ServiceAccounts with TokenRequest tokens, and the hub's EKS group by impersonation.
+//
+// Follow-up (once hub/agent main.ts land): run the real processes as the chart would. With the
+// releases below installed, for each of hub and agent:
+//   const kc = await serviceAccountKubeConfig(admin, { namespace: NS, name: 'mirrorhub-hub' });
+//   const dep = await apps.readNamespacedDeployment({ namespace: NS, name: 'mirrorhub-hub' });
+//   spawn(process.execPath, [join(repo, 'hub/dist/main.js')], { env: {
+//     ...deploymentEnv(dep, 'mirrorhub-hub-0'), PORT: <free port>,
+//     KUBECONFIG: await writeKubeConfig(kc, join(tmp, 'hub.kubeconfig')) } });
+// (deploymentArgs(dep) names the entry point inside the image: /app/hub/dist/main.js.)
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+  type V1ClusterRole,
+  type V1ClusterRoleBinding,
+  type V1Deployment,
+  type V1ResourceAttributes,
+  type V1Role,
+  type V1RoleBinding,
+  type V1ServiceAccount,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+import { DEFAULT_LEASE_NAME, HASH_KEY_SECRET } from '@mirrorhub/hub/names';
+import { ensureHelm } from '@mirrorhub/infra/components/index';
+import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
+
+import { chartsDir, loadCrds } from './support/crds.js';
+import { eventually } from './support/eventually.js';
+import {
+  canI,
+  deploymentArgs,
+  deploymentEnv,
+  impersonatingKubeConfig,
+  serviceAccountKubeConfig,
+} from './support/serviceaccount.js';
+
+const run = promisify(execFile);
+const NS = 'mirrorhub-system';
+const HUB_CHART = join(chartsDir, 'mirrorhub-hub');
+const AGENT_CHART = join(chartsDir, 'mirrorhub-agent');
+const ROLE_ARN = 'arn:aws:iam::111111111111:role/mirrorhub-hub';
+/** What an EKS access entry makes of the follower role the hub assumes. */
+const HUB_IN_FOLLOWER = {
+  user: 'arn:aws:sts::222222222222:assumed-role/mirrorhub-follower/mirrorhub',
+  group: 'mirrorhub-hub',
+};
+
+type Obj = {
+  kind: string;
+  apiVersion: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+} & Record<string, unknown>;
+
+let helm: string;
+let helmHome: string;
+
+beforeAll(async () => {
+  helm = await ensureHelm();
+  // helm's cache/config/data under a temp dir: nothing of the user's helm setup leaks in or out.
+  helmHome = await mkdtemp(join(tmpdir(), 'mirrorhub-helm-'));
+}, 20 * 60_000);
+
+afterAll(async () => {
+  if (helmHome) await rm(helmHome, { recursive: true, force: true });
+});
+
+async function runHelm(args: string[]): Promise<string> {
+  const { stdout } = await run(helm, args, {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: helmHome,
+      HELM_CACHE_HOME: join(helmHome, 'cache'),
+      HELM_CONFIG_HOME: join(helmHome, 'config'),
+      HELM_DATA_HOME: join(helmHome, 'data'),
+    },
+    maxBuffer: 32 * 1024 * 1024,
+  });
+  return stdout;
+}
+
+/** helm's stderr when the command fails; throws when it succeeds. */
+async function helmFails(args: string[]): Promise<string> {
+  try {
+    await runHelm(args);
+  } catch (err) {
+    return String((err as { stderr?: string }).stderr ?? err);
+  }
+  throw new Error(`helm ${args.join(' ')} succeeded, expected it to fail`);
+}
+
+async function render(chart: string, args: string[] = []): Promise<Obj[]> {
+  const out = await runHelm(['template', 'mirrorhub', chart, '--namespace', NS, ...args]);
+  return parseAllDocuments(out)
+    .map((d) => d.toJS() as Obj | null)
+    .filter((o): o is Obj => o !== null);
+}
+
+function only<T = Obj>(objs: Obj[], kind: string, name?: string): T {
+  const found = objs.filter(
+    (o) => o.kind === kind && (name === undefined || o.metadata.name === name),
+  );
+  if (found.length !== 1)
+    throw new Error(`expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length}`);
+  return found[0] as T;
+}
+
+const HUB_VALUE_SETS: Record<string, string[]> = {
+  defaults: [],
+  irsa: ['--set', `aws.roleArn=${ROLE_ARN}`, '--set', 'aws.region=eu-west-1'],
+  'agent elsewhere, editors aggregated': [
+    '--set',
+    'localAgent.namespace=mirrorhub-agent',
+    '--set',
+    'rbac.aggregate.edit=true',
+  ],
+};
+const AGENT_VALUE_SETS: Record<string, string[]> = {
+  defaults: [],
+  'group and users': [
+    '--set',
+    'clusterName=follower-a',
+    '--set',
+    'hubAccess.users={system:serviceaccount:ops:hub,alice}',
+  ],
+};
+
+describe('charts, rendered', () => {
+  it.each([
+    ['mirrorhub-hub', HUB_CHART, HUB_VALUE_SETS],
+    ['mirrorhub-agent', AGENT_CHART, AGENT_VALUE_SETS],
+  ] as const)(
+    '%s passes helm lint --strict with every documented value set',
+    async (_name, chart, sets) => {
+      for (const args of Object.values(sets)) {
+        const out = await runHelm(['lint', '--strict', chart, ...args]);
+        expect(out).toContain('0 chart(s) failed');
+      }
+    },
+  );
+
+  it('hub: two replicas that spread, leader identity from the pod name, probes, locked-down pods', async () => {
+    const objs = await render(HUB_CHART);
+    const dep = only<V1Deployment>(objs, 'Deployment');
+    expect(dep.spec?.replicas).toBe(2);
+    const pod = dep.spec!.template.spec!;
+    const c = pod.containers[0]!;
+    expect(deploymentArgs(dep)).toEqual(['/app/hub/dist/main.js']);
+    expect(deploymentEnv(dep, 'mirrorhub-hub-abc')).toEqual({
+      MIRRORHUB_NAMESPACE: NS,
+      POD_NAME: 'mirrorhub-hub-abc',
+      MIRRORHUB_CLUSTER_NAME: 'hub',
+      LOG_LEVEL: 'info',
+      PORT: '8080',
+    });
+    expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+    expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
+    expect(c.resources?.requests).toBeDefined();
+    expect(c.resources?.limits?.memory).toBeDefined();
+    expectLockedDown(dep);
+    expect(pod.topologySpreadConstraints?.map((t) => t.topologyKey)).toEqual([
+      'kubernetes.io/hostname',
+      'topology.kubernetes.io/zone',
+    ]);
+    expect(pod.topologySpreadConstraints?.[0]?.labelSelector?.matchLabels).toEqual(
+      dep.spec?.selector.matchLabels,
+    );
+    expect(only(objs, 'PodDisruptionBudget').spec).toMatchObject({
+      minAvailable: 1,
+      selector: { matchLabels: dep.spec?.selector.matchLabels },
+    });
+    expect(only(objs, 'Service').spec).toMatchObject({
+      selector: dep.spec?.selector.matchLabels,
+      ports: [{ port: 8080, targetPort: 'http' }],
+    });
+    expect(objs.some((o) => o.kind === 'ServiceMonitor')).toBe(false);
+    for (const o of objs) {
+      expect(o.metadata.labels, `${o.kind} ${o.metadata.name}`).toMatchObject({
+        'app.kubernetes.io/name': 'mirrorhub-hub',
+        'app.kubernetes.io/instance': 'mirrorhub',
+        'app.kubernetes.io/managed-by': 'Helm',
+        'app.kubernetes.io/part-of': 'mirrorhub',
+        'app.kubernetes.io/component': 'hub',
+      });
+    }
+  });
+
+  it('hub: aws.roleArn annotates the ServiceAccount for IRSA; without it there is no annotation', async () => {
+    const irsa = only<V1ServiceAccount>(
+      await render(HUB_CHART, HUB_VALUE_SETS.irsa),
+      'ServiceAccount',
+    );
+    expect(irsa.metadata?.annotations).toEqual({ 'eks.amazonaws.com/role-arn': ROLE_ARN });
+    const dep = only<V1Deployment>(await render(HUB_CHART, HUB_VALUE_SETS.irsa), 'Deployment');
+    expect(deploymentEnv(dep, 'p').AWS_REGION).toBe('eu-west-1');
+    expectLockedDown(dep);
+
+    const plain = only<V1ServiceAccount>(await render(HUB_CHART), 'ServiceAccount');
+    expect(plain.metadata?.annotations?.['eks.amazonaws.com/role-arn']).toBeUndefined();
+  });
+
+  it('hub: a ServiceMonitor only when the cluster serves the Prometheus Operator API', async () => {
+    const on = ['--set', 'serviceMonitor.enabled=true'];
+    expect((await render(HUB_CHART, on)).some((o) => o.kind === 'ServiceMonitor')).toBe(false);
+    const sm = only(
+      await render(HUB_CHART, [...on, '--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor']),
+      'ServiceMonitor',
+    );
+    expect(sm.spec).toMatchObject({ endpoints: [{ port: 'http', path: '/metrics' }] });
+  });
+
+  it('hub: with the local agent in another namespace, the delivery Role goes there and nothing else does', async () => {
+    const objs = await render(HUB_CHART, HUB_VALUE_SETS['agent elsewhere, editors aggregated']);
+    const roles = objs.filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding');
+    expect(roles.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`).sort()).toEqual(
+      [
+        'Role mirrorhub-agent/mirrorhub-hub-delivery',
+        `Role ${NS}/mirrorhub-hub`,
+        'RoleBinding mirrorhub-agent/mirrorhub-hub-delivery',
+        `RoleBinding ${NS}/mirrorhub-hub`,
+      ],
+    );
+    const binding = only<V1RoleBinding>(objs, 'RoleBinding', 'mirrorhub-hub-delivery');
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'mirrorhub-hub', namespace: NS },
+    ]);
+  });
+
+  it('hub: the leader Lease and hash-key Secret it may touch are the names the hub uses', async () => {
+    const role = only<V1Role>(await render(HUB_CHART), 'Role', 'mirrorhub-hub');
+    const named = (resource: string) =>
+      (role.rules ?? [])
+        .filter((r) => r.resources?.includes(resource) && r.resourceNames)
+        .flatMap((r) => r.resourceNames!);
+    expect(named('leases')).toEqual([DEFAULT_LEASE_NAME]);
+    expect(named('secrets')).toEqual([HASH_KEY_SECRET]);
+  });
+
+  it("the hub has the same rights in its own cluster's agent namespace as in every follower's", async () => {
+    const hubDelivery = only<V1Role>(await render(HUB_CHART), 'Role', 'mirrorhub-hub-delivery');
+    const hubAccess = only<V1Role>(await render(AGENT_CHART), 'Role', 'mirrorhub-agent-hub-access');
+    expect(hubDelivery.rules).toEqual(hubAccess.rules);
+  });
+
+  it('agent: one replica replaced with Recreate, locked-down pod, env from the downward API', async () => {
+    const dep = only<V1Deployment>(
+      await render(AGENT_CHART, AGENT_VALUE_SETS['group and users']),
+      'Deployment',
+    );
+    expect(dep.spec?.replicas).toBe(1);
+    expect(dep.spec?.strategy?.type).toBe('Recreate');
+    expect(deploymentArgs(dep)).toEqual(['/app/agent/dist/main.js']);
+    expect(deploymentEnv(dep, 'agent-0')).toEqual({
+      MIRRORHUB_NAMESPACE: NS,
+      POD_NAME: 'agent-0',
+      MIRRORHUB_CLUSTER_NAME: 'follower-a',
+      LOG_LEVEL: 'info',
+      PORT: '8080',
+    });
+    expectLockedDown(dep);
+    // Without a cluster name the variable is left out (the agent's own default applies).
+    const plain = only<V1Deployment>(await render(AGENT_CHART), 'Deployment');
+    expect(deploymentEnv(plain, 'agent-0')).not.toHaveProperty('MIRRORHUB_CLUSTER_NAME');
+  });
+
+  it('agent: hub access is bound to the EKS group and any listed users, in the agent namespace only', async () => {
+    const objs = await render(AGENT_CHART, AGENT_VALUE_SETS['group and users']);
+    const binding = only<V1RoleBinding>(objs, 'RoleBinding', 'mirrorhub-agent-hub-access');
+    expect(binding.metadata?.namespace).toBe(NS);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'mirrorhub-agent-hub-access',
+    });
+    expect(binding.subjects).toEqual([
+      { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'mirrorhub-hub' },
+      {
+        kind: 'User',
+        apiGroup: 'rbac.authorization.k8s.io',
+        name: 'system:serviceaccount:ops:hub',
+      },
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
+    ]);
+    const off = await render(AGENT_CHART, ['--set', 'hubAccess.enabled=false']);
+    expect(off.some((o) => o.metadata.name === 'mirrorhub-agent-hub-access')).toBe(false);
+  });
+
+  it.each([
+    ['mirrorhub-hub', HUB_CHART, HUB_VALUE_SETS],
+    ['mirrorhub-agent', AGENT_CHART, AGENT_VALUE_SETS],
+  ] as const)(
+    '%s: no wildcard, no RBAC or CRD rights, no escalation verbs, no binding to cluster-admin or system:masters',
+    async (_name, chart, sets) => {
+      for (const args of Object.values(sets)) {
+        const objs = await render(chart, args);
+        const rules = objs
+          .filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
+          .flatMap((r) => (r as unknown as V1ClusterRole).rules ?? []);
+        expect(rules.length).toBeGreaterThan(0);
+        for (const r of rules) {
+          const where = JSON.stringify(r);
+          expect(r.verbs, where).not.toContain('*');
+          expect(r.resources ?? [], where).not.toContain('*');
+          expect(r.apiGroups ?? [], where).not.toContain('*');
+          expect(r.nonResourceURLs ?? [], where).toEqual([]);
+          for (const forbidden of ['escalate', 'bind', 'impersonate'])
+            expect(r.verbs, where).not.toContain(forbidden);
+          for (const forbidden of [
+            'rbac.authorization.k8s.io',
+            'apiextensions.k8s.io',
+            'admissionregistration.k8s.io',
+            'certificates.k8s.io',
+          ])
+            expect(r.apiGroups ?? [], where).not.toContain(forbidden);
+        }
+        const bindings = objs.filter(
+          (o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding',
+        ) as unknown as Array<V1ClusterRoleBinding | V1RoleBinding>;
+        expect(bindings.length).toBeGreaterThan(0);
+        for (const b of bindings) {
+          expect(['cluster-admin', 'admin', 'edit', 'view']).not.toContain(b.roleRef.name);
+          for (const s of b.subjects ?? [])
+            expect(s.name).not.toMatch(/^system:(masters|authenticated|unauthenticated)$/);
+        }
+      }
+    },
+  );
+
+  it.each<[string, string, string[], RegExp]>([
+    [
+      'a string where a number belongs',
+      HUB_CHART,
+      ['--set', 'replicaCount=two'],
+      /replicaCount: Invalid type\. Expected: integer, given: string/,
+    ],
+    [
+      'an unknown key (a typo)',
+      HUB_CHART,
+      ['--set', 'replicas=3'],
+      /Additional property replicas is not allowed/,
+    ],
+    [
+      'a typo in the security context',
+      HUB_CHART,
+      ['--set', 'securityContext.readOnlyRootFileSystem=true'],
+      /securityContext: Additional property readOnlyRootFileSystem is not allowed/,
+    ],
+    [
+      'an IRSA role that is not an IAM role ARN',
+      HUB_CHART,
+      ['--set', 'aws.roleArn=mirrorhub-hub'],
+      /aws\.roleArn: Does not match pattern/,
+    ],
+    [
+      'a privileged port for a non-root process',
+      HUB_CHART,
+      ['--set', 'port=80'],
+      /port: Must be greater than or equal to 1024/,
+    ],
+    [
+      'a second agent replica (no leader election)',
+      AGENT_CHART,
+      ['--set', 'replicaCount=2'],
+      /replicaCount: Must be less than or equal to 1/,
+    ],
+    [
+      'an unknown key in hubAccess',
+      AGENT_CHART,
+      ['--set', 'hubAccess.groups=x'],
+      /hubAccess: Additional property groups is not allowed/,
+    ],
+    [
+      'hub access bound to nobody',
+      AGENT_CHART,
+      ['--set', 'hubAccess.group='],
+      /neither hubAccess\.group nor hubAccess\.users names anyone/,
+    ],
+  ])('refuses %s, saying which value is wrong', async (_what, chart, args, message) => {
+    expect(await helmFails(['template', 'mirrorhub', chart, '--namespace', NS, ...args])).toMatch(
+      message,
+    );
+  });
+});
+
+function expectLockedDown(dep: V1Deployment): void {
+  const pod = dep.spec!.template.spec!;
+  expect(pod.securityContext).toMatchObject({
+    runAsNonRoot: true,
+    runAsUser: 65532,
+    seccompProfile: { type: 'RuntimeDefault' },
+  });
+  for (const c of pod.containers) {
+    expect(c.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      privileged: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(c.securityContext?.capabilities?.add ?? []).toEqual([]);
+  }
+  expect(pod.hostNetwork ?? false).toBe(false);
+  expect(pod.volumes ?? []).toEqual([]);
+}
+
+/** HTTP status of a request: 200 when it succeeds, the API's code when it fails. */
+async function status(p: Promise<unknown>): Promise<number> {
+  try {
+    await p;
+    return 200;
+  } catch (err) {
+    if (err instanceof ApiException) return err.code;
+    throw err;
+  }
+}
+
+const secret = (name: string) => ({ metadata: { name }, type: 'Opaque', stringData: { k: 'v' } });
+
+const delivery = (name: string) => ({
+  apiVersion: 'mirrorhub.io/v1alpha1',
+  kind: 'MirrorDelivery',
+  metadata: { name },
+  spec: {
+    mirror: { kind: 'ClusterSecretMirror', name: 'wildcard-tls', uid: 'b4c1f3e2' },
+    originCluster: 'hub',
+    payloadSecretName: `${name}-payload`,
+    target: { kind: 'Secret', name: 'wildcard-tls' },
+    namespaces: ['team-.+'],
+    contentHash: 'h1',
+  },
+});
+
+type Check = { can: boolean } & V1ResourceAttributes;
+const allow = (
+  verb: string,
+  resource: string,
+  more: Partial<V1ResourceAttributes> = {},
+): Check => ({ can: true, verb, resource, ...more });
+const deny = (verb: string, resource: string, more: Partial<V1ResourceAttributes> = {}): Check => ({
+  can: false,
+  verb,
+  resource,
+  ...more,
+});
+const MH = { group: 'mirrorhub.io' };
+const label = (c: Check) =>
+  `${c.can ? 'may' : 'may not'} ${c.verb} ${c.group ? `${c.resource}.${c.group}` : c.resource}${c.subresource ? `/${c.subresource}` : ''}${c.name ? ` ${c.name}` : ''} ${c.namespace ? `in ${c.namespace}` : 'cluster-wide'}`;
+
+describe('charts, installed on real API servers', () => {
+  let kit: Kit;
+  let hubAdmin: KubeConfig;
+  let followerAdmin: KubeConfig;
+  let asHub: KubeConfig;
+  let asAgent: KubeConfig;
+  let asHubInFollower: KubeConfig;
+  const installed: Record<string, string> = {};
+
+  const install = (release: string, chart: string, cluster: string, args: string[] = []) =>
+    runHelm([
+      'install',
+      release,
+      chart,
+      '--namespace',
+      NS,
+      '--create-namespace',
+      '--kubeconfig',
+      kit.cluster(cluster).kubeconfigPath,
+      ...args,
+    ]);
+
+  beforeAll(async () => {
+    kit = await startKit({ clusters: ['hub', 'follower-a'], aws: false });
+    hubAdmin = kit.cluster('hub').kubeConfig();
+    followerAdmin = kit.cluster('follower-a').kubeConfig();
+    // The management cluster gets the hub and its local agent; the follower only the agent.
+    installed.hub = await install('mirrorhub-hub', HUB_CHART, 'hub', [
+      '--set',
+      `aws.roleArn=${ROLE_ARN}`,
+    ]);
+    installed.localAgent = await install('mirrorhub-agent', AGENT_CHART, 'hub', [
+      '--set',
+      'clusterName=hub',
+    ]);
+    installed.agent = await install('mirrorhub-agent', AGENT_CHART, 'follower-a', [
+      '--set',
+      'clusterName=follower-a',
+    ]);
+    for (const [kc, ns] of [
+      [hubAdmin, 'team-a'],
+      [followerAdmin, 'team-a'],
+      [followerAdmin, 'team-b'],
+    ] as const) {
+      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+    }
+    asHub = await serviceAccountKubeConfig(hubAdmin, { namespace: NS, name: 'mirrorhub-hub' });
+    asAgent = await serviceAccountKubeConfig(followerAdmin, {
+      namespace: NS,
+      name: 'mirrorhub-agent',
+    });
+    asHubInFollower = impersonatingKubeConfig(followerAdmin, HUB_IN_FOLLOWER);
+  });
+
+  afterAll(async () => {
+    await kit?.stop();
+  });
+
+  it('installs with CRDs, workloads, ServiceAccounts and RBAC, and prints its next steps', async () => {
+    expect(installed.hub).toContain('STATUS: deployed');
+    expect(installed.hub).toContain(
+      `IRSA: the ServiceAccount mirrorhub-hub is annotated with ${ROLE_ARN}`,
+    );
+    expect(installed.agent).toContain('STATUS: deployed');
+    expect(installed.agent).toContain('group mirrorhub-hub');
+    for (const [cluster, kc, chart] of [
+      ['hub', hubAdmin, 'mirrorhub-hub'],
+      ['follower-a', followerAdmin, 'mirrorhub-agent'],
+    ] as const) {
+      const ext = kc.makeApiClient(ApiextensionsV1Api);
+      for (const crd of loadCrds(chart)) {
+        await eventually(async () => {
+          const cur = await ext.readCustomResourceDefinition({ name: crd.metadata!.name! });
+          expect(
+            cur.status?.conditions?.find((c) => c.type === 'Established')?.status,
+            `${cluster} ${crd.metadata!.name}`,
+          ).toBe('True');
+        });
+      }
+    }
+    expect(loadCrds('mirrorhub-hub')).toHaveLength(4);
+    const apps = (kc: KubeConfig) => kc.makeApiClient(AppsV1Api);
+    const hubDep = await apps(hubAdmin).readNamespacedDeployment({
+      namespace: NS,
+      name: 'mirrorhub-hub',
+    });
+    expect(hubDep.spec?.replicas).toBe(2);
+    expect(
+      (await apps(hubAdmin).readNamespacedDeployment({ namespace: NS, name: 'mirrorhub-agent' }))
+        .spec?.replicas,
+    ).toBe(1);
+    expect(
+      (
+        await apps(followerAdmin).readNamespacedDeployment({
+          namespace: NS,
+          name: 'mirrorhub-agent',
+        })
+      ).spec?.replicas,
+    ).toBe(1);
+    // Only the agent chart in the follower: no hub objects there.
+    expect(
+      (await apps(followerAdmin).listNamespacedDeployment({ namespace: NS })).items.map(
+        (d) => d.metadata?.name,
+      ),
+    ).toEqual(['mirrorhub-agent']);
+    const sa = await hubAdmin
+      .makeApiClient(CoreV1Api)
+      .readNamespacedServiceAccount({ namespace: NS, name: 'mirrorhub-hub' });
+    expect(sa.metadata?.annotations?.['eks.amazonaws.com/role-arn']).toBe(ROLE_ARN);
+    const rbac = followerAdmin.makeApiClient(RbacAuthorizationV1Api);
+    expect(
+      (await rbac.listNamespacedRole({ namespace: NS })).items.map((r) => r.metadata?.name).sort(),
+    ).toEqual(['mirrorhub-agent', 'mirrorhub-agent-hub-access']);
+    expect((await rbac.readClusterRole({ name: 'mirrorhub-agent' })).rules).toHaveLength(2);
+  });
+
+  it('helm install refuses a values typo before touching the cluster', async () => {
+    const err = await helmFails([
+      'install',
+      'typo',
+      HUB_CHART,
+      '--namespace',
+      'typo',
+      '--create-namespace',
+      '--kubeconfig',
+      kit.cluster('hub').kubeconfigPath,
+      '--set',
+      'replicas=3',
+    ]);
+    expect(err).toMatch(/Additional property replicas is not allowed/);
+    const names = (await hubAdmin.makeApiClient(CoreV1Api).listNamespace()).items.map(
+      (n) => n.metadata?.name,
+    );
+    expect(names).not.toContain('typo');
+  });
+
+  describe('the agent ServiceAccount (follower-a)', () => {
+    it('copies into any namespace and watches namespaces, for real', async () => {
+      const core = asAgent.makeApiClient(CoreV1Api);
+      await core.createNamespacedSecret({ namespace: 'team-b', body: secret('wildcard-tls') });
+      await core.createNamespacedConfigMap({
+        namespace: 'team-a',
+        body: { metadata: { name: 'ca-bundle' }, data: { 'ca.crt': 'x' } },
+      });
+      expect((await core.listNamespace()).items.map((n) => n.metadata?.name)).toContain('team-b');
+      await core.deleteNamespacedSecret({ namespace: 'team-b', name: 'wildcard-tls' });
+    });
+
+    it('is refused CRDs, RBAC and nodes, for real', async () => {
+      const crd = loadCrds('mirrorhub-agent')[0]!;
+      expect(
+        await status(
+          asAgent
+            .makeApiClient(ApiextensionsV1Api)
+            .deleteCustomResourceDefinition({ name: crd.metadata!.name! }),
+        ),
+      ).toBe(403);
+      expect(
+        await status(
+          asAgent.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+            body: {
+              metadata: { name: 'me-admin' },
+              roleRef: {
+                apiGroup: 'rbac.authorization.k8s.io',
+                kind: 'ClusterRole',
+                name: 'cluster-admin',
+              },
+              subjects: [{ kind: 'ServiceAccount', name: 'mirrorhub-agent', namespace: NS }],
+            },
+          }),
+        ),
+      ).toBe(403);
+      expect(await status(asAgent.makeApiClient(CoreV1Api).listNode())).toBe(403);
+    });
+
+    it.each(
+      (
+        [
+          allow('create', 'secrets', { namespace: 'team-a' }),
+          allow('delete', 'secrets', { namespace: 'any-namespace' }),
+          allow('update', 'configmaps', { namespace: 'team-b' }),
+          allow('watch', 'namespaces'),
+          allow('list', 'secrets'),
+          allow('watch', 'mirrordeliveries', { ...MH, namespace: NS }),
+          allow('patch', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'status' }),
+          allow('update', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'finalizers' }),
+          allow('update', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
+          allow('create', 'events', { namespace: NS }),
+          // The hub writes deliveries; the agent only reports on them.
+          deny('create', 'mirrordeliveries', { ...MH, namespace: NS }),
+          deny('delete', 'mirrordeliveries', { ...MH, namespace: NS }),
+          deny('watch', 'mirrordeliveries', { ...MH, namespace: 'team-a' }),
+          deny('create', 'customresourcedefinitions', { group: 'apiextensions.k8s.io' }),
+          deny('update', 'customresourcedefinitions', { group: 'apiextensions.k8s.io' }),
+          deny('create', 'roles', { group: 'rbac.authorization.k8s.io', namespace: NS }),
+          deny('create', 'rolebindings', {
+            group: 'rbac.authorization.k8s.io',
+            namespace: 'team-a',
+          }),
+          deny('create', 'clusterroles', { group: 'rbac.authorization.k8s.io' }),
+          deny('create', 'clusterrolebindings', { group: 'rbac.authorization.k8s.io' }),
+          deny('bind', 'clusterroles', { group: 'rbac.authorization.k8s.io' }),
+          deny('get', 'nodes'),
+          deny('list', 'nodes'),
+          deny('create', 'namespaces'),
+          deny('delete', 'namespaces'),
+          deny('create', 'pods', { namespace: 'team-a' }),
+          deny('create', 'serviceaccounts', {
+            subresource: 'token',
+            namespace: NS,
+            name: 'mirrorhub-agent',
+          }),
+          deny('impersonate', 'users'),
+          deny('create', 'events', { namespace: 'team-a' }),
+        ] satisfies Check[]
+      ).map((c) => [label(c), c] as const),
+    )('%s', async (_label, check) => {
+      const { can, ...attrs } = check;
+      expect(await canI(asAgent, attrs)).toBe(can);
+    });
+  });
+
+  describe('the hub ServiceAccount (hub cluster)', () => {
+    it('delivers into its namespace and is refused Secrets elsewhere, for real', async () => {
+      const custom = asHub.makeApiClient(CustomObjectsApi);
+      await custom.createNamespacedCustomObject({
+        group: 'mirrorhub.io',
+        version: 'v1alpha1',
+        namespace: NS,
+        plural: 'mirrordeliveries',
+        body: delivery('csm-wildcard-tls-0a1b2c3d'),
+      });
+      const core = asHub.makeApiClient(CoreV1Api);
+      await core.createNamespacedSecret({
+        namespace: NS,
+        body: secret('csm-wildcard-tls-0a1b2c3d-payload'),
+      });
+      await core.createNamespacedSecret({ namespace: NS, body: secret(HASH_KEY_SECRET) });
+      expect(
+        (await core.readNamespacedSecret({ namespace: NS, name: HASH_KEY_SECRET })).metadata?.name,
+      ).toBe(HASH_KEY_SECRET);
+      expect(
+        await status(core.createNamespacedSecret({ namespace: 'team-a', body: secret('x') })),
+      ).toBe(403);
+      expect(
+        await status(
+          custom.createNamespacedCustomObject({
+            group: 'mirrorhub.io',
+            version: 'v1alpha1',
+            namespace: 'team-a',
+            plural: 'mirrordeliveries',
+            body: delivery('x'),
+          }),
+        ),
+      ).toBe(403);
+      // Sources are read anywhere.
+      await hubAdmin
+        .makeApiClient(CoreV1Api)
+        .createNamespacedSecret({ namespace: 'team-a', body: secret('source') });
+      expect(
+        (await core.readNamespacedSecret({ namespace: 'team-a', name: 'source' })).metadata?.name,
+      ).toBe('source');
+    });
+
+    it.each(
+      (
+        [
+          allow('watch', 'secretmirrors', MH),
+          allow('patch', 'secretmirrors', { ...MH, namespace: 'team-a', subresource: 'status' }),
+          allow('update', 'secretmirrors', { ...MH, namespace: 'team-a' }),
+          allow('patch', 'clustersecretmirrors', { ...MH, subresource: 'status' }),
+          allow('update', 'mirrorclusters', { ...MH, subresource: 'finalizers' }),
+          allow('watch', 'secrets', { namespace: 'team-a' }),
+          allow('watch', 'configmaps'),
+          allow('create', 'events', { namespace: 'team-a' }),
+          allow('create', 'mirrordeliveries', { ...MH, namespace: NS }),
+          allow('delete', 'mirrordeliveries', { ...MH, namespace: NS }),
+          allow('get', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'status' }),
+          allow('delete', 'secrets', { namespace: NS }),
+          allow('create', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
+          allow('update', 'leases', {
+            group: 'coordination.k8s.io',
+            namespace: NS,
+            name: 'mirrorhub-hub',
+          }),
+          allow('watch', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
+          deny('update', 'leases', {
+            group: 'coordination.k8s.io',
+            namespace: NS,
+            name: 'mirrorhub-agent',
+          }),
+          deny('update', 'leases', {
+            group: 'coordination.k8s.io',
+            namespace: 'kube-system',
+            name: 'mirrorhub-hub',
+          }),
+          deny('create', 'secrets', { namespace: 'team-a' }),
+          deny('update', 'secrets', { namespace: 'team-a' }),
+          deny('delete', 'configmaps', { namespace: 'team-a' }),
+          deny('create', 'mirrordeliveries', { ...MH, namespace: 'team-a' }),
+          deny('update', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'status' }),
+          deny('create', 'secretmirrors', { ...MH, namespace: 'team-a' }),
+          deny('delete', 'clustersecretmirrors', MH),
+          deny('create', 'mirrorclusters', MH),
+          deny('create', 'customresourcedefinitions', { group: 'apiextensions.k8s.io' }),
+          deny('create', 'rolebindings', { group: 'rbac.authorization.k8s.io', namespace: NS }),
+          deny('list', 'namespaces'),
+          deny('list', 'nodes'),
+          deny('impersonate', 'groups'),
+        ] satisfies Check[]
+      ).map((c) => [label(c), c] as const),
+    )('%s', async (_label, check) => {
+      const { can, ...attrs } = check;
+      expect(await canI(asHub, attrs)).toBe(can);
+    });
+  });
+
+  describe("the hub's group in a follower (hubAccess, by impersonation)", () => {
+    it('delivers into the agent namespace and is refused Secrets everywhere else, for real', async () => {
+      const custom = asHubInFollower.makeApiClient(CustomObjectsApi);
+      await custom.createNamespacedCustomObject({
+        group: 'mirrorhub.io',
+        version: 'v1alpha1',
+        namespace: NS,
+        plural: 'mirrordeliveries',
+        body: delivery('csm-wildcard-tls-9f8e7d6c'),
+      });
+      const core = asHubInFollower.makeApiClient(CoreV1Api);
+      await core.createNamespacedSecret({
+        namespace: NS,
+        body: secret('csm-wildcard-tls-9f8e7d6c-payload'),
+      });
+      expect(
+        (await core.listNamespacedSecret({ namespace: NS })).items.map((s) => s.metadata?.name),
+      ).toContain('csm-wildcard-tls-9f8e7d6c-payload');
+      expect(await status(core.listSecretForAllNamespaces())).toBe(403);
+      expect(await status(core.listNamespacedSecret({ namespace: 'team-a' }))).toBe(403);
+      expect(
+        await status(core.createNamespacedSecret({ namespace: 'team-b', body: secret('x') })),
+      ).toBe(403);
+      expect(await status(core.listNamespace())).toBe(403);
+    });
+
+    it('is granted by the group: the same user without it gets nothing', async () => {
+      const bare = impersonatingKubeConfig(followerAdmin, { user: HUB_IN_FOLLOWER.user });
+      expect(
+        await canI(bare, {
+          group: 'mirrorhub.io',
+          resource: 'mirrordeliveries',
+          verb: 'create',
+          namespace: NS,
+        }),
+      ).toBe(false);
+      expect(
+        await status(bare.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: NS })),
+      ).toBe(403);
+    });
+
+    it.each(
+      (
+        [
+          allow('create', 'mirrordeliveries', { ...MH, namespace: NS }),
+          allow('watch', 'mirrordeliveries', { ...MH, namespace: NS }),
+          allow('delete', 'mirrordeliveries', { ...MH, namespace: NS }),
+          allow('get', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'status' }),
+          allow('update', 'secrets', { namespace: NS }),
+          allow('watch', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
+          deny('update', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'status' }),
+          deny('update', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
+          deny('list', 'secrets'),
+          deny('get', 'secrets', { namespace: 'team-a' }),
+          deny('list', 'configmaps', { namespace: 'team-a' }),
+          deny('create', 'mirrordeliveries', { ...MH, namespace: 'team-a' }),
+          deny('list', 'namespaces'),
+          deny('create', 'roles', { group: 'rbac.authorization.k8s.io', namespace: NS }),
+          deny('create', 'pods', { namespace: NS }),
+          deny('create', 'serviceaccounts', {
+            subresource: 'token',
+            namespace: NS,
+            name: 'mirrorhub-agent',
+          }),
+        ] satisfies Check[]
+      ).map((c) => [label(c), c] as const),
+    )('%s', async (_label, check) => {
+      const { can, ...attrs } = check;
+      expect(await canI(asHubInFollower, attrs)).toBe(can);
+    });
+  });
+});
