@@ -1,0 +1,186 @@
+// One agent: the delivery controller, its heartbeat, and (optionally) leader election and the
+// health/metrics server, wired for one cluster. No globals: several agents can run in one
+// process (integration tests do), each with its own metrics registry.
+
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  childLogger,
+  createLeaderElector,
+  createLogger,
+  createMetrics,
+  startHealthServer,
+  type HealthServer,
+  type LeaderElector,
+  type Logger,
+  type Registry,
+} from '@mirrorhub/shared';
+import { DeliveryController } from './controllers/delivery/controller.js';
+import { Heartbeat } from './heartbeat.js';
+
+export interface LeaderElectionConfig {
+  leaseName: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+export interface AgentConfig {
+  kubeConfig: KubeConfig;
+  /** The agent namespace (MirrorDeliveries, payload Secrets, the heartbeat Lease). */
+  namespace: string;
+  /** This cluster's name, as the hub knows it (a label on metrics, an annotation on the Lease). */
+  clusterName: string;
+  version: string;
+  logger?: Logger;
+  /** Serve /healthz, /readyz and /metrics: 0 = an ephemeral port, undefined = no server. */
+  healthPort?: number;
+  /** Full resync of every delivery this often (default 300). */
+  resyncSeconds?: number;
+  /** Deliveries reconciled at once (default 4). */
+  concurrency?: number;
+  /** Copy writes in flight at once per delivery (default 16). */
+  writeParallelism?: number;
+  /** Run the controller only while holding this Lease (default false: always run). */
+  leaderElection?: false | LeaderElectionConfig;
+  /** Heartbeat Lease renewal (default every 30 s); false = no heartbeat. */
+  heartbeat?: false | { intervalMs?: number };
+  /** Unique per process (leader election, heartbeat holder). Default: hostname + random. */
+  identity?: string;
+  /** Collect Node.js process metrics into the registry (default true). */
+  processMetrics?: boolean;
+}
+
+export interface Agent {
+  /** Resolves when the caches are synced and the controller runs (or campaigns for the lease). */
+  start(): Promise<void>;
+  /** Stops reconciling, waits for in-flight work, stops watches and servers. Idempotent. */
+  stop(): Promise<void>;
+  readonly registry: Registry;
+  /** Port of the health/metrics server, once started (undefined without one). */
+  readonly port: number | undefined;
+  /** True once every cache has listed. */
+  ready(): boolean;
+  /** Resolves when no delivery is queued or being reconciled (tests, benchmarks). */
+  idle(): Promise<void>;
+}
+
+export function createAgent(config: AgentConfig): Agent {
+  const identity = config.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
+  const log = childLogger(config.logger ?? createLogger(), {
+    component: 'agent',
+    cluster: config.clusterName,
+  });
+  const metrics = createMetrics({
+    component: 'agent',
+    defaultLabels: { cluster: config.clusterName },
+    defaultMetrics: config.processMetrics ?? true,
+  });
+  const controller = new DeliveryController({
+    kubeConfig: config.kubeConfig,
+    namespace: config.namespace,
+    agentVersion: config.version,
+    logger: log,
+    metrics,
+    resyncMs: (config.resyncSeconds ?? 300) * 1000,
+    concurrency: config.concurrency ?? 4,
+    writeParallelism: config.writeParallelism ?? 16,
+  });
+  const heartbeat =
+    config.heartbeat === false
+      ? undefined
+      : () =>
+          new Heartbeat({
+            kubeConfig: config.kubeConfig,
+            namespace: config.namespace,
+            clusterName: config.clusterName,
+            version: config.version,
+            identity,
+            intervalMs: (config.heartbeat || undefined)?.intervalMs ?? 30_000,
+            logger: log,
+          });
+
+  let server: HealthServer | undefined;
+  let elector: LeaderElector | undefined;
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
+  const running = new AbortController();
+  let runDone: Promise<void> = Promise.resolve();
+
+  /** One term of work: heartbeat + controller until `signal` aborts. */
+  async function work(signal: AbortSignal): Promise<void> {
+    const hb = heartbeat?.();
+    await hb?.start();
+    try {
+      await controller.run(signal);
+    } finally {
+      await hb?.stop();
+    }
+  }
+
+  async function start(): Promise<void> {
+    if (config.healthPort !== undefined) {
+      server = await startHealthServer({
+        port: config.healthPort,
+        registry: metrics.registry,
+        logger: log,
+      });
+      server.addReadinessCheck('caches', () => controller.hasSynced() || 'caches not synced');
+    }
+    await controller.start();
+    if (running.signal.aborted) return;
+    if (config.leaderElection) {
+      const le = config.leaderElection;
+      elector = createLeaderElector({
+        kubeConfig: config.kubeConfig,
+        namespace: config.namespace,
+        name: le.leaseName,
+        identity,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
+        logger: log,
+        metrics,
+        onStartedLeading: (signal) => work(signal),
+      });
+      const e = elector;
+      server?.addReadinessCheck('leader-election', () => e.check());
+      elector.start();
+    } else {
+      runDone = work(running.signal);
+    }
+    log.info(
+      { namespace: config.namespace, version: config.version, identity, port: server?.port },
+      'agent started',
+    );
+  }
+
+  async function stop(): Promise<void> {
+    running.abort();
+    await elector?.stop();
+    await runDone;
+    // Also ends a start() still waiting for caches (their `synced` rejects).
+    await controller.stop();
+    await starting?.catch(() => undefined);
+    await server?.close();
+    log.info('agent stopped');
+  }
+
+  return {
+    start() {
+      starting ??= start();
+      return starting;
+    },
+    stop() {
+      stopping ??= stop();
+      return stopping;
+    },
+    registry: metrics.registry,
+    get port() {
+      return server?.port;
+    },
+    ready: () => controller.hasSynced(),
+    idle: () => controller.idle(),
+  };
+}

@@ -1,0 +1,78 @@
+// The agent's configuration from flags and environment, read once by main.ts.
+
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { AgentConfig } from './agent.js';
+
+export interface MainConfig extends Omit<AgentConfig, 'kubeConfig' | 'logger'> {
+  /** --kubeconfig; otherwise KUBECONFIG, ~/.kube/config or the pod's service account. */
+  kubeconfigPath: string | undefined;
+}
+
+function agentVersion(env: NodeJS.ProcessEnv): string {
+  if (env['MIRRORHUB_VERSION']) return env['MIRRORHUB_VERSION'];
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
+    return pkg.version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`${name} must be a whole number; got "${value}"`);
+  return n;
+}
+
+/** Configuration from flags and environment, validated; throws with a clear message. */
+export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      'cluster-name': { type: 'string' },
+      port: { type: 'string' },
+    },
+    strict: true,
+  });
+  const clusterName = values['cluster-name'] ?? env['MIRRORHUB_CLUSTER_NAME'] ?? '';
+  if (!clusterName) throw new Error('MIRRORHUB_CLUSTER_NAME (or --cluster-name) is required');
+  const identity = env['POD_NAME']
+    ? `${env['POD_NAME']}-${randomBytes(3).toString('hex')}`
+    : `${hostname()}-${randomBytes(3).toString('hex')}`;
+  const leaderElection = (env['MIRRORHUB_LEADER_ELECTION'] ?? 'true').toLowerCase() !== 'false';
+  return {
+    kubeconfigPath: values.kubeconfig,
+    namespace: values.namespace ?? env['MIRRORHUB_NAMESPACE'] ?? 'mirrorhub-system',
+    clusterName,
+    version: agentVersion(env),
+    healthPort: positiveInt('PORT', values.port ?? env['PORT'], 8080),
+    resyncSeconds: positiveInt('MIRRORHUB_RESYNC_SECONDS', env['MIRRORHUB_RESYNC_SECONDS'], 300),
+    identity,
+    leaderElection: leaderElection
+      ? {
+          leaseName: 'mirrorhub-agent-leader',
+          leaseDurationMs: 15_000,
+          renewDeadlineMs: 10_000,
+          retryPeriodMs: 2_000,
+        }
+      : false,
+  };
+}
+
+/** --kubeconfig, else the default chain: KUBECONFIG, ~/.kube/config, in-cluster. */
+export function loadKubeConfig(path: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  return kc;
+}

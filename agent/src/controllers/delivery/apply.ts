@@ -1,0 +1,365 @@
+// Applies a delivery plan's actions to one cluster, each independently: one action's failure is
+// an outcome for its namespace, never an exception that stops the others.
+//
+// Every write to an object we saw in the cache is conditional (resourceVersion in the body or
+// in delete preconditions), so a copy replaced behind our back by someone else's object is
+// never overwritten: the write fails with 409 and the queue retries with fresh cache contents.
+
+import type { CoreV1Api, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_ORIGIN,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+  errorMessage,
+  httpStatusOf,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  mergePatchOptions,
+  ownershipOf,
+  type SourceKind,
+} from '@mirrorhub/shared';
+import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
+
+type StringMap = Record<string, string>;
+type KubeObject = V1Secret | V1ConfigMap;
+
+/** What the controller learns from a write: the copy's new state (for drift detection). */
+export interface WriteObserver {
+  /** We wrote (or read and confirmed) `kind` ns/name at this resourceVersion. */
+  wrote(kind: SourceKind, obj: KubeObject): void;
+  /** We are about to delete or release this object: its watch event is our own doing. */
+  removing(kind: SourceKind, ref: ObjectRef): void;
+  /** Count a successful API write / a failed one. */
+  written(kind: SourceKind, verb: 'create' | 'update' | 'patch' | 'delete'): void;
+  failed(kind: SourceKind, verb: 'create' | 'update' | 'patch' | 'delete', err: unknown): void;
+}
+
+export interface ApplyContext {
+  core: CoreV1Api;
+  deliveryName: string;
+  /** Adopt foreign objects found on create (conflictPolicy Adopt). */
+  adopt: boolean;
+  observer: WriteObserver;
+  /** Field manager recorded in managedFields. */
+  fieldManager: string;
+}
+
+/** Runs `fn` over `items` with at most `limit` at once; results in input order. */
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), items.length) }, worker));
+  return results;
+}
+
+export async function applyActions(
+  ctx: ApplyContext,
+  actions: readonly Action[],
+  parallelism: number,
+): Promise<Outcome[]> {
+  return mapLimit(actions, parallelism, (a) => applyOne(ctx, a));
+}
+
+async function applyOne(ctx: ApplyContext, action: Action): Promise<Outcome> {
+  const base = { namespace: action.namespace, op: action.op };
+  const tag = (r: Result): Outcome => ({ ...base, ...r }) as Outcome;
+  try {
+    switch (action.op) {
+      case 'create':
+        return tag(await create(ctx, action.object));
+      case 'adopt':
+        return tag(await adopt(ctx, action.object));
+      case 'update':
+        return tag(await update(ctx, action.object, action.current, action.recreate));
+      case 'verify':
+        return tag(await verify(ctx, action.object, action.current));
+      case 'delete':
+        return tag(await remove(ctx, action.target));
+      case 'release':
+        return tag(await release(ctx, action.target));
+    }
+  } catch (err) {
+    return tag(failure(err));
+  }
+}
+
+/** An outcome before it is tagged with its namespace and op. */
+type Result = Outcome extends infer O
+  ? O extends unknown
+    ? Omit<O, 'namespace' | 'op'>
+    : never
+  : never;
+const OK: Result = { result: 'ok' };
+
+function failure(err: unknown): Result {
+  // 409 on a stale resourceVersion, or the object vanished: a race the next round resolves.
+  if (isConflict(err) || isNotFound(err)) return { result: 'retry', message: errorMessage(err) };
+  return { result: 'failed', message: errorMessage(err) };
+}
+
+// ---- the API calls (one place per verb, counted) ----------------------------------------------
+
+async function call<T>(
+  ctx: ApplyContext,
+  kind: SourceKind,
+  verb: 'create' | 'update' | 'patch' | 'delete',
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    const r = await fn();
+    ctx.observer.written(kind, verb);
+    return r;
+  } catch (err) {
+    ctx.observer.failed(kind, verb, err);
+    throw err;
+  }
+}
+
+async function read(ctx: ApplyContext, kind: SourceKind, ns: string, name: string) {
+  try {
+    return kind === 'Secret'
+      ? await ctx.core.readNamespacedSecret({ name, namespace: ns })
+      : await ctx.core.readNamespacedConfigMap({ name, namespace: ns });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+async function createRaw(ctx: ApplyContext, obj: Copy): Promise<KubeObject> {
+  const namespace = obj.metadata.namespace;
+  const fieldManager = ctx.fieldManager;
+  const created = await call(ctx, obj.kind, 'create', () =>
+    obj.kind === 'Secret'
+      ? ctx.core.createNamespacedSecret({ namespace, body: obj, fieldManager })
+      : ctx.core.createNamespacedConfigMap({ namespace, body: obj, fieldManager }),
+  );
+  ctx.observer.wrote(obj.kind, created);
+  return created;
+}
+
+async function replaceRaw(ctx: ApplyContext, obj: Copy, resourceVersion: string | undefined) {
+  const { namespace, name } = obj.metadata;
+  const fieldManager = ctx.fieldManager;
+  const body = { ...obj, metadata: { ...obj.metadata, resourceVersion } };
+  const replaced = await call(ctx, obj.kind, 'update', () =>
+    body.kind === 'Secret'
+      ? ctx.core.replaceNamespacedSecret({ name, namespace, body, fieldManager })
+      : ctx.core.replaceNamespacedConfigMap({ name, namespace, body, fieldManager }),
+  );
+  ctx.observer.wrote(obj.kind, replaced);
+  return replaced;
+}
+
+async function deleteRaw(ctx: ApplyContext, ref: ObjectRef): Promise<void> {
+  const { kind, namespace, name } = ref;
+  const preconditions = {
+    ...(ref.uid ? { uid: ref.uid } : {}),
+    ...(ref.resourceVersion ? { resourceVersion: ref.resourceVersion } : {}),
+  };
+  ctx.observer.removing(kind, ref);
+  await call(ctx, kind, 'delete', () =>
+    kind === 'Secret'
+      ? ctx.core.deleteNamespacedSecret({ name, namespace, body: { preconditions } })
+      : ctx.core.deleteNamespacedConfigMap({ name, namespace, body: { preconditions } }),
+  );
+}
+
+// ---- actions ----------------------------------------------------------------------------------
+
+async function create(ctx: ApplyContext, obj: Copy): Promise<Result> {
+  try {
+    await createRaw(ctx, obj);
+    return OK;
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+  }
+  // The name is taken by an object our cache does not show as ours: look at it.
+  return takeOver(ctx, obj, ctx.adopt);
+}
+
+async function adopt(ctx: ApplyContext, obj: Copy): Promise<Result> {
+  return takeOver(ctx, obj, true);
+}
+
+/** An object holds the target name: write over it if it is ours (or adoptable), else conflict. */
+async function takeOver(ctx: ApplyContext, obj: Copy, adoptForeign: boolean): Promise<Result> {
+  const { namespace, name } = obj.metadata;
+  const existing = await read(ctx, obj.kind, namespace, name);
+  const owner = ownershipOf(existing, ctx.deliveryName);
+  switch (owner) {
+    case 'absent':
+      return { result: 'retry', message: `${obj.kind} ${namespace}/${name} vanished` };
+    case 'other-delivery':
+      return {
+        result: 'conflict',
+        adoptable: false,
+        message: `${obj.kind} ${namespace}/${name} is a copy of MirrorDelivery "${existing?.metadata?.labels?.[LABEL_DELIVERY] ?? ''}"`,
+      };
+    case 'foreign':
+      if (!adoptForeign) {
+        return {
+          result: 'conflict',
+          adoptable: true,
+          message: `${obj.kind} ${namespace}/${name} exists and is not managed by mirrorhub (conflictPolicy Skip)`,
+        };
+      }
+      break;
+    case 'ours':
+      break;
+  }
+  await overwrite(ctx, obj, existing!);
+  return OK;
+}
+
+/** Replace `existing` with `obj`, recreating it when Kubernetes refuses the change in place. */
+async function overwrite(ctx: ApplyContext, obj: Copy, existing: KubeObject): Promise<void> {
+  const ref: ObjectRef = {
+    kind: obj.kind,
+    namespace: obj.metadata.namespace,
+    name: obj.metadata.name,
+    uid: existing.metadata?.uid,
+    resourceVersion: existing.metadata?.resourceVersion,
+  };
+  if (mustRecreate(obj, existing)) {
+    await deleteRaw(ctx, ref);
+    await createRaw(ctx, obj);
+    return;
+  }
+  await replaceRaw(ctx, obj, ref.resourceVersion);
+}
+
+/** Secret type and immutable objects cannot change in place. */
+function mustRecreate(obj: Copy, existing: KubeObject): boolean {
+  if ((existing as { immutable?: boolean }).immutable) return true;
+  return obj.kind === 'Secret' && ((existing as V1Secret).type ?? 'Opaque') !== obj.type;
+}
+
+async function update(
+  ctx: ApplyContext,
+  obj: Copy,
+  current: ObjectRef,
+  recreate: boolean,
+): Promise<Result> {
+  if (recreate) {
+    await deleteRaw(ctx, current);
+    await createRaw(ctx, obj);
+    return OK;
+  }
+  try {
+    await replaceRaw(ctx, obj, current.resourceVersion);
+    return OK;
+  } catch (err) {
+    // 422: e.g. the Secret type changed and the cache could not tell us (metadata only).
+    if (httpStatusOf(err) !== 422) throw err;
+    const existing = await read(ctx, obj.kind, current.namespace, current.name);
+    if (!existing || existing.metadata?.uid !== current.uid || !mustRecreate(obj, existing)) {
+      throw err;
+    }
+    await overwrite(ctx, obj, existing);
+    return OK;
+  }
+}
+
+/** Read a copy someone else changed; write it only if its content is not what it should be. */
+async function verify(ctx: ApplyContext, obj: Copy, current: ObjectRef): Promise<Result> {
+  const existing = await read(ctx, obj.kind, current.namespace, current.name);
+  if (!existing) return { result: 'retry', message: `${obj.kind} vanished` };
+  if (ownershipOf(existing, ctx.deliveryName) !== 'ours') {
+    // Our marks went since the cache saw it: the watch will tell; decide then.
+    return { result: 'retry', message: `${obj.kind} is no longer marked as ours` };
+  }
+  if (sameContent(obj, existing)) {
+    ctx.observer.wrote(obj.kind, existing);
+    return { result: 'unchanged' };
+  }
+  await overwrite(ctx, obj, existing);
+  return OK;
+}
+
+async function remove(ctx: ApplyContext, target: ObjectRef): Promise<Result> {
+  try {
+    await deleteRaw(ctx, target);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  return OK;
+}
+
+/** Retain: the object stays, our labels and annotations go (it is no longer a copy). */
+async function release(ctx: ApplyContext, target: ObjectRef): Promise<Result> {
+  const { kind, namespace, name } = target;
+  const body = {
+    metadata: {
+      ...(target.resourceVersion ? { resourceVersion: target.resourceVersion } : {}),
+      labels: { [LABEL_MANAGED_BY]: null, [LABEL_DELIVERY]: null },
+      annotations: {
+        [ANNOTATION_ORIGIN]: null,
+        [ANNOTATION_MIRROR]: null,
+        [ANNOTATION_CONTENT_HASH]: null,
+      },
+    },
+  };
+  ctx.observer.removing(kind, target);
+  try {
+    await call(ctx, kind, 'patch', () =>
+      kind === 'Secret'
+        ? ctx.core.patchNamespacedSecret(
+            { name, namespace, body, fieldManager: ctx.fieldManager },
+            mergePatchOptions(),
+          )
+        : ctx.core.patchNamespacedConfigMap(
+            { name, namespace, body, fieldManager: ctx.fieldManager },
+            mergePatchOptions(),
+          ),
+    );
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  return OK;
+}
+
+// ---- comparison -------------------------------------------------------------------------------
+
+function sameMap(a: StringMap | undefined, b: StringMap | undefined): boolean {
+  const ka = Object.keys(a ?? {});
+  const kb = Object.keys(b ?? {});
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b ?? {}, k) && b![k] === a![k]);
+}
+
+/** Every entry of `want` is in `have` with the same value (others may add their own). */
+function contains(have: StringMap | undefined, want: StringMap): boolean {
+  return Object.entries(want).every(([k, v]) => have?.[k] === v);
+}
+
+/**
+ * The existing object carries what the copy should: the same data (exactly), the same type, and
+ * our labels and annotations (others may add theirs, e.g. a reloader's annotation).
+ */
+export function sameContent(obj: Copy, existing: KubeObject): boolean {
+  if (
+    !contains(existing.metadata?.labels, obj.metadata.labels) ||
+    !contains(existing.metadata?.annotations, obj.metadata.annotations)
+  ) {
+    return false;
+  }
+  if (obj.kind === 'Secret') {
+    const s = existing as V1Secret;
+    return (s.type ?? 'Opaque') === obj.type && sameMap(s.data, obj.data);
+  }
+  const c = existing as V1ConfigMap;
+  return sameMap(c.data, obj.data) && sameMap(c.binaryData, obj.binaryData);
+}

@@ -1,0 +1,944 @@
+// The delivery controller's I/O: watch what a delivery depends on, route every change to the
+// deliveries it concerns, and for each one gather -> plan -> apply -> report status.
+//
+// What is cached (all through shared createWatcher):
+// - MirrorDeliveries and payload Secrets in the agent namespace: full objects (one each per
+//   mirror; the payload data is what copies are made of).
+// - Namespaces: metadata only, slimmed to name, labels and whether it is terminating.
+// - Copies (Secrets and ConfigMaps labelled mirrorhub.io/managed-by=mirrorhub, cluster-wide):
+//   metadata only, slimmed to identity, resourceVersion and the mirrorhub.io/ marks. Copy data
+//   is never cached: memory follows the number of copies, and unrelated Secrets are never seen.
+//
+// Drift detection without data: the copy watch tells us every resourceVersion a copy goes
+// through. We remember the resourceVersion at which each copy is known to hold the current
+// payload (we wrote it, or read and compared it). A copy whose resourceVersion moves without us
+// (kubectl edit, another controller) is "unverified": its delivery is queued and the plan asks
+// to verify it (GET + compare; write only if it differs). The payload Secret's resourceVersion is
+// part of that knowledge, so a payload that changes under an unchanged contentHash is caught too.
+
+import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import { Gauge } from 'prom-client';
+import {
+  ANNOTATION_CONTENT_HASH,
+  FIELD_MANAGER,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+  LABEL_PAYLOAD,
+  MANAGED_BY_VALUE,
+  MIRROR_DELIVERY,
+  RESERVED_PREFIX,
+  WorkQueue,
+  childLogger,
+  createWatcher,
+  errorMessage,
+  httpStatusOf,
+  instrumentWatcher,
+  isConflict,
+  isNotFound,
+  kubeListerWatcher,
+  makeClients,
+  mergePatchOptions,
+  mergePatchStatus,
+  readPayload,
+  realClock,
+  renderCopy,
+  type Clock,
+  type ControllerMetrics,
+  type CopyMarks,
+  type KubeClients,
+  type Logger,
+  type MirrorDelivery,
+  type MirrorDeliveryStatus,
+  type NamespaceMatcher,
+  type Payload,
+  type ProcessObservation,
+  type SourceKind,
+  type Watcher,
+} from '@mirrorhub/shared';
+import { applyActions, sameContent, type WriteObserver } from './apply.js';
+import {
+  AGENT_FINALIZER,
+  compileDeliveryMatcher,
+  deliveryMarks,
+  plan,
+  settle,
+  type ConflictInfo,
+  type CopyView,
+  type NamespaceView,
+  type ObjectRef,
+  type Outcome,
+  type PlanInput,
+} from './plan.js';
+
+export const CONTROLLER_NAME = 'delivery';
+
+export interface DeliveryControllerOptions {
+  kubeConfig: KubeConfig;
+  /** The agent namespace: MirrorDeliveries and payload Secrets live here. */
+  namespace: string;
+  agentVersion: string;
+  logger: Logger;
+  metrics: ControllerMetrics;
+  /** Full resync of every delivery this often (jittered +10%); default 300 s. */
+  resyncMs?: number;
+  /** Deliveries reconciled at once (default 4). */
+  concurrency?: number;
+  /** Copy writes in flight at once per delivery (default 16). */
+  writeParallelism?: number;
+  /**
+   * How long a payload change waits for the matching contentHash change before copies are
+   * checked against it (default 2000 ms). See `payloadSettling`.
+   */
+  payloadSettleMs?: number;
+  clock?: Clock;
+}
+
+/** A namespace as cached: name, labels, terminating. */
+interface NamespaceObject extends KubernetesObject {
+  metadata: {
+    name: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: Date;
+  };
+}
+
+/** A copy as cached: identity, resourceVersion, mirrorhub.io/ marks. Never data. */
+interface CopyObject extends KubernetesObject {
+  kind: SourceKind;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+}
+
+/** What we know about one copy's content (see the header). */
+interface Known {
+  uid: string | undefined;
+  resourceVersion: string | undefined;
+  payloadVersion: string | undefined;
+  /** Secret type (metadata-only watches do not carry it; we learn it from our writes). */
+  type: string | undefined;
+}
+
+/** What copies of one delivery should be, for the bulk check. */
+interface DesiredCopy {
+  delivery: MirrorDelivery;
+  payload: Payload;
+  payloadVersion: string | undefined;
+  marks: CopyMarks;
+}
+
+interface DeliveryState {
+  failures: Map<string, string>;
+  conflicts: Map<string, { info: ConflictInfo; at: number }>;
+  matcher?: { uid: string | undefined; generation: number | undefined; matcher: NamespaceMatcher };
+  /** The delivery as our last patch returned it, until the cache catches up with it. */
+  patched?: { staleVersion: string | undefined; obj: MirrorDelivery };
+}
+
+/** Retry a delivery with backoff after failed writes (its status was reported first). */
+class WritesFailedError extends Error {
+  override readonly name = 'WritesFailedError';
+}
+
+function pickReserved(map: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!map) return undefined;
+  let out: Record<string, string> | undefined;
+  for (const [k, v] of Object.entries(map)) {
+    if (k.startsWith(RESERVED_PREFIX)) (out ??= {})[k] = v;
+  }
+  return out;
+}
+
+function slimCopy(kind: SourceKind) {
+  return (obj: KubernetesObject): CopyObject => {
+    const m = obj.metadata ?? {};
+    const metadata: CopyObject['metadata'] = { name: m.name ?? '', namespace: m.namespace ?? '' };
+    if (m.uid) metadata.uid = m.uid;
+    if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
+    const labels = pickReserved(m.labels);
+    if (labels) metadata.labels = labels;
+    const annotations = pickReserved(m.annotations);
+    if (annotations) metadata.annotations = annotations;
+    return { apiVersion: 'v1', kind, metadata };
+  };
+}
+
+function slimNamespace(obj: KubernetesObject): NamespaceObject {
+  const m = obj.metadata ?? {};
+  const metadata: NamespaceObject['metadata'] = { name: m.name ?? '' };
+  if (m.uid) metadata.uid = m.uid;
+  if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
+  if (m.labels) metadata.labels = m.labels;
+  if (m.deletionTimestamp) metadata.deletionTimestamp = m.deletionTimestamp;
+  return { apiVersion: 'v1', kind: 'Namespace', metadata };
+}
+
+function sameLabels(a: Record<string, string> | undefined, b: Record<string, string> | undefined) {
+  const ka = Object.keys(a ?? {});
+  return ka.length === Object.keys(b ?? {}).length && ka.every((k) => a?.[k] === b?.[k]);
+}
+
+const copyKey = (kind: string, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
+
+export class DeliveryController {
+  private readonly opts: DeliveryControllerOptions;
+  private readonly log: Logger;
+  private readonly metrics: ControllerMetrics;
+  private readonly clock: Clock;
+  private readonly clients: KubeClients;
+  private readonly resyncMs: number;
+
+  readonly deliveries: Watcher<MirrorDelivery>;
+  readonly payloads: Watcher<V1Secret>;
+  readonly namespaces: Watcher<NamespaceObject>;
+  readonly copies: Record<SourceKind, Watcher<CopyObject>>;
+  private readonly watchers: Watcher<KubernetesObject>[];
+
+  /** delivery name -> copy keys; namespace -> delivery -> number of its copies there. */
+  private readonly copyIndex = new Map<string, Set<string>>();
+  private readonly nsIndex = new Map<string, Map<string, number>>();
+  /** copy key -> what we know about its content. */
+  private readonly known = new Map<string, Known>();
+  /** uids of copies we are deleting or releasing (their watch events are our own doing). */
+  private readonly removing = new Map<string, number>();
+  private readonly state = new Map<string, DeliveryState>();
+  /** payload Secret name -> when its data last changed (see `payloadSettling`). */
+  private readonly payloadChangedAt = new Map<string, number>();
+
+  private queue: WorkQueue | undefined;
+  private readonly unsubscribe: (() => void)[] = [];
+  private started = false;
+  private stopped = false;
+
+  constructor(opts: DeliveryControllerOptions) {
+    this.opts = opts;
+    this.log = childLogger(opts.logger, { controller: CONTROLLER_NAME });
+    this.metrics = opts.metrics;
+    this.clock = opts.clock ?? realClock;
+    this.clients = makeClients(opts.kubeConfig);
+    this.resyncMs = opts.resyncMs ?? 300_000;
+    const kc = opts.kubeConfig;
+    const ns = opts.namespace;
+
+    this.deliveries = createWatcher<MirrorDelivery>(
+      kc,
+      {
+        group: MIRROR_DELIVERY.group,
+        version: MIRROR_DELIVERY.version,
+        plural: MIRROR_DELIVERY.plural,
+        namespace: ns,
+      },
+      { resource: 'mirrordeliveries', clock: this.clock },
+    );
+    this.payloads = createWatcher<V1Secret>(
+      kc,
+      { version: 'v1', plural: 'secrets', namespace: ns, labelSelector: `${LABEL_PAYLOAD}=true` },
+      { resource: 'payload-secrets', clock: this.clock },
+    );
+    this.namespaces = createWatcher<NamespaceObject>(
+      kc,
+      { version: 'v1', plural: 'namespaces', metadataOnly: true },
+      { resource: 'namespaces', transform: slimNamespace, clock: this.clock },
+    );
+    const copyWatcher = (kind: SourceKind, plural: string) =>
+      createWatcher<CopyObject>(
+        kc,
+        {
+          version: 'v1',
+          plural,
+          labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`,
+          metadataOnly: true,
+        },
+        { resource: `copy-${plural}`, transform: slimCopy(kind), clock: this.clock },
+      );
+    this.copies = {
+      Secret: copyWatcher('Secret', 'secrets'),
+      ConfigMap: copyWatcher('ConfigMap', 'configmaps'),
+    };
+    this.watchers = [
+      this.deliveries,
+      this.payloads,
+      this.namespaces,
+      this.copies.Secret,
+      this.copies.ConfigMap,
+    ] as Watcher<KubernetesObject>[];
+
+    this.registerMetrics();
+    this.route();
+  }
+
+  // ---- lifecycle ------------------------------------------------------------------------------
+
+  /** Start every watcher and resolve once all have listed. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    for (const w of this.watchers) {
+      this.unsubscribe.push(instrumentWatcher(w, { logger: this.log, metrics: this.metrics }));
+      w.start();
+    }
+    await Promise.all(this.watchers.map((w) => w.synced));
+    this.log.info(
+      {
+        deliveries: this.deliveries.size,
+        namespaces: this.namespaces.size,
+        copies: this.copies.Secret.size + this.copies.ConfigMap.size,
+      },
+      'caches synced',
+    );
+  }
+
+  hasSynced(): boolean {
+    return this.watchers.every((w) => w.hasSynced());
+  }
+
+  /**
+   * Reconcile deliveries until `signal` aborts (a leadership term, or the process's life), then
+   * wait for in-flight reconciles. Call after start().
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    if (signal.aborted || this.stopped) return;
+    const queue = new WorkQueue({
+      name: CONTROLLER_NAME,
+      concurrency: this.opts.concurrency ?? 4,
+      process: (key) => this.reconcile(key),
+      observe: (o) => this.observe(o),
+      clock: this.clock,
+    });
+    this.queue = queue;
+    this.metrics.observeQueue(CONTROLLER_NAME, queue);
+    await this.verifyAll(signal);
+    for (const d of this.deliveries.list()) queue.add(d.metadata.name ?? '');
+    queue.start();
+    this.log.info('controller running');
+    await new Promise<void>((resolve) => {
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    this.queue = undefined;
+    await queue.shutdown({ timeoutMs: 20_000 });
+    this.log.info('controller stopped');
+  }
+
+  /** Stop the watchers (call after every run() returned). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.queue?.shutdown({ timeoutMs: 20_000 });
+    for (const u of this.unsubscribe.splice(0)) u();
+    await Promise.all(this.watchers.map((w) => w.stop()));
+  }
+
+  /** Resolves when no delivery is queued or being reconciled (tests, benchmarks). */
+  async idle(): Promise<void> {
+    await this.queue?.idle();
+  }
+
+  /**
+   * At the start of a term we know nothing about any copy's data, and checking each with a GET
+   * costs one request per copy (20k copies: 20k requests). Instead, read every copy once with a
+   * few paginated LISTs (one page in memory at a time, nothing kept but the verdict) and mark
+   * those that hold exactly what their delivery says as verified. The rest are checked one by
+   * one by their reconcile, as drift is.
+   */
+  private async verifyAll(signal: AbortSignal): Promise<void> {
+    const began = this.clock.now();
+    const desired = new Map<string, DesiredCopy | undefined>();
+    let checked = 0;
+    let intact = 0;
+    try {
+      for (const [kind, plural] of [
+        ['Secret', 'secrets'],
+        ['ConfigMap', 'configmaps'],
+      ] as const) {
+        const lw = kubeListerWatcher<V1Secret | V1ConfigMap>(this.opts.kubeConfig, {
+          version: 'v1',
+          plural,
+          labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`,
+        });
+        let cont: string | undefined;
+        do {
+          const page = await lw.list({ limit: 250, ...(cont ? { continue: cont } : {}) });
+          for (const obj of page.items) {
+            checked++;
+            if (this.verifyListed(kind, obj, desired)) intact++;
+          }
+          cont = page.continue;
+        } while (cont && !signal.aborted);
+      }
+      this.log.info(
+        { checked, intact, durationMs: this.clock.now() - began },
+        'copies checked against their payloads',
+      );
+    } catch (err) {
+      // Not fatal: each reconcile verifies its copies one by one instead.
+      this.log.warn({ err: errorMessage(err), checked }, 'bulk check of copies failed');
+    }
+  }
+
+  private verifyListed(
+    kind: SourceKind,
+    obj: V1Secret | V1ConfigMap,
+    cache: Map<string, DesiredCopy | undefined>,
+  ): boolean {
+    const m = obj.metadata;
+    const deliveryName = m?.labels?.[LABEL_DELIVERY];
+    if (!m?.name || !m.namespace || !deliveryName) return false;
+    if (!cache.has(deliveryName)) {
+      const d = this.deliveries.get(deliveryName, this.opts.namespace);
+      const payload = d && this.payloads.get(d.spec.payloadSecretName, this.opts.namespace);
+      cache.set(
+        deliveryName,
+        d && payload
+          ? {
+              delivery: d,
+              payload: readPayload(payload),
+              payloadVersion: payload.metadata?.resourceVersion,
+              marks: deliveryMarks(d),
+            }
+          : undefined,
+      );
+    }
+    const want = cache.get(deliveryName);
+    if (!want) return false;
+    const spec = want.delivery.spec;
+    if (spec.target.kind !== kind || spec.target.name !== m.name) return false;
+    if (m.annotations?.[ANNOTATION_CONTENT_HASH] !== spec.contentHash) return false;
+    const copy = renderCopy({
+      kind,
+      name: m.name,
+      namespace: m.namespace,
+      payload: want.payload,
+      template: spec.template,
+      marks: want.marks,
+    });
+    if (!sameContent(copy, obj)) return false;
+    this.known.set(copyKey(kind, m.namespace, m.name), {
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      payloadVersion: want.payloadVersion,
+      type: kind === 'Secret' ? ((obj as V1Secret).type ?? 'Opaque') : undefined,
+    });
+    return true;
+  }
+
+  // ---- event routing --------------------------------------------------------------------------
+
+  private enqueue(name: string | undefined): void {
+    if (name) this.queue?.add(name);
+  }
+
+  private route(): void {
+    this.deliveries.addHandler({
+      onAdd: (d) => this.enqueue(d.metadata.name),
+      onUpdate: (d, old) => {
+        // Our own status patches come back as updates: only spec and metadata matter.
+        const m = d.metadata;
+        const o = old.metadata;
+        if (
+          m.generation === o.generation &&
+          String(m.deletionTimestamp ?? '') === String(o.deletionTimestamp ?? '') &&
+          (m.finalizers ?? []).join(',') === (o.finalizers ?? []).join(',') &&
+          sameLabels(m.annotations, o.annotations)
+        ) {
+          return;
+        }
+        this.enqueue(m.name);
+      },
+      onDelete: (d) => this.enqueue(d.metadata.name),
+    });
+
+    const payloadChanged = (s: V1Secret) => {
+      const name = s.metadata?.name;
+      for (const d of this.deliveries.list()) {
+        if (d.spec.payloadSecretName === name) this.enqueue(d.metadata.name);
+      }
+    };
+    this.payloads.addHandler({
+      onAdd: payloadChanged,
+      onUpdate: (s) => {
+        if (s.metadata?.name) this.payloadChangedAt.set(s.metadata.name, this.clock.now());
+        payloadChanged(s);
+      },
+      onDelete: (s) => {
+        if (s.metadata?.name) this.payloadChangedAt.delete(s.metadata.name);
+        payloadChanged(s);
+      },
+    });
+
+    this.namespaces.addHandler({
+      onAdd: (ns) => this.namespaceChanged(ns),
+      onUpdate: (ns, old) => {
+        if (
+          sameLabels(ns.metadata.labels, old.metadata.labels) &&
+          Boolean(ns.metadata.deletionTimestamp) === Boolean(old.metadata.deletionTimestamp)
+        ) {
+          return;
+        }
+        this.namespaceChanged(ns, old);
+      },
+      onDelete: (ns) => this.namespaceChanged(ns),
+    });
+
+    for (const kind of ['Secret', 'ConfigMap'] as const) {
+      this.copies[kind].addHandler({
+        onAdd: (c) => {
+          this.index(c, +1);
+          if (!this.isOurWrite(c)) this.enqueue(c.metadata.labels?.[LABEL_DELIVERY]);
+        },
+        onUpdate: (c, old) => {
+          const before = old.metadata.labels?.[LABEL_DELIVERY];
+          const after = c.metadata.labels?.[LABEL_DELIVERY];
+          if (before !== after) {
+            this.index(old, -1);
+            this.index(c, +1);
+            this.enqueue(before);
+          }
+          if (!this.isOurWrite(c)) this.enqueue(after);
+        },
+        onDelete: (c) => {
+          this.index(c, -1);
+          const key = copyKey(c.kind, c.metadata.namespace, c.metadata.name);
+          this.known.delete(key);
+          const uid = c.metadata.uid;
+          if (uid && this.removing.delete(uid)) return;
+          this.enqueue(c.metadata.labels?.[LABEL_DELIVERY]);
+        },
+      });
+    }
+  }
+
+  /** A copy event whose resourceVersion is the one we wrote (or verified): our own echo. */
+  private isOurWrite(c: CopyObject): boolean {
+    const k = this.known.get(copyKey(c.kind, c.metadata.namespace, c.metadata.name));
+    return k !== undefined && k.resourceVersion === c.metadata.resourceVersion;
+  }
+
+  private namespaceChanged(ns: NamespaceObject, old?: NamespaceObject): void {
+    const name = ns.metadata.name;
+    const withCopies = this.nsIndex.get(name);
+    for (const d of this.deliveries.list()) {
+      const dn = d.metadata.name ?? '';
+      if (withCopies?.has(dn)) {
+        this.enqueue(dn);
+        continue;
+      }
+      const m = this.matcherFor(d);
+      if (!m.ok) continue;
+      if (
+        m.matches({ name, labels: ns.metadata.labels }) ||
+        (old && m.matches({ name, labels: old.metadata.labels }))
+      ) {
+        this.enqueue(dn);
+      }
+    }
+  }
+
+  private index(c: CopyObject, delta: 1 | -1): void {
+    const delivery = c.metadata.labels?.[LABEL_DELIVERY];
+    if (!delivery) return;
+    const key = copyKey(c.kind, c.metadata.namespace, c.metadata.name);
+    let keys = this.copyIndex.get(delivery);
+    if (delta > 0) {
+      if (!keys) this.copyIndex.set(delivery, (keys = new Set()));
+      if (keys.has(key)) return;
+      keys.add(key);
+    } else {
+      if (!keys?.delete(key)) return;
+      if (keys.size === 0) this.copyIndex.delete(delivery);
+    }
+    const ns = c.metadata.namespace;
+    let counts = this.nsIndex.get(ns);
+    if (!counts) this.nsIndex.set(ns, (counts = new Map()));
+    const n = (counts.get(delivery) ?? 0) + delta;
+    if (n > 0) counts.set(delivery, n);
+    else counts.delete(delivery);
+    if (counts.size === 0) this.nsIndex.delete(ns);
+  }
+
+  private stateOf(name: string): DeliveryState {
+    let s = this.state.get(name);
+    if (!s) this.state.set(name, (s = { failures: new Map(), conflicts: new Map() }));
+    return s;
+  }
+
+  /** Compiled matcher, cached per delivery uid and generation. */
+  private matcherFor(d: MirrorDelivery): NamespaceMatcher {
+    const s = this.stateOf(d.metadata.name ?? '');
+    const { uid, generation } = d.metadata;
+    if (!s.matcher || s.matcher.uid !== uid || s.matcher.generation !== generation) {
+      s.matcher = { uid, generation, matcher: compileDeliveryMatcher(d) };
+    }
+    return s.matcher.matcher;
+  }
+
+  // ---- reconcile ------------------------------------------------------------------------------
+
+  private async reconcile(name: string): Promise<{ requeueAfterMs: number } | void> {
+    const log = childLogger(this.log, { key: name });
+    let delivery = this.deliveries.get(name, this.opts.namespace);
+    if (!delivery) {
+      this.state.delete(name);
+      return;
+    }
+    const st = this.stateOf(name);
+    // Our last patch may not be in the cache yet: use what the API server returned.
+    if (st.patched) {
+      if (st.patched.staleVersion === delivery.metadata.resourceVersion) delivery = st.patched.obj;
+      else delete st.patched;
+    }
+
+    const payloadSecret = this.payloads.get(delivery.spec.payloadSecretName, this.opts.namespace);
+    const payloadVersion = payloadSecret?.metadata?.resourceVersion;
+    const payloadHash = payloadSecret?.metadata?.annotations?.[ANNOTATION_CONTENT_HASH];
+    if (
+      payloadHash &&
+      payloadHash !== delivery.spec.contentHash &&
+      !delivery.metadata.deletionTimestamp
+    ) {
+      // The hub has written one of the two and not yet the other: wait for the second event.
+      log.debug('payload Secret and delivery contentHash differ; waiting for the hub');
+      return { requeueAfterMs: this.resyncMs };
+    }
+
+    const now = this.clock.now();
+    for (const [ns, c] of st.conflicts) {
+      // Conflicts are rechecked every resync: we do not watch objects we do not own.
+      if (now - c.at >= this.resyncMs) st.conflicts.delete(ns);
+    }
+
+    const settling = this.payloadSettling(delivery.spec.payloadSecretName, now);
+    const { copies, deferred } = this.copyViews(name, payloadVersion, settling > 0);
+    const input: PlanInput = {
+      delivery,
+      payload: payloadSecret ? readPayload(payloadSecret) : null,
+      namespaces: this.namespaceViews(),
+      copies,
+      conflicts: new Map([...st.conflicts].map(([ns, c]) => [ns, c.info])),
+      failures: st.failures,
+      agentVersion: this.opts.agentVersion,
+      now: new Date(now),
+      matcher: this.matcherFor(delivery),
+    };
+    const p = plan(input);
+
+    if (p.addFinalizer) {
+      const finalizers = [...(delivery.metadata.finalizers ?? []), AGENT_FINALIZER];
+      const updated = await this.patchDelivery(delivery, { metadata: { finalizers } });
+      if (!updated) return;
+      delivery = updated;
+      input.delivery = updated;
+    }
+
+    const outcomes =
+      p.actions.length === 0
+        ? []
+        : await applyActions(
+            {
+              core: this.clients.core,
+              deliveryName: name,
+              adopt: (delivery.spec.conflictPolicy ?? 'Skip') === 'Adopt',
+              observer: this.observer(payloadVersion),
+              fieldManager: FIELD_MANAGER.agent,
+            },
+            p.actions,
+            this.opts.writeParallelism ?? 16,
+          );
+    this.remember(
+      st,
+      outcomes,
+      p.entries.map((e) => e.name),
+    );
+    const s = settle(input, p, outcomes);
+    logOutcomes(log, outcomes);
+
+    if (p.removeFinalizer && s.clean) {
+      const finalizers = (delivery.metadata.finalizers ?? []).filter((f) => f !== AGENT_FINALIZER);
+      await this.patchDelivery(delivery, { metadata: { finalizers } });
+      log.info(
+        { copies: outcomes.length },
+        'delivery deleted: copies cleaned up, finalizer removed',
+      );
+      return;
+    }
+    if (s.statusChanged) await this.patchStatus(delivery, s.status);
+
+    const retry = outcomes.filter((o) => o.result === 'failed' || o.result === 'retry');
+    if (retry.length > 0) {
+      throw new WritesFailedError(
+        `${retry.length} of ${outcomes.length} writes failed or raced; retrying with backoff`,
+      );
+    }
+    // Copies not yet checked against a payload that just changed: look again once it settled.
+    return { requeueAfterMs: deferred ? settling : this.resyncMs };
+  }
+
+  private namespaceViews(): NamespaceView[] {
+    return this.namespaces.list().map((n) => ({
+      name: n.metadata.name,
+      labels: n.metadata.labels,
+      terminating: Boolean(n.metadata.deletionTimestamp),
+    }));
+  }
+
+  /**
+   * The hub writes the payload Secret and then the delivery's contentHash: two events, usually
+   * milliseconds apart. A copy whose only news is the payload change is not checked until the
+   * payload has been quiet for `payloadSettleMs`, so the contentHash change that follows
+   * rewrites each copy once, instead of a verify-and-rewrite followed by a second rewrite.
+   * (A payload that changes alone, or before a delivery that already had the new hash, is still
+   * checked after the wait.) Returns the time left to wait, 0 when settled.
+   */
+  private payloadSettling(payloadName: string, now: number): number {
+    const at = this.payloadChangedAt.get(payloadName);
+    if (at === undefined) return 0;
+    const left = at + (this.opts.payloadSettleMs ?? 2000) - now;
+    if (left <= 0) this.payloadChangedAt.delete(payloadName);
+    return Math.max(0, left);
+  }
+
+  private copyViews(
+    delivery: string,
+    payloadVersion: string | undefined,
+    payloadSettling: boolean,
+  ): { copies: CopyView[]; deferred: boolean } {
+    let deferred = false;
+    const out: CopyView[] = [];
+    for (const key of this.copyIndex.get(delivery) ?? []) {
+      const [kind, namespace, ...rest] = key.split('/');
+      const c = this.copies[kind as SourceKind]?.get(rest.join('/'), namespace);
+      if (!c) continue;
+      const k = this.known.get(key);
+      const sameObject = k !== undefined && k.uid === c.metadata.uid;
+      const untouched = sameObject && k.resourceVersion === c.metadata.resourceVersion;
+      const onlyPayloadMoved = untouched && k.payloadVersion !== payloadVersion;
+      if (onlyPayloadMoved && payloadSettling) deferred = true;
+      out.push({
+        kind: c.kind,
+        namespace: c.metadata.namespace,
+        name: c.metadata.name,
+        uid: c.metadata.uid,
+        resourceVersion: c.metadata.resourceVersion,
+        labels: c.metadata.labels,
+        annotations: c.metadata.annotations,
+        type: sameObject ? k.type : undefined,
+        verified: untouched && (!onlyPayloadMoved || payloadSettling),
+      });
+    }
+    return { copies: out, deferred };
+  }
+
+  private observer(payloadVersion: string | undefined): WriteObserver {
+    return {
+      wrote: (kind, obj) => {
+        const m = obj.metadata;
+        if (!m?.name || !m.namespace) return;
+        this.known.set(copyKey(kind, m.namespace, m.name), {
+          uid: m.uid,
+          resourceVersion: m.resourceVersion,
+          payloadVersion,
+          type: kind === 'Secret' ? ((obj as V1Secret).type ?? 'Opaque') : undefined,
+        });
+      },
+      removing: (kind, ref: ObjectRef) => {
+        this.known.delete(copyKey(kind, ref.namespace, ref.name));
+        if (!ref.uid) return;
+        const now = this.clock.now();
+        if (this.removing.size > 10_000) {
+          for (const [uid, at] of this.removing) if (now - at > 600_000) this.removing.delete(uid);
+        }
+        this.removing.set(ref.uid, now);
+      },
+      written: (kind, verb) => this.metrics.writesTotal.inc({ kind, verb }),
+      failed: (kind, verb, err) =>
+        this.metrics.writeErrorsTotal.inc({
+          kind,
+          verb,
+          code: String(httpStatusOf(err) ?? 'none'),
+        }),
+    };
+  }
+
+  /** Fold this round's outcomes into what we remember per namespace. */
+  private remember(st: DeliveryState, outcomes: readonly Outcome[], planned: string[]): void {
+    const now = this.clock.now();
+    for (const o of outcomes) {
+      switch (o.result) {
+        case 'ok':
+        case 'unchanged':
+          st.failures.delete(o.namespace);
+          st.conflicts.delete(o.namespace);
+          break;
+        case 'failed':
+          st.failures.set(o.namespace, o.message);
+          break;
+        case 'conflict':
+          st.failures.delete(o.namespace);
+          st.conflicts.set(o.namespace, {
+            info: { message: o.message, adoptable: o.adoptable },
+            at: now,
+          });
+          break;
+        case 'retry':
+          break;
+      }
+    }
+    // Forget namespaces the plan no longer reports on (unselected, gone, copy now present).
+    const relevant = new Set([...planned, ...outcomes.map((o) => o.namespace)]);
+    for (const ns of st.failures.keys()) if (!relevant.has(ns)) st.failures.delete(ns);
+    for (const ns of st.conflicts.keys()) if (!relevant.has(ns)) st.conflicts.delete(ns);
+  }
+
+  /** Merge-patch the delivery's metadata, conditional on the version we planned from. */
+  private async patchDelivery(
+    d: MirrorDelivery,
+    body: { metadata: Record<string, unknown> },
+  ): Promise<MirrorDelivery | undefined> {
+    const name = d.metadata.name ?? '';
+    try {
+      const updated = (await this.clients.custom.patchNamespacedCustomObject(
+        {
+          group: MIRROR_DELIVERY.group,
+          version: MIRROR_DELIVERY.version,
+          plural: MIRROR_DELIVERY.plural,
+          namespace: this.opts.namespace,
+          name,
+          body: { metadata: { ...body.metadata, resourceVersion: d.metadata.resourceVersion } },
+          fieldManager: FIELD_MANAGER.agent,
+        },
+        mergePatchOptions(),
+      )) as MirrorDelivery;
+      this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
+      this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };
+      return updated;
+    } catch (err) {
+      this.metrics.writeErrorsTotal.inc({
+        kind: 'MirrorDelivery',
+        verb: 'patch',
+        code: String(httpStatusOf(err) ?? 'none'),
+      });
+      if (isNotFound(err)) return undefined;
+      if (isConflict(err))
+        throw new Error(`delivery ${name} changed while we patched it`, { cause: err });
+      throw err;
+    }
+  }
+
+  private async patchStatus(d: MirrorDelivery, status: MirrorDeliveryStatus): Promise<void> {
+    const name = d.metadata.name ?? '';
+    // Merge patch: fields we no longer report must be sent as null to go away.
+    const body: Record<string, unknown> = { ...status };
+    for (const key of Object.keys(d.status ?? {})) if (!(key in status)) body[key] = null;
+    try {
+      const updated = await mergePatchStatus<MirrorDelivery>(
+        this.clients.custom,
+        {
+          group: MIRROR_DELIVERY.group,
+          version: MIRROR_DELIVERY.version,
+          plural: MIRROR_DELIVERY.plural,
+          namespace: this.opts.namespace,
+          name,
+        },
+        body,
+        { fieldManager: FIELD_MANAGER.agent },
+      );
+      this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
+      this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };
+    } catch (err) {
+      this.metrics.writeErrorsTotal.inc({
+        kind: 'MirrorDelivery',
+        verb: 'patch',
+        code: String(httpStatusOf(err) ?? 'none'),
+      });
+      if (isNotFound(err)) return;
+      throw err;
+    }
+  }
+
+  // ---- metrics ----------------------------------------------------------------------------------
+
+  private observe(o: ProcessObservation): void {
+    const m = this.metrics;
+    m.reconcileTotal.inc({ controller: CONTROLLER_NAME, result: o.result });
+    m.reconcileDuration.observe({ controller: CONTROLLER_NAME }, o.durationMs / 1000);
+    const log = childLogger(this.log, { key: o.key });
+    if (o.result === 'error') {
+      m.queueRetriesTotal.inc({ controller: CONTROLLER_NAME });
+      const level = o.error instanceof WritesFailedError ? 'info' : 'warn';
+      log[level](
+        { err: errorMessage(o.error), retryInMs: o.retryInMs, failures: o.failures },
+        'reconcile incomplete, retrying',
+      );
+    } else if (o.result === 'terminal') {
+      log.error({ err: o.error }, 'reconcile failed permanently');
+    }
+  }
+
+  private registerMetrics(): void {
+    const registry = this.metrics.registry;
+    const copies = this.copies;
+    const state = this.state;
+    if (!registry.getSingleMetric('mirrorhub_agent_copies')) {
+      new Gauge({
+        name: 'mirrorhub_agent_copies',
+        help: 'Copies (Secrets and ConfigMaps marked as mirrorhub copies) in this cluster.',
+        labelNames: ['kind'],
+        registers: [registry],
+        collect() {
+          this.set({ kind: 'Secret' }, copies.Secret.size);
+          this.set({ kind: 'ConfigMap' }, copies.ConfigMap.size);
+        },
+      });
+    }
+    if (!registry.getSingleMetric('mirrorhub_agent_conflicts')) {
+      new Gauge({
+        name: 'mirrorhub_agent_conflicts',
+        help: 'Namespaces where a copy is blocked by an object mirrorhub does not own.',
+        registers: [registry],
+        collect() {
+          let n = 0;
+          for (const s of state.values()) n += s.conflicts.size;
+          this.set(n);
+        },
+      });
+    }
+    if (!registry.getSingleMetric('mirrorhub_agent_failed_namespaces')) {
+      new Gauge({
+        name: 'mirrorhub_agent_failed_namespaces',
+        help: 'Namespaces where the last write of a copy failed.',
+        registers: [registry],
+        collect() {
+          let n = 0;
+          for (const s of state.values()) n += s.failures.size;
+          this.set(n);
+        },
+      });
+    }
+  }
+}
+
+function logOutcomes(log: Logger, outcomes: readonly Outcome[]): void {
+  if (outcomes.length === 0) return;
+  const counts: Record<string, number> = {};
+  for (const o of outcomes) {
+    const k = o.result === 'ok' ? o.op : o.result;
+    counts[k] = (counts[k] ?? 0) + 1;
+  }
+  const wrote = outcomes.some((o) => o.result === 'ok');
+  (wrote ? log.info : log.debug).call(log, counts, 'copies reconciled');
+  for (const o of outcomes) {
+    if (o.result === 'failed')
+      log.warn({ namespace: o.namespace, op: o.op, err: o.message }, 'copy write failed');
+    else if (o.result === 'conflict')
+      log.info({ namespace: o.namespace, reason: o.message }, 'copy conflict');
+  }
+}
+
+export function createDeliveryController(opts: DeliveryControllerOptions): DeliveryController {
+  return new DeliveryController(opts);
+}

@@ -1,0 +1,106 @@
+// The agent's heartbeat: a coordination.k8s.io Lease in the agent namespace, renewed on an
+// interval, carrying the agent's version. The hub reads it for cluster health (present, version,
+// last heartbeat); an agent that stops renewing shows up as stale there.
+
+import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  FIELD_MANAGER,
+  applyPatchOptions,
+  errorMessage,
+  jitterUp,
+  realClock,
+  sleep,
+  type Clock,
+  type Logger,
+} from '@mirrorhub/shared';
+
+export const HEARTBEAT_LEASE = 'mirrorhub-agent';
+export const ANNOTATION_AGENT_VERSION = 'mirrorhub.io/agent-version';
+export const ANNOTATION_CLUSTER_NAME = 'mirrorhub.io/cluster-name';
+
+export interface HeartbeatOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  clusterName: string;
+  version: string;
+  /** Who renews (pod name); shown as the Lease's holderIdentity. */
+  identity: string;
+  /** Default 30 s; each wait is jittered up by up to 10%. */
+  intervalMs?: number;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+/** RFC 3339 with microseconds, as metav1.MicroTime is written. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+export class Heartbeat {
+  private readonly api: CoordinationV1Api;
+  private readonly clock: Clock;
+  private readonly intervalMs: number;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  private lastOk = 0;
+
+  constructor(private readonly opts: HeartbeatOptions) {
+    this.api = opts.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.clock = opts.clock ?? realClock;
+    this.intervalMs = opts.intervalMs ?? 30_000;
+  }
+
+  /** Beat once now (resolves when it is written, or failed and was logged), then on interval. */
+  async start(): Promise<void> {
+    if (this.loop) return;
+    await this.beat();
+    this.loop = (async () => {
+      while (await sleep(this.clock, jitterUp(this.intervalMs, 0.1), this.abort.signal)) {
+        await this.beat();
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+  }
+
+  /** Time of the last successful renewal (0: none yet). */
+  get lastRenewed(): number {
+    return this.lastOk;
+  }
+
+  /** Create or renew the Lease with one server-side apply. */
+  async beat(): Promise<void> {
+    const { namespace, clusterName, version, identity } = this.opts;
+    const now = this.clock.now();
+    const body = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: HEARTBEAT_LEASE,
+        namespace,
+        annotations: {
+          [ANNOTATION_AGENT_VERSION]: version,
+          [ANNOTATION_CLUSTER_NAME]: clusterName,
+        },
+      },
+      spec: {
+        holderIdentity: identity,
+        // Stale after three missed beats.
+        leaseDurationSeconds: Math.max(1, Math.ceil((3 * this.intervalMs) / 1000)),
+        renewTime: microTime(now),
+      },
+    };
+    try {
+      await this.api.patchNamespacedLease(
+        { name: HEARTBEAT_LEASE, namespace, body, fieldManager: FIELD_MANAGER.agent, force: true },
+        applyPatchOptions(),
+      );
+      this.lastOk = now;
+    } catch (err) {
+      this.opts.logger?.warn({ err: errorMessage(err) }, 'heartbeat failed');
+    }
+  }
+}

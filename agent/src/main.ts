@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// The agent process: read configuration once, build the logger, start the agent (controller,
+// heartbeat, leader election, health/metrics server), stop gracefully on SIGTERM.
+//
+// Environment (flags win):
+//   KUBECONFIG / --kubeconfig           kubeconfig file; in a pod the service account is used
+//   MIRRORHUB_NAMESPACE / --namespace   agent namespace (default mirrorhub-system)
+//   MIRRORHUB_CLUSTER_NAME / --cluster-name   this cluster's name as the hub knows it (required)
+//   PORT / --port                       health and metrics port (default 8080)
+//   LOG_LEVEL, LOG_FORMAT               pino level; json (default) or text
+//   MIRRORHUB_RESYNC_SECONDS            full resync period (default 300)
+//   MIRRORHUB_LEADER_ELECTION           "false" to run without a leader lease (default on)
+//   POD_NAME                            identity for leader election and the heartbeat
+
+import { createLogger, createShutdown, logConfigFromEnv, type Logger } from '@mirrorhub/shared';
+import { createAgent } from './agent.js';
+import { loadKubeConfig, readConfig, type MainConfig } from './config.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+async function main(): Promise<void> {
+  let log: Logger;
+  try {
+    log = createLogger({ ...logConfigFromEnv(process.env) });
+  } catch (err) {
+    console.error(`mirrorhub-agent: ${(err as Error).message}`);
+    process.exit(2);
+  }
+  let config: MainConfig;
+  let kubeConfig: KubeConfig;
+  try {
+    config = readConfig(process.argv.slice(2), process.env);
+    kubeConfig = loadKubeConfig(config.kubeconfigPath);
+  } catch (err) {
+    log.fatal({ err }, 'invalid configuration');
+    process.exit(2);
+  }
+  const { kubeconfigPath: _path, ...agentConfig } = config;
+  const agent = createAgent({ ...agentConfig, kubeConfig, logger: log });
+  const shutdown = createShutdown({ logger: log }).install();
+  shutdown.register('agent', () => agent.stop());
+  try {
+    await agent.start();
+  } catch (err) {
+    if (shutdown.shuttingDown) return;
+    log.fatal({ err }, 'agent failed to start');
+    await agent.stop().catch(() => undefined);
+    process.exit(1);
+  }
+}
+
+void main();
