@@ -326,6 +326,11 @@ describe('EksClusterAccess caching', () => {
     expect(first.getCurrentCluster()?.server).toBe(SERVER_A);
     expect(Buffer.from(first.getCurrentCluster()!.caData!, 'base64').toString()).toBe(CA);
     expect(first.getCurrentUser()?.token).toBeUndefined(); // nothing secret in the config itself
+    // Presigned for the cluster region's public STS, whatever endpoint AssumeRole used: the
+    // apiserver's authenticator replays that URL and accepts only STS hostnames it knows.
+    const url = decodeEksToken(await bearer(first));
+    expect(url.origin).toBe(`https://sts.${REGION}.amazonaws.com`);
+    expect(url.searchParams.get('X-Amz-SignedHeaders')).toBe('host;x-k8s-aws-id');
 
     const h = a.health();
     expect(h.identityArn).toBe(
@@ -387,6 +392,21 @@ describe('EksClusterAccess caching', () => {
     expect(tokenKeyId(t2)).toBe(tokenKeyId(t1));
     expect(a.health().tokenExpiresAt?.getTime()).toBe(Math.floor(nowMs / 1000) * 1000 + 15 * MIN);
     expect(assumeCalls()).toHaveLength(1);
+  });
+
+  it('invalidateCredentials() re-assumes on the next call and keeps the old session as fallback', async () => {
+    const a = access();
+    const kc = await a.kubeConfig();
+    const key1 = tokenKeyId(await bearer(kc));
+    a.invalidateCredentials();
+    const key2 = tokenKeyId(await bearer(kc));
+    expect(key2).not.toBe(key1);
+    expect(assumeCalls()).toHaveLength(2);
+
+    a.invalidateCredentials();
+    sts.fail = stsFailure('AccessDenied', 'sessions revoked');
+    expect(tokenKeyId(await bearer(kc))).toBe(key2);
+    expect(a.health().lastError?.step).toBe('AssumeRole');
   });
 
   it('shares one AssumeRole among concurrent callers', async () => {

@@ -48,8 +48,14 @@ export interface EksClusterAccessOptions {
    * Identity, env, profile), one instance shared by every EksClusterAccess in the process.
    */
   baseCredentials?: AwsCredentials | AwsCredentialsProvider;
-  /** STS endpoint for AssumeRole *and* for the presigned token URL (emulators). */
+  /** STS endpoint for AssumeRole (emulators, VPC endpoints). Not used for tokens. */
   stsEndpoint?: string;
+  /**
+   * STS URL the bearer token is presigned for. Default the cluster region's public endpoint
+   * (what `aws eks get-token` uses): the apiserver's authenticator replays the URL itself and
+   * accepts only https STS hostnames it knows, so an AssumeRole override must not leak here.
+   */
+  tokenStsEndpoint?: string;
   /** EKS endpoint for DescribeCluster (emulators). */
   eksEndpoint?: string;
   /** Region of the AssumeRole call. Default: the cluster's region. */
@@ -185,7 +191,7 @@ export class EksClusterAccess {
   private readonly failures = new Map<EksAccessStep, Failure>();
   private readonly errors = new Map<EksAccessStep, EksAccessErrorInfo>();
   private tokenExpiresAt: Date | undefined;
-  private staticSecrets: string[];
+  private readonly staticSecrets: string[];
 
   constructor(opts: EksClusterAccessOptions) {
     const { name, region, roleArn } = opts.cluster;
@@ -234,7 +240,7 @@ export class EksClusterAccess {
       clusterName: name,
       region,
       credentials: this.credentialsProvider,
-      ...(opts.stsEndpoint ? { stsEndpoint: opts.stsEndpoint } : {}),
+      ...(opts.tokenStsEndpoint ? { stsEndpoint: opts.tokenStsEndpoint } : {}),
       ...(opts.tokenRefreshBeforeMs !== undefined
         ? { refreshBeforeMs: opts.tokenRefreshBeforeMs }
         : {}),
@@ -321,6 +327,14 @@ export class EksClusterAccess {
     if (!e) return;
     if (this.now().getTime() - e.value.describedAt.getTime() < this.describeMinIntervalMs) return;
     e.invalid = true;
+  }
+
+  /**
+   * Assume the role again on the next call (e.g. the follower's sessions were revoked, or
+   * 401s persist with fresh tokens). The current session stays the fallback while it lasts.
+   */
+  invalidateCredentials(): void {
+    if (this.creds) this.creds.refreshAt = Number.NEGATIVE_INFINITY;
   }
 
   /** The apiserver answered 401: mint a new token for the next request. */
