@@ -134,13 +134,16 @@ const HUB_VALUE_SETS: Record<string, string[]> = {
     'rbac.aggregate.edit=true',
   ],
 };
+/** The agent chart's one required value: the agent does not start without a cluster name. */
+const AGENT_REQUIRED = ['--set', 'clusterName=follower-a'];
 const AGENT_VALUE_SETS: Record<string, string[]> = {
-  defaults: [],
-  'group and users': [
-    '--set',
-    'clusterName=follower-a',
+  'defaults (plus the required cluster name)': AGENT_REQUIRED,
+  'group and users, two replicas': [
+    ...AGENT_REQUIRED,
     '--set',
     'hubAccess.users={system:serviceaccount:ops:hub,alice}',
+    '--set',
+    'replicaCount=2',
   ],
 };
 
@@ -169,7 +172,9 @@ describe('charts, rendered', () => {
       MIRRORHUB_NAMESPACE: NS,
       POD_NAME: 'mirrorhub-hub-abc',
       MIRRORHUB_CLUSTER_NAME: 'hub',
+      MIRRORHUB_AGENT_NAMESPACE: NS,
       LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
       PORT: '8080',
     });
     expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
@@ -243,6 +248,19 @@ describe('charts, rendered', () => {
     expect(binding.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'mirrorhub-hub', namespace: NS },
     ]);
+    // ...and the hub is told to deliver there.
+    expect(deploymentEnv(only(objs, 'Deployment'), 'p').MIRRORHUB_AGENT_NAMESPACE).toBe(
+      'mirrorhub-agent',
+    );
+    // Namespace editors may now create SecretMirrors (opt-in), and only SecretMirrors.
+    const edit = only<V1ClusterRole>(objs, 'ClusterRole', 'mirrorhub-hub-edit');
+    expect(edit.metadata?.labels).toMatchObject({
+      'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+    });
+    expect(edit.rules?.flatMap((r) => r.resources)).toEqual(['secretmirrors']);
+    expect((await render(HUB_CHART)).some((o) => o.metadata.name === 'mirrorhub-hub-edit')).toBe(
+      false,
+    );
   });
 
   it('hub: the leader Lease and hash-key Secret it may touch are the names the hub uses', async () => {
@@ -257,33 +275,39 @@ describe('charts, rendered', () => {
 
   it("the hub has the same rights in its own cluster's agent namespace as in every follower's", async () => {
     const hubDelivery = only<V1Role>(await render(HUB_CHART), 'Role', 'mirrorhub-hub-delivery');
-    const hubAccess = only<V1Role>(await render(AGENT_CHART), 'Role', 'mirrorhub-agent-hub-access');
+    const hubAccess = only<V1Role>(
+      await render(AGENT_CHART, AGENT_REQUIRED),
+      'Role',
+      'mirrorhub-agent-hub-access',
+    );
     expect(hubDelivery.rules).toEqual(hubAccess.rules);
   });
 
-  it('agent: one replica replaced with Recreate, locked-down pod, env from the downward API', async () => {
-    const dep = only<V1Deployment>(
-      await render(AGENT_CHART, AGENT_VALUE_SETS['group and users']),
-      'Deployment',
-    );
+  it('agent: one replica by default, locked-down pod, env from values and the downward API', async () => {
+    const objs = await render(AGENT_CHART, AGENT_REQUIRED);
+    const dep = only<V1Deployment>(objs, 'Deployment');
     expect(dep.spec?.replicas).toBe(1);
-    expect(dep.spec?.strategy?.type).toBe('Recreate');
     expect(deploymentArgs(dep)).toEqual(['/app/agent/dist/main.js']);
     expect(deploymentEnv(dep, 'agent-0')).toEqual({
       MIRRORHUB_NAMESPACE: NS,
       POD_NAME: 'agent-0',
       MIRRORHUB_CLUSTER_NAME: 'follower-a',
       LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
       PORT: '8080',
     });
+    const c = dep.spec!.template.spec!.containers[0]!;
+    expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+    expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
     expectLockedDown(dep);
-    // Without a cluster name the variable is left out (the agent's own default applies).
-    const plain = only<V1Deployment>(await render(AGENT_CHART), 'Deployment');
-    expect(deploymentEnv(plain, 'agent-0')).not.toHaveProperty('MIRRORHUB_CLUSTER_NAME');
+    // A single replica gets no PodDisruptionBudget (it would block every drain); two get one.
+    expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).toBe(false);
+    const two = await render(AGENT_CHART, AGENT_VALUE_SETS['group and users, two replicas']);
+    expect(only(two, 'PodDisruptionBudget').spec).toMatchObject({ minAvailable: 1 });
   });
 
   it('agent: hub access is bound to the EKS group and any listed users, in the agent namespace only', async () => {
-    const objs = await render(AGENT_CHART, AGENT_VALUE_SETS['group and users']);
+    const objs = await render(AGENT_CHART, AGENT_VALUE_SETS['group and users, two replicas']);
     const binding = only<V1RoleBinding>(objs, 'RoleBinding', 'mirrorhub-agent-hub-access');
     expect(binding.metadata?.namespace).toBe(NS);
     expect(binding.roleRef).toEqual({
@@ -300,7 +324,7 @@ describe('charts, rendered', () => {
       },
       { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
     ]);
-    const off = await render(AGENT_CHART, ['--set', 'hubAccess.enabled=false']);
+    const off = await render(AGENT_CHART, [...AGENT_REQUIRED, '--set', 'hubAccess.enabled=false']);
     expect(off.some((o) => o.metadata.name === 'mirrorhub-agent-hub-access')).toBe(false);
   });
 
@@ -377,21 +401,27 @@ describe('charts, rendered', () => {
       /port: Must be greater than or equal to 1024/,
     ],
     [
-      'a second agent replica (no leader election)',
+      'an agent without a cluster name',
       AGENT_CHART,
-      ['--set', 'replicaCount=2'],
-      /replicaCount: Must be less than or equal to 1/,
+      [],
+      /clusterName is required: the name of this cluster's MirrorCluster on the hub/,
+    ],
+    [
+      'a negative replica count',
+      AGENT_CHART,
+      [...AGENT_REQUIRED, '--set', 'replicaCount=-1'],
+      /replicaCount: Must be greater than or equal to 0/,
     ],
     [
       'an unknown key in hubAccess',
       AGENT_CHART,
-      ['--set', 'hubAccess.groups=x'],
+      [...AGENT_REQUIRED, '--set', 'hubAccess.groups=x'],
       /hubAccess: Additional property groups is not allowed/,
     ],
     [
       'hub access bound to nobody',
       AGENT_CHART,
-      ['--set', 'hubAccess.group='],
+      [...AGENT_REQUIRED, '--set', 'hubAccess.group='],
       /neither hubAccess\.group nor hubAccess\.users names anyone/,
     ],
   ])('refuses %s, saying which value is wrong', async (_what, chart, args, message) => {
@@ -653,6 +683,7 @@ describe('charts, installed on real API servers', () => {
           allow('patch', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'status' }),
           allow('update', 'mirrordeliveries', { ...MH, namespace: NS, subresource: 'finalizers' }),
           allow('update', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
+          allow('patch', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
           allow('create', 'events', { namespace: NS }),
           // The hub writes deliveries; the agent only reports on them.
           deny('create', 'mirrordeliveries', { ...MH, namespace: NS }),
