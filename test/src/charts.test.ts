@@ -292,17 +292,24 @@ describe('charts, rendered', () => {
       MIRRORHUB_NAMESPACE: NS,
       POD_NAME: 'agent-0',
       MIRRORHUB_CLUSTER_NAME: 'follower-a',
+      MIRRORHUB_LEADER_ELECTION: 'false',
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
     });
+    // No leader election with one replica, so never two agents at once during an update.
+    expect(dep.spec?.strategy?.type).toBe('Recreate');
     const c = dep.spec!.template.spec!.containers[0]!;
     expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
     expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
     expectLockedDown(dep);
-    // A single replica gets no PodDisruptionBudget (it would block every drain); two get one.
+    // A single replica gets no PodDisruptionBudget (it would block every drain). Two elect a
+    // leader, roll, and keep one through disruptions.
     expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).toBe(false);
     const two = await render(AGENT_CHART, AGENT_VALUE_SETS['group and users, two replicas']);
+    const twoDep = only<V1Deployment>(two, 'Deployment');
+    expect(deploymentEnv(twoDep, 'agent-0').MIRRORHUB_LEADER_ELECTION).toBe('true');
+    expect(twoDep.spec?.strategy?.type).toBe('RollingUpdate');
     expect(only(two, 'PodDisruptionBudget').spec).toMatchObject({ minAvailable: 1 });
   });
 
