@@ -1,0 +1,43 @@
+// A cluster the hub delivers to. Today only the hub's own cluster (localTarget); MirrorCluster
+// objects (EKS via AssumeRole + token, kubeconfigSecretRef) will add more targets to the registry
+// without the mirror controller changing.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccessType } from '@mirrorhub/shared';
+
+export interface ClusterTarget {
+  /** Cluster name: MirrorCluster name, or the hub's own cluster name. Shown in status. */
+  readonly name: string;
+  /** The only namespace the hub writes to in this cluster (MirrorDeliveries, payload Secrets). */
+  readonly agentNamespace: string;
+  /** Labels destination.clusters.selector matches (MirrorCluster labels). */
+  readonly labels: Readonly<Record<string, string>>;
+  /** The hub's own cluster: where mirrors without destination.clusters deliver. */
+  readonly local: boolean;
+  /** How the hub reaches it (MirrorCluster.status.type). */
+  readonly type: ClusterAccessType;
+  /**
+   * A KubeConfig for this cluster. Called when a connection starts (and again when it is
+   * restarted). The returned KubeConfig must keep its own credentials fresh: client-node applies
+   * authentication on every request, so a token provider refreshing inside it is picked up by
+   * every list, watch and write.
+   */
+  kubeConfig(): Promise<KubeConfig>;
+}
+
+/** The hub's own cluster, reached with the hub's own credentials. */
+export function localTarget(opts: {
+  name: string;
+  agentNamespace: string;
+  kubeConfig: KubeConfig;
+  labels?: Record<string, string>;
+}): ClusterTarget {
+  const { kubeConfig } = opts;
+  return {
+    name: opts.name,
+    agentNamespace: opts.agentNamespace,
+    labels: { ...(opts.labels ?? {}) },
+    local: true,
+    type: 'InCluster',
+    kubeConfig: () => Promise.resolve(kubeConfig),
+  };
+}
