@@ -1,0 +1,776 @@
+// The mirror controller's decisions, with no I/O: from a mirror, its source and what every
+// cluster holds, to the payload Secrets + MirrorDeliveries to write, the deliveries to delete,
+// the status to report and the Events to emit. controller.ts gathers the input from caches and
+// applies the result.
+//
+// Rules (docs/architecture.md):
+// - One payload Secret + one MirrorDelivery per (mirror, selected cluster), in the cluster's
+//   agent namespace, both named deliveryName(mirror, originCluster). Written only when the
+//   observed object differs (payload: content hash annotation; delivery: spec, labels,
+//   annotations), payload first so an agent never sees a hash whose data is not there yet.
+// - Clusters no longer selected lose their delivery and payload (the agent's finalizer on the
+//   delivery removes or releases the copies per deletePolicy).
+// - A spec only code can judge (regex, selector, a SecretMirror reading another namespace) puts
+//   the mirror in phase Error and changes nothing anywhere.
+// - A missing source writes nothing: Pending when nothing was delivered yet, Degraded with the
+//   copies kept as they are when it disappeared after delivering.
+// - suspend: nothing is written or deleted, except that existing deliveries are told to suspend
+//   too (spec.suspend), so the agent also stops; content stays as it was.
+// - Events are derived from the previous and the next status only, so they fire on
+//   transitions and never twice for one.
+import {
+  buildPayloadSecret,
+  compileNamespaceMatcher,
+  contentHash,
+  deliveryName,
+  deliveryPolicies,
+  deriveHashKey,
+  destinationSummary,
+  equalIgnoringTime,
+  findCondition,
+  isClusterSecretMirror,
+  limitProblems,
+  mirrorPolicies,
+  mirrorRef,
+  phaseFromCounts,
+  resolveSource,
+  setCondition,
+  shapeSource,
+  syncedSummary,
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  API_VERSION,
+  type AnyMirror,
+  type ClusterSyncStatus,
+  type Condition,
+  type MirrorCounts,
+  type MirrorDelivery,
+  type MirrorDeliverySpec,
+  type MirrorIdentity,
+  type MirrorPhase,
+  type MirrorProblem,
+  type MirrorStatus,
+  type PayloadSecret,
+  type ResolvedSource,
+  type SourceObject,
+} from '@mirrorhub/shared';
+import { selectClusters } from '../../clusters/select.js';
+import { LABEL_ORIGIN_CLUSTER } from '../../names.js';
+
+// ---- input ------------------------------------------------------------------------------------
+
+export type SourceObservation =
+  | { state: 'found'; object: SourceObject }
+  | { state: 'missing' }
+  /** The source cannot be read (e.g. 403): its existence is unknown. */
+  | { state: 'unreadable'; error: string };
+
+/** What one registered cluster holds for this mirror, from the hub's caches of that cluster. */
+export interface ClusterObservation {
+  name: string;
+  agentNamespace: string;
+  labels: Readonly<Record<string, string>>;
+  local: boolean;
+  /**
+   * The cluster's caches hold a full list: `delivery` and `payload` below are known. When false,
+   * nothing is written to or deleted from the cluster.
+   */
+  synced: boolean;
+  /** Why the cluster cannot be reached right now (persistent watch/connect failure). */
+  error?: string | undefined;
+  /** The MirrorDelivery of this mirror, as last written or seen. */
+  delivery?: MirrorDelivery | undefined;
+  /** The payload Secret (metadata only): present or not, and the content hash it holds. */
+  payload?: { contentHash?: string | undefined } | undefined;
+  /** The last write to this cluster for this mirror failed with this error. */
+  writeError?: string | undefined;
+}
+
+export interface PlanInput {
+  mirror: AnyMirror;
+  /** Ignored when the spec does not resolve to a source (it is then invalid). */
+  source: SourceObservation;
+  /** Every registered cluster. */
+  clusters: readonly ClusterObservation[];
+  /** The hub's random secret (Secret mirrorhub-hash-key); content hashes are keyed with it. */
+  hubSecret: string | Uint8Array;
+  /** The hub's cluster name. */
+  originCluster: string;
+  now: Date;
+  /** Status to compare with; default mirror.status. */
+  previousStatus?: MirrorStatus | undefined;
+}
+
+// ---- output -----------------------------------------------------------------------------------
+
+export interface DeliveryWrite {
+  cluster: string;
+  /** The payload Secret to write first, when it differs from the observed one. */
+  payload?: PayloadSecret;
+  /** The MirrorDelivery to write, when it differs from the observed one. */
+  delivery?: MirrorDelivery;
+}
+
+export interface PlannedEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+export interface MirrorPlan {
+  deliveryName: string;
+  /** The source to watch; undefined when the spec names none the mirror may read. */
+  source?: ResolvedSource;
+  /** Why the spec cannot be synced (phase Error). */
+  invalid?: string;
+  writes: DeliveryWrite[];
+  /** Clusters whose delivery and payload must go. */
+  deletes: string[];
+  status: MirrorStatus;
+  events: PlannedEvent[];
+}
+
+// ---- constants --------------------------------------------------------------------------------
+
+export const CONDITION_READY = 'Ready';
+export const CONDITION_SOURCE_FOUND = 'SourceFound';
+
+export const REASON = {
+  synced: 'Synced',
+  progressing: 'Progressing',
+  degraded: 'Degraded',
+  syncError: 'SyncError',
+  invalidSpec: 'InvalidSpec',
+  suspended: 'Suspended',
+  resumed: 'Resumed',
+  sourceFound: 'SourceFound',
+  sourceNotFound: 'SourceNotFound',
+  sourceUnreadable: 'SourceUnreadable',
+  conflict: 'Conflict',
+  syncFailed: 'SyncFailed',
+} as const;
+
+/** Longest status.message and clusters[].message (the CRD's maxLength). */
+const MAX_MESSAGE = 4096;
+/** Longest problems[].message, condition message and Event message. */
+const MAX_SHORT_MESSAGE = 1024;
+
+// ---- plan -------------------------------------------------------------------------------------
+
+export function planMirror(input: PlanInput): MirrorPlan {
+  const { mirror, originCluster, now } = input;
+  const prev = input.previousStatus ?? mirror.status ?? {};
+  const generation = mirror.metadata.generation;
+  const identity = identityOf(mirror);
+  const name = deliveryName(identity, originCluster);
+  const spec = mirror.spec;
+  const policies = mirrorPolicies(spec);
+
+  // Validate what only code can judge.
+  const errors: string[] = [];
+  const resolved = resolveSource(mirror);
+  if (!resolved.ok) errors.push(resolved.error);
+  const matcher = compileNamespaceMatcher(spec.destination, { fieldPath: 'destination' });
+  if (!matcher.ok) errors.push(matcher.error);
+  const selection = selectClusters(spec.destination.clusters, input.clusters);
+  if (selection.error) errors.push(selection.error);
+  const source = resolved.ok ? resolved.source : undefined;
+
+  const base: MirrorStatus = {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    destination: destinationSummary(spec),
+  };
+
+  if (errors.length > 0) {
+    const message = truncate(errors.join('; '), MAX_MESSAGE);
+    let conditions = setCondition(
+      prev.conditions,
+      {
+        type: CONDITION_READY,
+        status: 'False',
+        reason: REASON.invalidSpec,
+        message: truncate(message, MAX_SHORT_MESSAGE),
+        observedGeneration: generation,
+      },
+      now,
+    );
+    if (!findCondition(conditions, CONDITION_SOURCE_FOUND)) {
+      conditions = setCondition(
+        conditions,
+        {
+          type: CONDITION_SOURCE_FOUND,
+          status: 'Unknown',
+          reason: REASON.invalidSpec,
+          message: 'the spec is invalid',
+          observedGeneration: generation,
+        },
+        now,
+      );
+    }
+    // Copies are kept as they are: the last counts stay, only phase and message change.
+    const status = clean({ ...prev, ...base, phase: 'Error', message, conditions });
+    return withEvents(prev, {
+      deliveryName: name,
+      ...(source ? { source } : {}),
+      invalid: message,
+      writes: [],
+      deletes: [],
+      status,
+      events: [],
+    });
+  }
+  const src = source!;
+  const sourceText = `source ${spec.source.kind} ${src.namespace}/${src.name}`;
+
+  if (policies.suspend) {
+    // Tell existing deliveries to suspend; write nothing else, delete nothing.
+    const writes: DeliveryWrite[] = [];
+    for (const obs of input.clusters) {
+      const d = obs.delivery;
+      if (!obs.synced || !d || d.metadata.deletionTimestamp) continue;
+      if (deliveryPolicies(d.spec).suspend) continue;
+      writes.push({
+        cluster: obs.name,
+        delivery: deliveryObject(name, obs, originCluster, { ...d.spec, suspend: true }),
+      });
+    }
+    const message = 'suspended: nothing is written or deleted; the status shows the last state';
+    const conditions = setCondition(
+      prev.conditions,
+      {
+        type: CONDITION_READY,
+        status: 'False',
+        reason: REASON.suspended,
+        message,
+        observedGeneration: generation,
+      },
+      now,
+    );
+    const status = clean({
+      ...prev,
+      ...base,
+      phase: prev.phase ?? 'Pending',
+      message,
+      conditions,
+    });
+    return withEvents(prev, {
+      deliveryName: name,
+      source: src,
+      writes,
+      deletes: [],
+      status,
+      events: [],
+    });
+  }
+
+  const selectedNames = new Set(selection.selected.map((c) => c.name));
+
+  // Clusters no longer selected: remove what is there.
+  const deletes = input.clusters
+    .filter((obs) => !selectedNames.has(obs.name) && obs.synced && holdsSomething(obs))
+    .map((obs) => obs.name);
+
+  // What every selected cluster should hold (only when the source is there).
+  const writes: DeliveryWrite[] = [];
+  const desiredSpecs = new Map<string, MirrorDeliverySpec>();
+  let warnings: string[] = [];
+  if (input.source.state === 'found') {
+    const shaped = shapeSource(spec.source.kind, input.source.object, spec.template);
+    warnings = shaped.warnings;
+    const hash = contentHash(deriveHashKey(input.hubSecret, mirror.metadata.uid ?? ''), {
+      targetKind: spec.source.kind,
+      data: shaped.data,
+      binaryKeys: shaped.binaryKeys,
+      type: shaped.template.type,
+      labels: shaped.template.labels,
+      annotations: shaped.template.annotations,
+    });
+    const targetName = spec.destination.name ?? src.name;
+    for (const obs of selection.selected) {
+      const deliverySpec: MirrorDeliverySpec = {
+        mirror: {
+          kind: identity.kind,
+          ...(identity.namespace ? { namespace: identity.namespace } : {}),
+          name: identity.name,
+          uid: mirror.metadata.uid ?? '',
+        },
+        originCluster,
+        payloadSecretName: name,
+        target: { kind: spec.source.kind, name: targetName },
+        ...(spec.destination.namespaces ? { namespaces: [...spec.destination.namespaces] } : {}),
+        ...(spec.destination.namespaceSelector
+          ? { namespaceSelector: spec.destination.namespaceSelector }
+          : {}),
+        ...(spec.destination.excludeNamespaces
+          ? { excludeNamespaces: [...spec.destination.excludeNamespaces] }
+          : {}),
+        ...(obs.local && targetName === src.name ? { sourceNamespace: src.namespace } : {}),
+        template: shaped.template,
+        deletePolicy: policies.deletePolicy,
+        conflictPolicy: policies.conflictPolicy,
+        suspend: false,
+        contentHash: hash,
+      };
+      desiredSpecs.set(obs.name, deliverySpec);
+      if (!obs.synced) continue; // unknown state: write nothing until the caches are there
+      if (obs.delivery?.metadata.deletionTimestamp) continue; // wait until the old one is gone
+      const write: DeliveryWrite = { cluster: obs.name };
+      if (obs.payload?.contentHash !== hash) {
+        const payload = buildPayloadSecret({
+          name,
+          namespace: obs.agentNamespace,
+          deliveryName: name,
+          shaped,
+        });
+        payload.metadata.labels[LABEL_ORIGIN_CLUSTER] = originCluster;
+        payload.metadata.annotations = {
+          ...(payload.metadata.annotations ?? {}),
+          [ANNOTATION_CONTENT_HASH]: hash,
+          [ANNOTATION_MIRROR]: mirrorRef(identity),
+        };
+        write.payload = payload;
+      }
+      const desired = deliveryObject(name, obs, originCluster, deliverySpec);
+      if (!deliveryUpToDate(obs.delivery, desired)) write.delivery = desired;
+      if (write.payload || write.delivery) writes.push(write);
+    }
+  }
+
+  // Status per selected cluster, then in total.
+  const entries: ClusterSyncStatus[] = [];
+  const problems: MirrorProblem[] = [];
+  for (const obs of selection.selected) {
+    const r = clusterStatus(obs, desiredSpecs.get(obs.name), input.source.state === 'found');
+    entries.push(r.entry);
+    problems.push(...r.problems);
+  }
+  for (const missing of selection.missing) {
+    entries.push({
+      name: missing,
+      phase: 'Error',
+      namespaces: 0,
+      synced: 0,
+      failed: 0,
+      conflicts: 0,
+      message: `no cluster named "${missing}" is registered`,
+    });
+  }
+  entries.sort((a, b) => compare(a.name, b.name));
+  const counts: Required<MirrorCounts> = {
+    clusters: entries.length,
+    namespaces: sum(entries, 'namespaces'),
+    synced: sum(entries, 'synced'),
+    failed: sum(entries, 'failed'),
+    conflicts: sum(entries, 'conflicts'),
+  };
+  const lastSyncTime = latest(entries.map((e) => e.lastSyncTime)) ?? prev.lastSyncTime;
+
+  let phase: MirrorPhase;
+  let message: string;
+  let readyReason: string;
+  let sourceCondition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+  if (input.source.state === 'found') {
+    phase = aggregatePhase(entries);
+    message = summary(phase, counts, entries);
+    readyReason =
+      phase === 'Active'
+        ? REASON.synced
+        : phase === 'Pending'
+          ? REASON.progressing
+          : phase === 'Error'
+            ? REASON.syncError
+            : REASON.degraded;
+    sourceCondition = { status: 'True', reason: REASON.sourceFound, message: sourceText };
+  } else {
+    const delivered = input.clusters.some(
+      (obs) => obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp,
+    );
+    const why =
+      input.source.state === 'missing'
+        ? `${sourceText} not found`
+        : `cannot read ${sourceText}: ${input.source.error}`;
+    message = delivered ? `${why}; copies are kept as they are` : why;
+    phase = delivered ? 'Degraded' : input.source.state === 'missing' ? 'Pending' : 'Error';
+    readyReason =
+      input.source.state === 'missing' ? REASON.sourceNotFound : REASON.sourceUnreadable;
+    sourceCondition =
+      input.source.state === 'missing'
+        ? { status: 'False', reason: REASON.sourceNotFound, message: `${sourceText} not found` }
+        : { status: 'Unknown', reason: REASON.sourceUnreadable, message: why };
+  }
+  if (warnings.length > 0) message += `; ${warnings.join('; ')}`;
+  message = truncate(message, MAX_MESSAGE);
+
+  let conditions: Condition[] = setCondition(
+    prev.conditions,
+    {
+      type: CONDITION_READY,
+      status: phase === 'Active' ? 'True' : 'False',
+      reason: readyReason,
+      message: truncate(message, MAX_SHORT_MESSAGE),
+      observedGeneration: generation,
+    },
+    now,
+  );
+  conditions = setCondition(
+    conditions,
+    {
+      type: CONDITION_SOURCE_FOUND,
+      ...sourceCondition,
+      message: truncate(sourceCondition.message, MAX_SHORT_MESSAGE),
+      observedGeneration: generation,
+    },
+    now,
+  );
+
+  const status = clean({
+    ...base,
+    phase,
+    message,
+    ...(lastSyncTime ? { lastSyncTime } : {}),
+    synced: syncedSummary(counts),
+    counts,
+    clusters: entries,
+    problems: limitProblems(problems),
+    conditions,
+  });
+  return withEvents(prev, {
+    deliveryName: name,
+    source: src,
+    writes,
+    deletes,
+    status,
+    events: [],
+  });
+}
+
+/**
+ * A mirror being deleted (or gone while deliveries remain): what to delete, and whether every
+ * cluster is clean so the finalizer may go. A delivery already being deleted counts as done: the
+ * agent's finalizer on it finishes the job. Clusters whose caches are not synced are waited for.
+ */
+export function planCleanup(clusters: readonly ClusterObservation[]): {
+  deletes: string[];
+  waitingFor: string[];
+  done: boolean;
+} {
+  const deletes: string[] = [];
+  const waitingFor: string[] = [];
+  for (const obs of clusters) {
+    if (!obs.synced) waitingFor.push(obs.name);
+    else if (holdsSomething(obs)) deletes.push(obs.name);
+  }
+  return { deletes, waitingFor, done: deletes.length === 0 && waitingFor.length === 0 };
+}
+
+/**
+ * True when `observed` already is `desired`: same spec, and our labels and annotations on it.
+ * Other labels (someone else's) and the status do not matter.
+ */
+export function deliveryUpToDate(
+  observed: MirrorDelivery | undefined,
+  desired: MirrorDelivery,
+): boolean {
+  if (!observed) return false;
+  const has = (o: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
+    Object.entries(want ?? {}).every(([k, v]) => o?.[k] === v);
+  return (
+    has(observed.metadata.labels, desired.metadata.labels) &&
+    has(observed.metadata.annotations, desired.metadata.annotations) &&
+    equalIgnoringTime(observed.spec, desired.spec, [])
+  );
+}
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+export function identityOf(mirror: AnyMirror): MirrorIdentity {
+  return isClusterSecretMirror(mirror)
+    ? { kind: 'ClusterSecretMirror', name: mirror.metadata.name ?? '' }
+    : {
+        kind: 'SecretMirror',
+        namespace: mirror.metadata.namespace ?? '',
+        name: mirror.metadata.name ?? '',
+      };
+}
+
+function deliveryObject(
+  name: string,
+  obs: ClusterObservation,
+  originCluster: string,
+  spec: MirrorDeliverySpec,
+): MirrorDelivery {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'MirrorDelivery',
+    metadata: {
+      name,
+      namespace: obs.agentNamespace,
+      labels: { [LABEL_ORIGIN_CLUSTER]: originCluster },
+      annotations: { [ANNOTATION_MIRROR]: mirrorRef(spec.mirror) },
+    },
+    spec,
+  };
+}
+
+function holdsSomething(obs: ClusterObservation): boolean {
+  return (
+    (obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp) ||
+    obs.payload !== undefined
+  );
+}
+
+/**
+ * One cluster's entry in status.clusters, and its problems. The agent's report counts only when
+ * it describes the delivery we want there (observedHash = contentHash, observedGeneration =
+ * generation); until then the cluster is Pending with nothing counted as synced.
+ */
+function clusterStatus(
+  obs: ClusterObservation,
+  desired: MirrorDeliverySpec | undefined,
+  sourceFound: boolean,
+): { entry: ClusterSyncStatus; problems: MirrorProblem[] } {
+  const r = deliveryState(obs, desired, sourceFound);
+  const entry: ClusterSyncStatus = {
+    name: obs.name,
+    phase: r.phase,
+    ...r.counts,
+    ...(r.lastSyncTime ? { lastSyncTime: r.lastSyncTime } : {}),
+  };
+  if (obs.error !== undefined) {
+    // Unreachable wins: what we last saw there may no longer be true.
+    entry.phase = 'Error';
+    entry.message = truncate(`cluster unreachable: ${obs.error}`, MAX_MESSAGE);
+  } else if (r.message) {
+    entry.message = truncate(r.message, MAX_MESSAGE);
+  }
+  return { entry, problems: r.problems };
+}
+
+interface DeliveryState {
+  phase: MirrorPhase;
+  message?: string | undefined;
+  counts: { namespaces: number; synced: number; failed: number; conflicts: number };
+  lastSyncTime?: string | undefined;
+  problems: MirrorProblem[];
+}
+
+function deliveryState(
+  obs: ClusterObservation,
+  desired: MirrorDeliverySpec | undefined,
+  sourceFound: boolean,
+): DeliveryState {
+  const zero = { namespaces: 0, synced: 0, failed: 0, conflicts: 0 };
+  if (!obs.synced)
+    return { phase: 'Pending', message: 'connecting to the cluster', counts: zero, problems: [] };
+  const d = obs.delivery;
+  const report = d?.status;
+  const lastSyncTime = report?.lastSyncTime;
+  const reported = {
+    namespaces: report?.counts?.namespaces ?? 0,
+    synced: report?.counts?.synced ?? 0,
+    failed: report?.counts?.failed ?? 0,
+    conflicts: report?.counts?.conflicts ?? 0,
+  };
+  const stale = { ...zero, namespaces: reported.namespaces };
+  if (obs.writeError) {
+    return {
+      phase: 'Error',
+      message: `writing to the cluster failed: ${obs.writeError}`,
+      counts: stale,
+      lastSyncTime,
+      problems: [],
+    };
+  }
+  if (!d) {
+    const message = sourceFound ? 'delivering' : 'nothing delivered';
+    return { phase: 'Pending', message, counts: zero, problems: [] };
+  }
+  if (d.metadata.deletionTimestamp) {
+    const message = 'waiting for the previous delivery to be removed';
+    return { phase: 'Pending', message, counts: stale, problems: [] };
+  }
+  const current =
+    report !== undefined &&
+    report.observedHash === d.spec.contentHash &&
+    (d.metadata.generation === undefined || report.observedGeneration === d.metadata.generation);
+  const wanted = desired === undefined || equalIgnoringTime(d.spec, desired, []);
+  if (!wanted || !current) {
+    const message = !wanted
+      ? 'updating the delivery'
+      : report === undefined
+        ? 'waiting for the agent (no report yet)'
+        : 'waiting for the agent to apply the latest content';
+    return { phase: 'Pending', message, counts: stale, lastSyncTime, problems: [] };
+  }
+  const problems: MirrorProblem[] = (report.namespaces ?? [])
+    .filter((n) => n.state !== 'Synced')
+    .map((n) => ({
+      cluster: obs.name,
+      namespace: n.name,
+      state: n.state === 'Conflict' ? 'Conflict' : 'Failed',
+      ...(n.message ? { message: truncate(n.message, MAX_SHORT_MESSAGE) } : {}),
+    }));
+  return {
+    phase: worst(report.phase ?? 'Pending', phaseFromCounts(reported)),
+    message: report.message,
+    counts: reported,
+    lastSyncTime,
+    problems,
+  };
+}
+
+const SEVERITY: Record<MirrorPhase, number> = { Active: 0, Pending: 1, Degraded: 2, Error: 3 };
+
+function worst(a: MirrorPhase, b: MirrorPhase): MirrorPhase {
+  return SEVERITY[a] >= SEVERITY[b] ? a : b;
+}
+
+function aggregatePhase(entries: readonly ClusterSyncStatus[]): MirrorPhase {
+  if (entries.length === 0) return 'Active';
+  const phases = entries.map((e) => e.phase ?? 'Pending');
+  if (phases.every((p) => p === 'Error')) return 'Error';
+  if (phases.some((p) => p === 'Error' || p === 'Degraded')) return 'Degraded';
+  if (phases.some((p) => p === 'Pending')) return 'Pending';
+  return 'Active';
+}
+
+function summary(
+  phase: MirrorPhase,
+  counts: Required<MirrorCounts>,
+  entries: readonly ClusterSyncStatus[],
+): string {
+  if (entries.length === 0) return 'no cluster selected';
+  const clusters = `${entries.length} cluster${entries.length === 1 ? '' : 's'}`;
+  const parts = [`${counts.synced}/${counts.namespaces} namespaces synced in ${clusters}`];
+  if (phase === 'Active') return parts[0]!;
+  if (counts.failed > 0) parts.push(`${counts.failed} failed`);
+  if (counts.conflicts > 0) {
+    parts.push(`${counts.conflicts} conflict${counts.conflicts === 1 ? '' : 's'}`);
+  }
+  for (const e of entries) {
+    if (e.phase === 'Active') continue;
+    if (e.message) parts.push(`${e.name}: ${e.message}`);
+    else if (e.phase !== 'Degraded') parts.push(`${e.name}: ${e.phase ?? 'Pending'}`);
+  }
+  return parts.join('; ');
+}
+
+/** Events from the transition prev -> plan.status. */
+function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
+  const next = plan.status;
+  const events: PlannedEvent[] = [];
+  const ready = findCondition(next.conditions, CONDITION_READY);
+  const prevReady = findCondition(prev.conditions, CONDITION_READY);
+  const found = findCondition(next.conditions, CONDITION_SOURCE_FOUND);
+  const prevFound = findCondition(prev.conditions, CONDITION_SOURCE_FOUND);
+  const msg = (s: string) => truncate(s, MAX_SHORT_MESSAGE);
+
+  if (ready?.reason === REASON.invalidSpec) {
+    if (prevReady?.reason !== REASON.invalidSpec || prev.message !== next.message) {
+      events.push({
+        type: 'Warning',
+        reason: REASON.invalidSpec,
+        message: msg(next.message ?? ''),
+      });
+    }
+    return { ...plan, events };
+  }
+  if (ready?.reason === REASON.suspended) {
+    if (prevReady?.reason !== REASON.suspended) {
+      events.push({ type: 'Normal', reason: REASON.suspended, message: msg(next.message ?? '') });
+    }
+    return { ...plan, events };
+  }
+  if (prevReady?.reason === REASON.suspended) {
+    events.push({ type: 'Normal', reason: REASON.resumed, message: 'syncing again' });
+  }
+  if (found?.status === 'False' && prevFound?.status !== 'False') {
+    events.push({
+      type: 'Warning',
+      reason: REASON.sourceNotFound,
+      message: msg(next.message ?? ''),
+    });
+  }
+  if (found?.status === 'True' && prevFound?.status === 'False') {
+    events.push({ type: 'Normal', reason: REASON.sourceFound, message: msg(found.message) });
+  }
+  if (found?.status === 'Unknown' && found.reason === REASON.sourceUnreadable) {
+    if (prevFound?.reason !== REASON.sourceUnreadable) {
+      events.push({
+        type: 'Warning',
+        reason: REASON.sourceUnreadable,
+        message: msg(found.message),
+      });
+    }
+  }
+  if (next.phase === 'Active' && prev.phase !== 'Active') {
+    events.push({ type: 'Normal', reason: REASON.synced, message: msg(next.message ?? '') });
+  }
+  if (
+    (ready?.reason === REASON.degraded || ready?.reason === REASON.syncError) &&
+    (prev.phase !== next.phase || prevReady?.reason !== ready.reason)
+  ) {
+    events.push({ type: 'Warning', reason: ready.reason, message: msg(next.message ?? '') });
+  }
+  const problemList = (state: 'Failed' | 'Conflict') =>
+    (next.problems ?? [])
+      .filter((p) => p.state === state)
+      .slice(0, 5)
+      .map((p) => `${p.cluster}/${p.namespace}${p.message ? ` (${p.message})` : ''}`)
+      .join(', ');
+  const conflicts = next.counts?.conflicts ?? 0;
+  if (conflicts > 0 && (prev.counts?.conflicts ?? 0) === 0) {
+    events.push({
+      type: 'Warning',
+      reason: REASON.conflict,
+      message: msg(
+        `${conflicts} namespace${conflicts === 1 ? ' has' : 's have'} an object with the target name that mirrorhub does not own: ${problemList('Conflict')}`,
+      ),
+    });
+  }
+  const failed = next.counts?.failed ?? 0;
+  if (failed > 0 && (prev.counts?.failed ?? 0) === 0) {
+    events.push({
+      type: 'Warning',
+      reason: REASON.syncFailed,
+      message: msg(`${failed} cop${failed === 1 ? 'y' : 'ies'} failed: ${problemList('Failed')}`),
+    });
+  }
+  return { ...plan, events };
+}
+
+/** Drop undefined members so equality and patches see only real fields. */
+function clean(status: MirrorStatus): MirrorStatus {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(status)) if (v !== undefined) out[k] = v;
+  return out as MirrorStatus;
+}
+
+function sum(
+  entries: readonly ClusterSyncStatus[],
+  field: 'namespaces' | 'synced' | 'failed' | 'conflicts',
+): number {
+  return entries.reduce((n, e) => n + (e[field] ?? 0), 0);
+}
+
+function latest(times: readonly (string | undefined)[]): string | undefined {
+  let best: string | undefined;
+  let bestMs = -Infinity;
+  for (const t of times) {
+    if (!t) continue;
+    const ms = Date.parse(t);
+    if (ms > bestMs) {
+      best = t;
+      bestMs = ms;
+    }
+  }
+  return best;
+}
+
+function truncate(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
