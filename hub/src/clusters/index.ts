@@ -1,0 +1,4 @@
+export * from './target.js';
+export * from './registry.js';
+export * from './select.js';
+export * from './connection.js';

@@ -1,0 +1,494 @@
+// The mirror controller: gathers each mirror's input from caches, lets plan.ts decide, and
+// applies the result. It talks only to the hub's own cluster itself (finalizer, status, Events);
+// deliveries go through each cluster's ClusterConnection, which writes asynchronously, so no
+// reconcile ever waits on a follower cluster.
+//
+// Watches: SecretMirrors and ClusterSecretMirrors (all namespaces), each mirror's source object
+// only (SourceWatches), and per cluster the MirrorDeliveries + payload Secrets this hub wrote.
+// Any of them enqueues the mirror's key (`SecretMirror/<ns>/<name>`); the reconcile re-reads
+// everything from the caches.
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  childLogger,
+  CLUSTER_SECRET_MIRROR,
+  createWatcher,
+  deliveryName,
+  equalIgnoringTime,
+  FIELD_MANAGER,
+  GROUP,
+  instrumentWatcher,
+  mergePatchOptions,
+  mergePatchStatus,
+  mirrorPolicies,
+  realClock,
+  resolveSource,
+  SECRET_MIRROR,
+  VERSION,
+  WorkQueue,
+  type AnyMirror,
+  type ClusterSecretMirror,
+  type Clock,
+  type ControllerMetrics,
+  type Gauge,
+  type Logger,
+  type MirrorIdentity,
+  type MirrorPhase,
+  type MirrorStatus,
+  type ProcessResult,
+  type SecretMirror,
+  type Watcher,
+} from '@mirrorhub/shared';
+import { ClusterConnection } from '../../clusters/connection.js';
+import type { ClusterRegistry } from '../../clusters/registry.js';
+import type { ClusterTarget } from '../../clusters/target.js';
+import { EventRecorder } from '../../events.js';
+import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../../names.js';
+import { WriteOverlay } from '../../overlay.js';
+import {
+  identityOf,
+  planCleanup,
+  planMirror,
+  type ClusterObservation,
+  type PlannedEvent,
+  type SourceObservation,
+} from './plan.js';
+import { SourceWatches } from './sources.js';
+
+const CONTROLLER = 'mirror';
+
+export interface MirrorControllerOptions {
+  /** The hub's own cluster: mirrors, sources, status, Events. */
+  kubeConfig: KubeConfig;
+  registry: ClusterRegistry;
+  /** The hub's cluster name (MirrorDelivery.spec.originCluster, delivery names). */
+  originCluster: string;
+  /** Key material for content hashes (Secret mirrorhub-hash-key). */
+  hubSecret: Uint8Array;
+  /** Reporting instance of Events. */
+  identity: string;
+  logger: Logger;
+  metrics: ControllerMetrics;
+  /** Mirrors reconciled at once (default 4). */
+  concurrency?: number;
+  /** Writes in flight at once per cluster (default 4). */
+  deliveryConcurrency?: number;
+  /** A cluster failing for this long is reported unreachable (default 30 s). */
+  unreachableAfterMs?: number;
+  clock?: Clock;
+}
+
+type MirrorObject = SecretMirror | ClusterSecretMirror;
+
+export class MirrorController {
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly core: CoreV1Api;
+  private readonly custom: CustomObjectsApi;
+  private readonly queue: WorkQueue;
+  private readonly sources: SourceWatches;
+  private readonly recorder: EventRecorder;
+  private readonly secretMirrors: Watcher<SecretMirror>;
+  private readonly clusterMirrors: Watcher<ClusterSecretMirror>;
+  private readonly connections = new Map<string, ClusterConnection>();
+  /** Our last write of a mirror (status, finalizer) until its watch shows it. */
+  private readonly written = new WriteOverlay<AnyMirror>();
+  private readonly phases = new Map<string, MirrorPhase>();
+  private readonly unsubscribe: (() => void)[] = [];
+  private readonly phaseGauge: Gauge<'phase'>;
+  private readonly clusterGauge: Gauge<'state'>;
+  private readonly sourceGauge: Gauge;
+  private stopped = false;
+  private started = false;
+
+  constructor(private readonly opts: MirrorControllerOptions) {
+    this.log = childLogger(opts.logger, { controller: CONTROLLER });
+    this.clock = opts.clock ?? realClock;
+    const kc = opts.kubeConfig;
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
+    const m = opts.metrics;
+    this.phaseGauge = m.gauge('mirrors', 'Mirrors by phase (as last reconciled).', ['phase']);
+    this.clusterGauge = m.gauge('clusters', 'Clusters the hub delivers to, by state.', ['state']);
+    this.sourceGauge = m.gauge('source_watches', 'Distinct mirror sources being watched.');
+    this.recorder = new EventRecorder(this.core, {
+      instance: opts.identity,
+      logger: this.log,
+      metrics: m,
+      now: () => new Date(this.clock.now()),
+    });
+    this.queue = new WorkQueue({
+      name: CONTROLLER,
+      concurrency: opts.concurrency ?? 4,
+      process: (key) => this.reconcile(key),
+      observe: (o) => {
+        m.reconcileTotal.inc({ controller: CONTROLLER, result: o.result });
+        m.reconcileDuration.observe({ controller: CONTROLLER }, o.durationMs / 1000);
+        if (o.result === 'error') {
+          m.queueRetriesTotal.inc({ controller: CONTROLLER });
+          this.log.warn(
+            { key: o.key, err: o.error, retryInMs: o.retryInMs, failures: o.failures },
+            'reconcile failed; retrying',
+          );
+        } else if (o.result === 'terminal') {
+          this.log.error({ key: o.key, err: o.error }, 'reconcile failed for good');
+        }
+      },
+      clock: this.clock,
+    });
+    m.observeQueue(CONTROLLER, this.queue);
+    this.sources = new SourceWatches({
+      kubeConfig: kc,
+      logger: this.log,
+      metrics: m,
+      onChange: (keys) => {
+        for (const k of keys) this.queue.add(k);
+      },
+    });
+    this.secretMirrors = createWatcher<SecretMirror>(kc, {
+      group: GROUP,
+      version: VERSION,
+      plural: SECRET_MIRROR.plural,
+    });
+    this.clusterMirrors = createWatcher<ClusterSecretMirror>(kc, {
+      group: GROUP,
+      version: VERSION,
+      plural: CLUSTER_SECRET_MIRROR.plural,
+    });
+  }
+
+  /** Start watching; resolves once the mirror caches and the local cluster's caches are synced. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const deps = { logger: this.log, metrics: this.opts.metrics };
+    for (const w of [this.secretMirrors, this.clusterMirrors] as Watcher<MirrorObject>[]) {
+      this.unsubscribe.push(
+        instrumentWatcher(w, deps),
+        w.onEvent((e) => {
+          if (e.type === 'listed') this.written.clear();
+        }),
+        w.addHandler({
+          onAdd: (obj) => this.mirrorChanged(obj),
+          onUpdate: (obj) => this.mirrorChanged(obj),
+          onDelete: (obj) => this.mirrorChanged(obj, true),
+        }),
+      );
+      w.start();
+    }
+    this.unsubscribe.push(this.opts.registry.onChange(() => this.syncConnections()));
+    this.syncConnections();
+    await Promise.all([this.secretMirrors.synced, this.clusterMirrors.synced]);
+    const local = [...this.connections.values()].find((c) => c.target.local);
+    if (local) await local.waitSynced();
+    if (this.stopped) return;
+    this.queue.start();
+    this.log.info(
+      {
+        secretMirrors: this.secretMirrors.size,
+        clusterSecretMirrors: this.clusterMirrors.size,
+        clusters: this.connections.size,
+      },
+      'mirror controller started',
+    );
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const u of this.unsubscribe.splice(0)) u();
+    await this.queue.shutdown({ timeoutMs: 10_000 });
+    await Promise.all([
+      this.secretMirrors.stop(),
+      this.clusterMirrors.stop(),
+      this.sources.stop(),
+      ...[...this.connections.values()].map((c) => c.stop()),
+    ]);
+    this.connections.clear();
+  }
+
+  /** Mirror caches synced (readiness). */
+  hasSynced(): boolean {
+    return this.secretMirrors.hasSynced() && this.clusterMirrors.hasSynced();
+  }
+
+  /** Wait until nothing is queued or in flight (tests). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  // ---- events -> keys ---------------------------------------------------------------------------
+
+  private mirrorChanged(obj: MirrorObject, deleted = false): void {
+    const key = mirrorKey(identityOf(obj));
+    if (deleted) {
+      this.written.deleted(key);
+    } else if (this.written.observed(key, obj.metadata.resourceVersion)) {
+      return; // the echo of our own write: nothing new to look at
+    }
+    this.queue.add(key);
+  }
+
+  private enqueueAll(): void {
+    for (const m of this.secretMirrors.list()) this.queue.add(mirrorKey(identityOf(m)));
+    for (const m of this.clusterMirrors.list()) this.queue.add(mirrorKey(identityOf(m)));
+    // Deliveries whose mirror is gone: their reconcile deletes them.
+    for (const c of this.connections.values()) for (const k of c.mirrorKeys()) this.queue.add(k);
+  }
+
+  private syncConnections(): void {
+    if (this.stopped) return;
+    const targets = this.opts.registry.list();
+    const names = new Set(targets.map((t) => t.name));
+    for (const [name, conn] of this.connections) {
+      if (!names.has(name)) {
+        this.connections.delete(name);
+        void conn.stop();
+      }
+    }
+    for (const target of targets) {
+      const conn = this.connections.get(target.name);
+      if (conn?.target === target) continue;
+      if (conn) void conn.stop();
+      this.connections.set(target.name, this.connect(target));
+    }
+    this.updateClusterGauge();
+    this.enqueueAll();
+  }
+
+  private connect(target: ClusterTarget): ClusterConnection {
+    const conn = new ClusterConnection({
+      target,
+      originCluster: this.opts.originCluster,
+      logger: childLogger(this.opts.logger, { controller: 'deliveries', cluster: target.name }),
+      metrics: this.opts.metrics,
+      ...(this.opts.deliveryConcurrency ? { concurrency: this.opts.deliveryConcurrency } : {}),
+      ...(this.opts.unreachableAfterMs !== undefined
+        ? { unreachableAfterMs: this.opts.unreachableAfterMs }
+        : {}),
+      clock: this.clock,
+      onMirror: (key) => this.queue.add(key),
+      onHealth: () => {
+        this.updateClusterGauge();
+        this.enqueueAll();
+      },
+    });
+    conn.start();
+    return conn;
+  }
+
+  private updateClusterGauge(): void {
+    const counts = { ready: 0, connecting: 0, unreachable: 0 };
+    for (const c of this.connections.values()) {
+      const h = c.health();
+      if (h.error !== undefined) counts.unreachable++;
+      else if (h.synced) counts.ready++;
+      else counts.connecting++;
+    }
+    for (const [state, n] of Object.entries(counts)) this.clusterGauge.set({ state }, n);
+  }
+
+  private setPhase(key: string, phase: MirrorPhase | undefined): void {
+    if (phase === undefined) this.phases.delete(key);
+    else this.phases.set(key, phase);
+    const counts: Record<MirrorPhase, number> = { Pending: 0, Active: 0, Degraded: 0, Error: 0 };
+    for (const p of this.phases.values()) counts[p]++;
+    for (const [phase, n] of Object.entries(counts)) this.phaseGauge.set({ phase }, n);
+    this.sourceGauge.set(this.sources.size);
+  }
+
+  // ---- reconcile --------------------------------------------------------------------------------
+
+  private current(id: MirrorIdentity, key: string): AnyMirror | undefined {
+    const cached =
+      id.kind === 'SecretMirror'
+        ? this.secretMirrors.get(id.name, id.namespace)
+        : this.clusterMirrors.get(id.name);
+    if (!cached) return undefined;
+    const w = this.written.get(key);
+    return w && w.metadata.uid === cached.metadata.uid ? w : cached;
+  }
+
+  private observe(conn: ClusterConnection, name: string): ClusterObservation {
+    const t = conn.target;
+    const h = conn.health();
+    return {
+      name: t.name,
+      agentNamespace: t.agentNamespace,
+      labels: t.labels,
+      local: t.local,
+      synced: h.synced,
+      error: h.error,
+      ...conn.observe(name),
+    };
+  }
+
+  private async reconcile(key: string): Promise<ProcessResult | void> {
+    const id = parseMirrorKey(key);
+    if (!id) return;
+    const name = deliveryName(id, this.opts.originCluster);
+    const conns = [...this.connections.values()];
+    const mirror = this.current(id, key);
+    if (!mirror || mirror.metadata.deletionTimestamp) {
+      return this.cleanUp(key, name, conns, mirror);
+    }
+    const resolved = resolveSource(mirror);
+    this.sources.set(key, resolved.ok ? resolved.source : undefined);
+    let source: SourceObservation = { state: 'missing' };
+    if (resolved.ok) {
+      const seen = this.sources.get(resolved.source);
+      // Not listed yet: the watch's first list enqueues this mirror again.
+      if (seen.state === 'unknown') return;
+      source = seen;
+    }
+    const plan = planMirror({
+      mirror,
+      source,
+      clusters: conns.map((c) => this.observe(c, name)),
+      hubSecret: this.opts.hubSecret,
+      originCluster: this.opts.originCluster,
+      now: new Date(this.clock.now()),
+    });
+
+    let current = mirror;
+    if (plan.writes.length > 0 && !current.metadata.finalizers?.includes(HUB_FINALIZER)) {
+      current = await this.setFinalizer(key, current, true);
+    }
+    const writes = new Map(plan.writes.map((w) => [w.cluster, w]));
+    const deletes = new Set(plan.deletes);
+    for (const conn of conns) {
+      const w = writes.get(conn.name);
+      conn.request(
+        name,
+        key,
+        w
+          ? {
+              op: 'apply',
+              ...(w.payload ? { payload: w.payload } : {}),
+              ...(w.delivery ? { delivery: w.delivery } : {}),
+            }
+          : deletes.has(conn.name)
+            ? { op: 'delete' }
+            : undefined,
+      );
+    }
+    if (plan.writes.length > 0 || plan.deletes.length > 0) {
+      this.log.debug(
+        { key, writes: plan.writes.map((w) => w.cluster), deletes: plan.deletes },
+        'deliveries requested',
+      );
+    }
+    await this.updateStatus(key, current, plan.status, plan.events);
+    this.setPhase(key, plan.status.phase);
+    if (plan.invalid) return; // only a spec change can help; it enqueues the mirror
+    return { requeueAfterMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
+  }
+
+  /** The mirror is gone or being deleted: remove its deliveries everywhere, then the finalizer. */
+  private async cleanUp(
+    key: string,
+    name: string,
+    conns: ClusterConnection[],
+    mirror: AnyMirror | undefined,
+  ): Promise<ProcessResult | void> {
+    this.sources.set(key, undefined);
+    this.setPhase(key, undefined);
+    if (mirror && !mirror.metadata.finalizers?.includes(HUB_FINALIZER)) {
+      // Never delivered (or already cleaned up): nothing of ours to remove.
+      for (const conn of conns) conn.request(name, key, undefined);
+      return;
+    }
+    const plan = planCleanup(conns.map((c) => this.observe(c, name)));
+    const deletes = new Set(plan.deletes);
+    for (const conn of conns) {
+      conn.request(name, key, deletes.has(conn.name) ? { op: 'delete' } : undefined);
+    }
+    if (!mirror) {
+      if (plan.deletes.length > 0)
+        this.log.info({ key, clusters: plan.deletes }, 'removing orphaned deliveries');
+      return;
+    }
+    if (!plan.done) {
+      this.log.debug({ key, deleting: plan.deletes, waitingFor: plan.waitingFor }, 'cleaning up');
+      // Progress arrives as watch events; this is only the safety net.
+      return { requeueAfterMs: 30_000 };
+    }
+    await this.setFinalizer(key, mirror, false);
+    this.log.info({ key }, 'deliveries removed; finalizer released');
+  }
+
+  private async setFinalizer(key: string, mirror: AnyMirror, present: boolean): Promise<AnyMirror> {
+    const others = (mirror.metadata.finalizers ?? []).filter((f) => f !== HUB_FINALIZER);
+    const finalizers = present ? [...others, HUB_FINALIZER] : others;
+    const body = {
+      metadata: { finalizers, resourceVersion: mirror.metadata.resourceVersion },
+    };
+    const common = {
+      group: GROUP,
+      version: VERSION,
+      name: mirror.metadata.name ?? '',
+      body,
+      fieldManager: FIELD_MANAGER.hub,
+    };
+    const ns = mirror.metadata.namespace;
+    const updated = (await (ns
+      ? this.custom.patchNamespacedCustomObject(
+          { ...common, namespace: ns, plural: SECRET_MIRROR.plural },
+          mergePatchOptions(),
+        )
+      : this.custom.patchClusterCustomObject(
+          { ...common, plural: CLUSTER_SECRET_MIRROR.plural },
+          mergePatchOptions(),
+        ))) as AnyMirror;
+    this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
+    this.remember(key, mirror, updated);
+    return updated;
+  }
+
+  private async updateStatus(
+    key: string,
+    mirror: AnyMirror,
+    next: MirrorStatus,
+    events: readonly PlannedEvent[],
+  ): Promise<void> {
+    const prev = mirror.status ?? {};
+    if (equalIgnoringTime(prev, next, [])) return;
+    // A merge patch: send every field, and null for fields that are no longer there.
+    const patch: Record<string, unknown> = { ...next };
+    for (const k of Object.keys(prev)) if (!(k in next)) patch[k] = null;
+    const ns = mirror.metadata.namespace;
+    const updated = await mergePatchStatus<AnyMirror>(
+      this.custom,
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: ns ? SECRET_MIRROR.plural : CLUSTER_SECRET_MIRROR.plural,
+        name: mirror.metadata.name ?? '',
+        ...(ns ? { namespace: ns } : {}),
+      },
+      patch,
+      { fieldManager: FIELD_MANAGER.hub },
+    );
+    this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
+    this.remember(key, mirror, updated);
+    this.log.debug(
+      { key, phase: next.phase, synced: next.synced, from: prev.phase },
+      'status updated',
+    );
+    if (prev.phase !== next.phase) {
+      this.log.info(
+        { key, phase: next.phase, from: prev.phase ?? null, message: next.message },
+        'phase changed',
+      );
+    }
+    for (const e of events) {
+      await this.recorder.record(updated, e);
+    }
+  }
+
+  /** Keep our write until the watch shows it (unless it changed nothing). */
+  private remember(key: string, before: AnyMirror, updated: AnyMirror): void {
+    const rv = updated.metadata?.resourceVersion;
+    if (!rv || rv === before.metadata.resourceVersion) return;
+    this.written.wrote(key, rv, updated);
+  }
+}
