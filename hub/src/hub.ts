@@ -1,0 +1,272 @@
+// The hub as a library: createHub(config) wires the cluster registry, leader election, the
+// hash key, the mirror controller and the health/metrics server. main.ts is a thin shell around
+// it, and tests run several hubs in one process (no globals: logger, metrics registry, clients
+// and caches all belong to one Hub).
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  Backoff,
+  childLogger,
+  createLeaderElector,
+  createLogger,
+  createMetrics,
+  errorMessage,
+  isForbidden,
+  isNotFound,
+  realClock,
+  sleep,
+  startHealthServer,
+  type ControllerMetrics,
+  type HealthServer,
+  type LeaderElector,
+  type Logger,
+} from '@mirrorhub/shared';
+import { ClusterRegistry } from './clusters/registry.js';
+import { localTarget } from './clusters/target.js';
+import { MirrorController } from './controllers/mirror/controller.js';
+import { ensureHashKey } from './hashkey.js';
+import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
+
+export interface LeaderElectionConfig {
+  /** Lease name in `namespace` (default mirrorhub-hub). */
+  leaseName?: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+export interface HubConfig {
+  /** The hub's own cluster (mirrors, sources, Lease, hash key; also a delivery target). */
+  kubeConfig: KubeConfig;
+  /** Name of the hub's own cluster, in status and delivery names (default `hub`). */
+  clusterName?: string;
+  /** The hub's own namespace: Lease and hash key Secret (default mirrorhub-system). */
+  namespace?: string;
+  /** The agent namespace in the hub's own cluster (default mirrorhub-system). */
+  agentNamespace?: string;
+  /** Unique per process (pod name): Lease holder and Event reporting instance. */
+  identity: string;
+  version: string;
+  logger?: Logger;
+  /** Serve /healthz, /readyz and /metrics on this port (0: any free port). Default: none. */
+  healthPort?: number;
+  /** Address to listen on (default 0.0.0.0). */
+  healthHost?: string;
+  /** Mirrors reconciled at once (default 4). */
+  concurrency?: number;
+  /** Writes in flight at once per cluster (default 4). */
+  deliveryConcurrency?: number;
+  /** A cluster failing this long is reported unreachable in status (default 30 s). */
+  unreachableAfterMs?: number;
+  /** false: run the controllers at once (one replica, tests). Default: elect with defaults. */
+  leaderElection?: false | LeaderElectionConfig;
+}
+
+export interface Hub {
+  /** Resolves once leading with caches synced, or standing by behind another leader. */
+  start(): Promise<void>;
+  /** Stops the controllers and releases the Lease. Idempotent. */
+  stop(): Promise<void>;
+  /** The clusters the hub delivers to (today: its own). */
+  readonly registry: ClusterRegistry;
+  isLeader(): boolean;
+  /** Port of the health/metrics server, once started (when healthPort was given). */
+  readonly port: number | undefined;
+  readonly metrics: ControllerMetrics;
+}
+
+export const HUB_DEFAULTS = {
+  clusterName: 'hub',
+  namespace: 'mirrorhub-system',
+  agentNamespace: 'mirrorhub-system',
+  leaderElection: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+} as const;
+
+export function createHub(config: HubConfig): Hub {
+  const clusterName = config.clusterName ?? HUB_DEFAULTS.clusterName;
+  const namespace = config.namespace ?? HUB_DEFAULTS.namespace;
+  const agentNamespace = config.agentNamespace ?? HUB_DEFAULTS.agentNamespace;
+  const invalid = validateClusterName(clusterName);
+  if (invalid) throw new Error(`hub: ${invalid}`);
+  if (!config.identity) throw new Error('hub: identity must not be empty');
+
+  const logger =
+    config.logger ?? createLogger({ base: { component: 'hub', version: config.version } });
+  const log = childLogger(logger, { controller: 'hub', cluster: clusterName });
+  const metrics = createMetrics({ component: 'hub' });
+  metrics
+    .gauge('build_info', 'Version of the running hub (always 1).', ['version'])
+    .set({ version: config.version }, 1);
+  const registry = new ClusterRegistry([
+    localTarget({ name: clusterName, agentNamespace, kubeConfig: config.kubeConfig }),
+  ]);
+  const core = config.kubeConfig.makeApiClient(CoreV1Api);
+
+  let server: HealthServer | undefined;
+  let elector: LeaderElector | undefined;
+  let controller: MirrorController | undefined;
+  let running = false;
+  const work = new Set<Promise<void>>();
+  let startPromise: Promise<void> | undefined;
+  let stopPromise: Promise<void> | undefined;
+  let stopped = false;
+  let markStarted!: () => void;
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
+
+  /** Leader work: hash key, controllers, until `signal` aborts. */
+  async function lead(signal: AbortSignal): Promise<void> {
+    const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+    let hubSecret: Buffer | undefined;
+    while (!signal.aborted) {
+      try {
+        hubSecret = await ensureHashKey(core, namespace);
+        break;
+      } catch (err) {
+        const retryInMs = backoff.next();
+        log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
+        await sleep(realClock, retryInMs, signal);
+      }
+    }
+    if (!hubSecret || signal.aborted) return;
+    const c = new MirrorController({
+      kubeConfig: config.kubeConfig,
+      registry,
+      originCluster: clusterName,
+      hubSecret,
+      identity: config.identity,
+      logger,
+      metrics,
+      ...(config.concurrency ? { concurrency: config.concurrency } : {}),
+      ...(config.deliveryConcurrency ? { deliveryConcurrency: config.deliveryConcurrency } : {}),
+      ...(config.unreachableAfterMs !== undefined
+        ? { unreachableAfterMs: config.unreachableAfterMs }
+        : {}),
+    });
+    controller = c;
+    const stopController = () => void c.stop();
+    signal.addEventListener('abort', stopController, { once: true });
+    try {
+      await c.start();
+      if (!signal.aborted) {
+        running = true;
+        log.info('controllers running');
+        markStarted();
+        await new Promise<void>((resolve) => {
+          if (signal.aborted) resolve();
+          else signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+      }
+    } catch (err) {
+      if (!signal.aborted) throw err;
+    } finally {
+      running = false;
+      signal.removeEventListener('abort', stopController);
+      await c.stop();
+      if (controller === c) controller = undefined;
+      log.info('controllers stopped');
+    }
+  }
+
+  function track(p: Promise<void>): Promise<void> {
+    work.add(p);
+    void p.finally(() => work.delete(p)).catch(() => undefined);
+    return p;
+  }
+
+  async function preflight(): Promise<void> {
+    try {
+      await core.readNamespace({ name: namespace });
+    } catch (err) {
+      if (isNotFound(err)) {
+        throw new Error(
+          `hub: namespace "${namespace}" does not exist; create it (the hub keeps its Lease and hash key there)`,
+          { cause: err },
+        );
+      }
+      if (!isForbidden(err)) log.warn({ err: errorMessage(err) }, 'cannot check the hub namespace');
+    }
+  }
+
+  async function doStart(): Promise<void> {
+    await preflight();
+    if (config.healthPort !== undefined) {
+      server = await startHealthServer({
+        port: config.healthPort,
+        ...(config.healthHost ? { host: config.healthHost } : {}),
+        registry: metrics.registry,
+        logger: log,
+      });
+      server.addReadinessCheck('leader-election', () => elector?.check() ?? true);
+      server.addReadinessCheck('caches', () => {
+        if (elector && !elector.isLeader()) return true; // standby: nothing to sync
+        return controller?.hasSynced() ? true : 'mirror caches not synced';
+      });
+    }
+    const le = config.leaderElection;
+    if (le === false) {
+      const abort = new AbortController();
+      const p = track(
+        lead(abort.signal).catch((err: unknown) => log.error({ err }, 'controllers failed')),
+      );
+      stopLeading = async () => {
+        abort.abort();
+        await p;
+      };
+    } else {
+      const opts = le ?? HUB_DEFAULTS.leaderElection;
+      elector = createLeaderElector({
+        namespace,
+        name: le?.leaseName ?? DEFAULT_LEASE_NAME,
+        identity: config.identity,
+        kubeConfig: config.kubeConfig,
+        leaseDurationMs: opts.leaseDurationMs,
+        renewDeadlineMs: opts.renewDeadlineMs,
+        retryPeriodMs: opts.retryPeriodMs,
+        logger: log,
+        metrics,
+        onStartedLeading: (signal) => track(lead(signal)),
+        onNewLeader: (holder) => {
+          if (holder !== undefined && holder !== config.identity) {
+            log.info({ leader: holder }, 'standing by');
+            markStarted();
+          }
+        },
+      });
+      elector.start();
+      stopLeading = async () => {
+        await elector?.stop();
+      };
+    }
+    await started;
+  }
+
+  let stopLeading: () => Promise<void> = async () => {};
+
+  return {
+    registry,
+    metrics,
+    get port() {
+      return server?.port;
+    },
+    isLeader() {
+      if (elector) return elector.isLeader();
+      return running;
+    },
+    start() {
+      if (stopped) return Promise.reject(new Error('hub: stopped'));
+      startPromise ??= doStart();
+      return startPromise;
+    },
+    stop() {
+      stopPromise ??= (async () => {
+        stopped = true;
+        markStarted(); // a start() still waiting returns
+        await startPromise?.catch(() => undefined);
+        await stopLeading();
+        await Promise.all([...work]);
+        await server?.close();
+        log.info('hub stopped');
+      })();
+      return stopPromise;
+    },
+  };
+}

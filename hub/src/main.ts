@@ -1,0 +1,58 @@
+// Entry point: `node hub/dist/main.js`. Configuration from the environment, kubeconfig from
+// KUBECONFIG / ~/.kube/config / the pod's service account, then createHub. Everything else is in
+// hub.ts.
+import { readFileSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import { createLogger, createShutdown, logConfigFromEnv } from '@mirrorhub/shared';
+import { configFromEnv } from './config.js';
+import { createHub } from './hub.js';
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
+    return process.env['MIRRORHUB_VERSION'] ?? pkg.version ?? 'unknown';
+  } catch {
+    return process.env['MIRRORHUB_VERSION'] ?? 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  const v = version();
+  const logger = createLogger({
+    ...logConfigFromEnv(process.env),
+    base: { component: 'hub', version: v },
+  });
+  let config;
+  try {
+    config = configFromEnv(process.env);
+  } catch (err) {
+    logger.fatal({ err }, 'invalid configuration');
+    process.exit(2);
+  }
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault(); // KUBECONFIG, ~/.kube/config, or in-cluster
+  const hub = createHub({ ...config, kubeConfig, version: v, logger });
+  const shutdown = createShutdown({ logger }).install();
+  shutdown.register('hub', () => hub.stop());
+  logger.info(
+    {
+      cluster: config.clusterName,
+      namespace: config.namespace,
+      identity: config.identity,
+      server: kubeConfig.getCurrentCluster()?.server,
+    },
+    'starting',
+  );
+  try {
+    await hub.start();
+  } catch (err) {
+    logger.fatal({ err }, 'start-up failed');
+    await shutdown.shutdown('start-up failed');
+    process.exit(1);
+  }
+  logger.info({ port: hub.port, leader: hub.isLeader() }, 'hub started');
+}
+
+void main();
