@@ -20,9 +20,24 @@ export interface KubeBinaries {
   kubectl: string;
 }
 
-/** Changes when the pinned versions or the mains change, so the cache rebuilds. */
+/**
+ * Version stamps, as upstream release builds set them: without them the server reports
+ * v0.0.0-master and `helm install` of a chart with a kubeVersion constraint fails.
+ */
+function ldflags(): string {
+  const [major, minor] = KUBE_VERSION.slice(1).split('.');
+  const stamps = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) => [
+    `-X ${pkg}.gitVersion=${KUBE_VERSION}`,
+    `-X ${pkg}.gitMajor=${major}`,
+    `-X ${pkg}.gitMinor=${minor}`,
+    `-X ${pkg}.gitTreeState=clean`,
+  ]);
+  return ['-s', '-w', ...stamps].join(' ');
+}
+
+/** Changes when the pinned versions, the mains or the build flags change, so the cache rebuilds. */
 async function sourceKey(): Promise<string> {
-  const h = createHash('sha256');
+  const h = createHash('sha256').update(ldflags());
   const files = ['go.mod', 'go.sum'];
   for (const dir of ['cmd/kube-apiserver', 'cmd/kubectl', 'cmd/etcd']) {
     for (const f of (await readdir(join(goModuleDir, dir))).sort()) files.push(join(dir, f));
@@ -79,7 +94,7 @@ async function requireGo(): Promise<void> {
 function goBuild(outDir: string): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     // -v names each package as it is compiled: counted, that is the progress we show.
-    const child = spawn('go', ['build', '-v', '-trimpath', '-ldflags=-s -w', '-o', `${outDir}/`, './cmd/...'], {
+    const child = spawn('go', ['build', '-v', '-trimpath', `-ldflags=${ldflags()}`, '-o', `${outDir}/`, './cmd/...'], {
       cwd: goModuleDir,
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, CGO_ENABLED: '0' },
