@@ -51,6 +51,9 @@ interface Entry {
   unsubscribe: (() => void)[];
 }
 
+/** Resource label of every source watch in logs and metrics (one series, not one per source). */
+const SOURCES_RESOURCE = 'sources';
+
 export function sourceKey(s: ResolvedSource): string {
   return `${s.kind}/${s.namespace}/${s.name}`;
 }
@@ -77,7 +80,7 @@ export class SourceWatches {
           },
           // A source is one object: relist quickly after errors, never hold more than it.
           {
-            resource: `source:${s.kind.toLowerCase()}`,
+            resource: SOURCES_RESOURCE,
             backoff: { initialMs: 500, maxMs: 30_000 },
           },
         );
@@ -126,6 +129,12 @@ export class SourceWatches {
     await Promise.all(all.map((e) => this.close(e)));
   }
 
+  private reportObjects(): void {
+    let n = 0;
+    for (const e of this.entries.values()) n += e.watcher.size;
+    this.opts.metrics?.watchObjects.set({ resource: SOURCES_RESOURCE }, n);
+  }
+
   private release(mirrorKey: string, key: string): void {
     this.byMirror.delete(mirrorKey);
     const entry = this.entries.get(key);
@@ -134,6 +143,7 @@ export class SourceWatches {
     if (entry.mirrors.size === 0) {
       this.entries.delete(key);
       void this.close(entry);
+      this.reportObjects();
     }
   }
 
@@ -142,6 +152,10 @@ export class SourceWatches {
     const entry: Entry = { source, watcher, mirrors: new Set(), unsubscribe: [] };
     const notify = (): void => {
       if (entry.mirrors.size > 0) this.opts.onChange([...entry.mirrors]);
+    };
+    const counted = (): void => {
+      this.reportObjects();
+      notify();
     };
     if (this.opts.logger || this.opts.metrics) {
       entry.unsubscribe.push(
@@ -152,8 +166,11 @@ export class SourceWatches {
       );
     }
     entry.unsubscribe.push(
-      watcher.addHandler({ onAdd: notify, onUpdate: notify, onDelete: notify }),
+      watcher.addHandler({ onAdd: counted, onUpdate: notify, onDelete: counted }),
       watcher.onEvent((e) => {
+        // All source watches share one resource label; count their objects together (this
+        // listener runs after instrumentWatcher's, which sets one watch's size).
+        if (e.type === 'listed' || e.type === 'restarted') this.reportObjects();
         if (e.type === 'listed') {
           // The first list tells a missing source apart from one not read yet.
           const hadError = entry.error !== undefined;
