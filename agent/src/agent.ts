@@ -4,20 +4,15 @@
 
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
-import {
-  childLogger,
-  createLeaderElector,
-  createLogger,
-  createMetrics,
-  startHealthServer,
-  type HealthServer,
-  type LeaderElector,
-  type Logger,
-  type Registry,
-} from '@mirrorhub/shared';
-import { DeliveryController } from './controllers/delivery/controller.js';
+import type { V1Lease } from '@kubernetes/client-node';
+import { childLogger, createLogger, type Logger } from '@mirrorhub/shared/runtime/log';
+import { createMetrics, type Registry } from '@mirrorhub/shared/runtime/metrics';
+import { startHealthServer, type HealthServer } from '@mirrorhub/shared/runtime/server';
+import type { LeaderElector, LeaseClient } from '@mirrorhub/shared/runtime/leader';
+import { DeliveryController, FIELD_MANAGER } from './controllers/delivery/controller.js';
 import { Heartbeat } from './heartbeat.js';
+import type { KubeAccess } from './kube/access.js';
+import { RestClient, groupPath, isNotFound } from './kube/rest.js';
 
 export interface LeaderElectionConfig {
   leaseName: string;
@@ -27,7 +22,8 @@ export interface LeaderElectionConfig {
 }
 
 export interface AgentConfig {
-  kubeConfig: KubeConfig;
+  /** client-node's KubeConfig, or any KubeAccess (kube/access.ts: the in-cluster one is light). */
+  kubeConfig: KubeAccess;
   /** The agent namespace (MirrorDeliveries, payload Secrets, the heartbeat Lease). */
   namespace: string;
   /** This cluster's name, as the hub knows it (a label on metrics, an annotation on the Lease). */
@@ -42,7 +38,10 @@ export interface AgentConfig {
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */
   writeParallelism?: number;
-  /** Run the controller only while holding this Lease (default false: always run). */
+  /**
+   * Run the controller only while holding this Lease (default false: always run). Note: the
+   * shared elector loads client-node (~70 MB resident) when enabled.
+   */
   leaderElection?: false | LeaderElectionConfig;
   /** Heartbeat Lease renewal (default every 30 s); false = no heartbeat. */
   heartbeat?: false | { intervalMs?: number };
@@ -87,12 +86,14 @@ export function createAgent(config: AgentConfig): Agent {
     concurrency: config.concurrency ?? 4,
     writeParallelism: config.writeParallelism ?? 16,
   });
+  const rest = new RestClient(config.kubeConfig);
   const heartbeat =
     config.heartbeat === false
       ? undefined
       : () =>
           new Heartbeat({
-            kubeConfig: config.kubeConfig,
+            rest,
+            fieldManager: FIELD_MANAGER,
             namespace: config.namespace,
             clusterName: config.clusterName,
             version: config.version,
@@ -132,8 +133,11 @@ export function createAgent(config: AgentConfig): Agent {
     if (running.signal.aborted) return;
     if (config.leaderElection) {
       const le = config.leaderElection;
+      // Loaded only when used: the elector module imports client-node.
+      const { createLeaderElector } = await import('@mirrorhub/shared/runtime/leader');
+      if (running.signal.aborted) return;
       elector = createLeaderElector({
-        kubeConfig: config.kubeConfig,
+        client: restLeaseClient(rest),
         namespace: config.namespace,
         name: le.leaseName,
         identity,
@@ -164,6 +168,7 @@ export function createAgent(config: AgentConfig): Agent {
     await controller.stop();
     await starting?.catch(() => undefined);
     await server?.close();
+    rest.close();
     log.info('agent stopped');
   }
 
@@ -182,5 +187,23 @@ export function createAgent(config: AgentConfig): Agent {
     },
     ready: () => controller.hasSynced(),
     idle: () => controller.idle(),
+  };
+}
+
+/** The elector's three Lease calls over the agent's REST client. */
+function restLeaseClient(rest: RestClient): LeaseClient {
+  const path = (namespace: string, name?: string) =>
+    groupPath('coordination.k8s.io', 'v1', 'leases', namespace, name);
+  return {
+    async get(namespace, name) {
+      try {
+        return await rest.get<V1Lease>(path(namespace, name));
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
+    create: (namespace, lease) => rest.post<V1Lease>(path(namespace), lease),
+    replace: (namespace, name, lease) => rest.put<V1Lease>(path(namespace, name), lease),
   };
 }

@@ -4,7 +4,6 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { AgentConfig } from './agent.js';
 
 export interface MainConfig extends Omit<AgentConfig, 'kubeConfig' | 'logger'> {
@@ -49,7 +48,9 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
   const identity = env['POD_NAME']
     ? `${env['POD_NAME']}-${randomBytes(3).toString('hex')}`
     : `${hostname()}-${randomBytes(3).toString('hex')}`;
-  const leaderElection = (env['MIRRORHUB_LEADER_ELECTION'] ?? 'true').toLowerCase() !== 'false';
+  // Off by default: one replica needs none, and the shared elector loads client-node (~70 MB
+  // resident). Set it for replicaCount > 1.
+  const leaderElection = (env['MIRRORHUB_LEADER_ELECTION'] ?? 'false').toLowerCase() === 'true';
   return {
     kubeconfigPath: values.kubeconfig,
     namespace: values.namespace ?? env['MIRRORHUB_NAMESPACE'] ?? 'mirrorhub-system',
@@ -67,12 +68,4 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
         }
       : false,
   };
-}
-
-/** --kubeconfig, else the default chain: KUBECONFIG, ~/.kube/config, in-cluster. */
-export function loadKubeConfig(path: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromDefault();
-  return kc;
 }

@@ -2,24 +2,18 @@
 // interval, carrying the agent's version. The hub reads it for cluster health (present, version,
 // last heartbeat); an agent that stops renewing shows up as stale there.
 
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import {
-  FIELD_MANAGER,
-  applyPatchOptions,
-  errorMessage,
-  jitterUp,
-  realClock,
-  sleep,
-  type Clock,
-  type Logger,
-} from '@mirrorhub/shared';
+import { jitterUp } from '@mirrorhub/shared/runtime/backoff';
+import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
+import { errorMessage } from '@mirrorhub/shared/runtime/errors';
+import type { Logger } from '@mirrorhub/shared/runtime/log';
+import { CONTENT_TYPE, groupPath, type RestClient } from './kube/rest.js';
 
 export const HEARTBEAT_LEASE = 'mirrorhub-agent';
 export const ANNOTATION_AGENT_VERSION = 'mirrorhub.io/agent-version';
 export const ANNOTATION_CLUSTER_NAME = 'mirrorhub.io/cluster-name';
 
 export interface HeartbeatOptions {
-  kubeConfig: KubeConfig;
+  rest: RestClient;
   namespace: string;
   clusterName: string;
   version: string;
@@ -27,17 +21,17 @@ export interface HeartbeatOptions {
   identity: string;
   /** Default 30 s; each wait is jittered up by up to 10%. */
   intervalMs?: number;
+  fieldManager: string;
   logger?: Logger;
   clock?: Clock;
 }
 
 /** RFC 3339 with microseconds, as metav1.MicroTime is written. */
-function microTime(ms: number): string {
+export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
 export class Heartbeat {
-  private readonly api: CoordinationV1Api;
   private readonly clock: Clock;
   private readonly intervalMs: number;
   private readonly abort = new AbortController();
@@ -45,7 +39,6 @@ export class Heartbeat {
   private lastOk = 0;
 
   constructor(private readonly opts: HeartbeatOptions) {
-    this.api = opts.kubeConfig.makeApiClient(CoordinationV1Api);
     this.clock = opts.clock ?? realClock;
     this.intervalMs = opts.intervalMs ?? 30_000;
   }
@@ -53,6 +46,7 @@ export class Heartbeat {
   /** Beat once now (resolves when it is written, or failed and was logged), then on interval. */
   async start(): Promise<void> {
     if (this.loop) return;
+    this.loop = Promise.resolve();
     await this.beat();
     this.loop = (async () => {
       while (await sleep(this.clock, jitterUp(this.intervalMs, 0.1), this.abort.signal)) {
@@ -94,9 +88,11 @@ export class Heartbeat {
       },
     };
     try {
-      await this.api.patchNamespacedLease(
-        { name: HEARTBEAT_LEASE, namespace, body, fieldManager: FIELD_MANAGER.agent, force: true },
-        applyPatchOptions(),
+      await this.opts.rest.patch(
+        groupPath('coordination.k8s.io', 'v1', 'leases', namespace, HEARTBEAT_LEASE),
+        body,
+        CONTENT_TYPE.apply,
+        { fieldManager: this.opts.fieldManager, force: true },
       );
       this.lastOk = now;
     } catch (err) {

@@ -1,6 +1,13 @@
 // @mirrorhub/agent: the agent as a library (tests and the demo run it in-process).
 export { createAgent, type Agent, type AgentConfig, type LeaderElectionConfig } from './agent.js';
-export { readConfig, loadKubeConfig, type MainConfig } from './config.js';
+export { readConfig, type MainConfig } from './config.js';
+export {
+  inClusterAccess,
+  kubeConfigAccess,
+  loadKubeAccess,
+  type KubeAccess,
+} from './kube/access.js';
+export { KubeApiError, RestClient } from './kube/rest.js';
 export {
   ANNOTATION_AGENT_VERSION,
   ANNOTATION_CLUSTER_NAME,
@@ -11,6 +18,7 @@ export {
 export {
   CONTROLLER_NAME,
   DeliveryController,
+  FIELD_MANAGER,
   createDeliveryController,
   type DeliveryControllerOptions,
 } from './controllers/delivery/controller.js';

@@ -9,13 +9,15 @@
 //   PORT / --port                       health and metrics port (default 8080)
 //   LOG_LEVEL, LOG_FORMAT               pino level; json (default) or text
 //   MIRRORHUB_RESYNC_SECONDS            full resync period (default 300)
-//   MIRRORHUB_LEADER_ELECTION           "false" to run without a leader lease (default on)
+//   MIRRORHUB_LEADER_ELECTION           "true" to run only while holding a leader Lease
+//                                       (needed with more than one replica; default off)
 //   POD_NAME                            identity for leader election and the heartbeat
 
-import { createLogger, createShutdown, logConfigFromEnv, type Logger } from '@mirrorhub/shared';
+import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/runtime/log';
+import { createShutdown } from '@mirrorhub/shared/runtime/shutdown';
 import { createAgent } from './agent.js';
-import { loadKubeConfig, readConfig, type MainConfig } from './config.js';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { readConfig, type MainConfig } from './config.js';
+import { loadKubeAccess, type KubeAccess } from './kube/access.js';
 
 async function main(): Promise<void> {
   let log: Logger;
@@ -26,10 +28,10 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   let config: MainConfig;
-  let kubeConfig: KubeConfig;
+  let kubeConfig: KubeAccess;
   try {
     config = readConfig(process.argv.slice(2), process.env);
-    kubeConfig = loadKubeConfig(config.kubeconfigPath);
+    kubeConfig = await loadKubeAccess(config.kubeconfigPath);
   } catch (err) {
     log.fatal({ err }, 'invalid configuration');
     process.exit(2);

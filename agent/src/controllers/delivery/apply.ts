@@ -5,22 +5,25 @@
 // in delete preconditions), so a copy replaced behind our back by someone else's object is
 // never overwritten: the write fails with 409 and the queue retries with fresh cache contents.
 
-import type { CoreV1Api, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
   ANNOTATION_ORIGIN,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
-  errorMessage,
-  httpStatusOf,
+  ownershipOf,
+} from '@mirrorhub/shared/mirror/names';
+import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
+import {
+  CONTENT_TYPE,
+  corePath,
   isAlreadyExists,
   isConflict,
   isNotFound,
-  mergePatchOptions,
-  ownershipOf,
-  type SourceKind,
-} from '@mirrorhub/shared';
+  type RestClient,
+} from '../../kube/rest.js';
 import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
 
 type StringMap = Record<string, string>;
@@ -37,14 +40,56 @@ export interface WriteObserver {
   failed(kind: SourceKind, verb: 'create' | 'update' | 'patch' | 'delete', err: unknown): void;
 }
 
+/** The calls apply makes on copies (a fake in unit tests, `restCopyClient` for real). */
+export interface CopyClient {
+  /** undefined when it does not exist. */
+  read(kind: SourceKind, namespace: string, name: string): Promise<KubeObject | undefined>;
+  create(obj: Copy): Promise<KubeObject>;
+  /** PUT; `obj.metadata.resourceVersion` makes it conditional. */
+  replace(obj: Copy & { metadata: { resourceVersion?: string | undefined } }): Promise<KubeObject>;
+  /** DELETE with preconditions (uid, resourceVersion). */
+  remove(ref: ObjectRef): Promise<void>;
+  mergePatch(kind: SourceKind, namespace: string, name: string, body: unknown): Promise<KubeObject>;
+}
+
+const PLURAL: Record<SourceKind, string> = { Secret: 'secrets', ConfigMap: 'configmaps' };
+
+export function restCopyClient(rest: RestClient, fieldManager: string): CopyClient {
+  const q = { fieldManager };
+  return {
+    async read(kind, namespace, name) {
+      try {
+        return await rest.get<KubeObject>(corePath(PLURAL[kind], namespace, name));
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
+    create: (obj) => rest.post(corePath(PLURAL[obj.kind], obj.metadata.namespace), obj, q),
+    replace: (obj) =>
+      rest.put(corePath(PLURAL[obj.kind], obj.metadata.namespace, obj.metadata.name), obj, q),
+    async remove(ref) {
+      const preconditions = {
+        ...(ref.uid ? { uid: ref.uid } : {}),
+        ...(ref.resourceVersion ? { resourceVersion: ref.resourceVersion } : {}),
+      };
+      await rest.delete(corePath(PLURAL[ref.kind], ref.namespace, ref.name), {
+        apiVersion: 'v1',
+        kind: 'DeleteOptions',
+        preconditions,
+      });
+    },
+    mergePatch: (kind, namespace, name, body) =>
+      rest.patch(corePath(PLURAL[kind], namespace, name), body, CONTENT_TYPE.merge, q),
+  };
+}
+
 export interface ApplyContext {
-  core: CoreV1Api;
+  client: CopyClient;
   deliveryName: string;
   /** Adopt foreign objects found on create (conflictPolicy Adopt). */
   adopt: boolean;
   observer: WriteObserver;
-  /** Field manager recorded in managedFields. */
-  fieldManager: string;
 }
 
 /** Runs `fn` over `items` with at most `limit` at once; results in input order. */
@@ -128,54 +173,34 @@ async function call<T>(
   }
 }
 
-async function read(ctx: ApplyContext, kind: SourceKind, ns: string, name: string) {
-  try {
-    return kind === 'Secret'
-      ? await ctx.core.readNamespacedSecret({ name, namespace: ns })
-      : await ctx.core.readNamespacedConfigMap({ name, namespace: ns });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+function read(ctx: ApplyContext, kind: SourceKind, ns: string, name: string) {
+  return ctx.client.read(kind, ns, name);
 }
 
 async function createRaw(ctx: ApplyContext, obj: Copy): Promise<KubeObject> {
-  const namespace = obj.metadata.namespace;
-  const fieldManager = ctx.fieldManager;
-  const created = await call(ctx, obj.kind, 'create', () =>
-    obj.kind === 'Secret'
-      ? ctx.core.createNamespacedSecret({ namespace, body: obj, fieldManager })
-      : ctx.core.createNamespacedConfigMap({ namespace, body: obj, fieldManager }),
-  );
+  const created = await call(ctx, obj.kind, 'create', () => ctx.client.create(obj));
   ctx.observer.wrote(obj.kind, created);
   return created;
 }
 
-async function replaceRaw(ctx: ApplyContext, obj: Copy, resourceVersion: string | undefined) {
-  const { namespace, name } = obj.metadata;
-  const fieldManager = ctx.fieldManager;
-  const body = { ...obj, metadata: { ...obj.metadata, resourceVersion } };
-  const replaced = await call(ctx, obj.kind, 'update', () =>
-    body.kind === 'Secret'
-      ? ctx.core.replaceNamespacedSecret({ name, namespace, body, fieldManager })
-      : ctx.core.replaceNamespacedConfigMap({ name, namespace, body, fieldManager }),
-  );
+async function replaceRaw(
+  ctx: ApplyContext,
+  obj: Copy,
+  resourceVersion: string | undefined,
+): Promise<KubeObject> {
+  const metadata: Copy['metadata'] & { resourceVersion?: string | undefined } = {
+    ...obj.metadata,
+    resourceVersion,
+  };
+  const body = { ...obj, metadata };
+  const replaced = await call(ctx, obj.kind, 'update', () => ctx.client.replace(body));
   ctx.observer.wrote(obj.kind, replaced);
   return replaced;
 }
 
 async function deleteRaw(ctx: ApplyContext, ref: ObjectRef): Promise<void> {
-  const { kind, namespace, name } = ref;
-  const preconditions = {
-    ...(ref.uid ? { uid: ref.uid } : {}),
-    ...(ref.resourceVersion ? { resourceVersion: ref.resourceVersion } : {}),
-  };
-  ctx.observer.removing(kind, ref);
-  await call(ctx, kind, 'delete', () =>
-    kind === 'Secret'
-      ? ctx.core.deleteNamespacedSecret({ name, namespace, body: { preconditions } })
-      : ctx.core.deleteNamespacedConfigMap({ name, namespace, body: { preconditions } }),
-  );
+  ctx.observer.removing(ref.kind, ref);
+  await call(ctx, ref.kind, 'delete', () => ctx.client.remove(ref));
 }
 
 // ---- actions ----------------------------------------------------------------------------------
@@ -315,17 +340,7 @@ async function release(ctx: ApplyContext, target: ObjectRef): Promise<Result> {
   };
   ctx.observer.removing(kind, target);
   try {
-    await call(ctx, kind, 'patch', () =>
-      kind === 'Secret'
-        ? ctx.core.patchNamespacedSecret(
-            { name, namespace, body, fieldManager: ctx.fieldManager },
-            mergePatchOptions(),
-          )
-        : ctx.core.patchNamespacedConfigMap(
-            { name, namespace, body, fieldManager: ctx.fieldManager },
-            mergePatchOptions(),
-          ),
-    );
+    await call(ctx, kind, 'patch', () => ctx.client.mergePatch(kind, namespace, name, body));
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }

@@ -18,44 +18,41 @@
 
 import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { Gauge } from 'prom-client';
+// Subpath imports only: the root of @mirrorhub/shared also loads client-node and the AWS SDK,
+// which the agent does not need (see kube/access.ts on memory).
+import {
+  MIRROR_DELIVERY,
+  type MirrorDelivery,
+  type MirrorDeliveryStatus,
+  type SourceKind,
+} from '@mirrorhub/shared/api/types.gen';
 import {
   ANNOTATION_CONTENT_HASH,
-  FIELD_MANAGER,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   LABEL_PAYLOAD,
   MANAGED_BY_VALUE,
-  MIRROR_DELIVERY,
   RESERVED_PREFIX,
-  WorkQueue,
-  childLogger,
-  createWatcher,
-  errorMessage,
-  httpStatusOf,
-  instrumentWatcher,
-  isConflict,
-  isNotFound,
-  kubeListerWatcher,
-  makeClients,
-  mergePatchOptions,
-  mergePatchStatus,
-  readPayload,
-  realClock,
-  renderCopy,
-  type Clock,
-  type ControllerMetrics,
   type CopyMarks,
-  type KubeClients,
-  type Logger,
-  type MirrorDelivery,
-  type MirrorDeliveryStatus,
-  type NamespaceMatcher,
-  type Payload,
-  type ProcessObservation,
-  type SourceKind,
-  type Watcher,
-} from '@mirrorhub/shared';
-import { applyActions, sameContent, type WriteObserver } from './apply.js';
+} from '@mirrorhub/shared/mirror/names';
+import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
+import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
+import { kubeListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
+import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { WorkQueue, type ProcessObservation } from '@mirrorhub/shared/k8s/workqueue';
+import { realClock, type Clock } from '@mirrorhub/shared/runtime/clock';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
+import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
+import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
+import type { KubeAccess } from '../../kube/access.js';
+import { CONTENT_TYPE, RestClient, groupPath, isConflict, isNotFound } from '../../kube/rest.js';
+import {
+  applyActions,
+  restCopyClient,
+  sameContent,
+  type CopyClient,
+  type WriteObserver,
+} from './apply.js';
 import {
   AGENT_FINALIZER,
   compileDeliveryMatcher,
@@ -72,8 +69,12 @@ import {
 
 export const CONTROLLER_NAME = 'delivery';
 
+/** `fieldManager` of the agent's writes (managedFields). */
+export const FIELD_MANAGER = 'mirrorhub-agent';
+
 export interface DeliveryControllerOptions {
-  kubeConfig: KubeConfig;
+  /** client-node's KubeConfig, or any KubeAccess (kube/access.ts). */
+  kubeConfig: KubeAccess;
   /** The agent namespace: MirrorDeliveries and payload Secrets live here. */
   namespace: string;
   agentVersion: string;
@@ -117,14 +118,16 @@ interface CopyObject extends KubernetesObject {
   };
 }
 
-/** What we know about one copy's content (see the header). */
-interface Known {
-  uid: string | undefined;
-  resourceVersion: string | undefined;
-  payloadVersion: string | undefined;
-  /** Secret type (metadata-only watches do not carry it; we learn it from our writes). */
-  type: string | undefined;
-}
+/**
+ * What we know about one copy's content (see the header), as one short string to keep 20k of
+ * them small: `<resourceVersion> <payload resourceVersion>` = "at this resourceVersion the copy
+ * held the payload of that version". A resourceVersion is unique across objects, so it also
+ * identifies the object.
+ */
+const known = (resourceVersion: string | undefined, payloadVersion: string | undefined) =>
+  `${resourceVersion ?? ''} ${payloadVersion ?? ''}`;
+const knownVersion = (k: string) => k.slice(0, k.indexOf(' '));
+const knownPayload = (k: string) => k.slice(k.indexOf(' ') + 1);
 
 /** What copies of one delivery should be, for the bulk check. */
 interface DesiredCopy {
@@ -147,37 +150,66 @@ class WritesFailedError extends Error {
   override readonly name = 'WritesFailedError';
 }
 
-function pickReserved(map: Record<string, string> | undefined): Record<string, string> | undefined {
+/**
+ * One instance per distinct string. Every copy of a delivery carries the same marks (delivery
+ * name, origin, mirror, hash) and many share names and namespaces, but each watch event parses
+ * them into fresh strings; sharing them keeps the copy cache at a few hundred bytes per copy.
+ */
+export class Interner {
+  private readonly strings = new Map<string, string>();
+  constructor(private readonly max = 100_000) {}
+  get(s: string): string {
+    const seen = this.strings.get(s);
+    if (seen !== undefined) return seen;
+    if (this.strings.size >= this.max) this.strings.clear();
+    this.strings.set(s, s);
+    return s;
+  }
+}
+
+function pickReserved(
+  map: Record<string, string> | undefined,
+  intern: Interner,
+): Record<string, string> | undefined {
   if (!map) return undefined;
   let out: Record<string, string> | undefined;
   for (const [k, v] of Object.entries(map)) {
-    if (k.startsWith(RESERVED_PREFIX)) (out ??= {})[k] = v;
+    if (k.startsWith(RESERVED_PREFIX)) (out ??= {})[k] = intern.get(v);
   }
   return out;
 }
 
-function slimCopy(kind: SourceKind) {
+function slimCopy(kind: SourceKind, intern: Interner) {
   return (obj: KubernetesObject): CopyObject => {
     const m = obj.metadata ?? {};
-    const metadata: CopyObject['metadata'] = { name: m.name ?? '', namespace: m.namespace ?? '' };
+    const metadata: CopyObject['metadata'] = {
+      name: intern.get(m.name ?? ''),
+      namespace: intern.get(m.namespace ?? ''),
+    };
     if (m.uid) metadata.uid = m.uid;
     if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
-    const labels = pickReserved(m.labels);
+    const labels = pickReserved(m.labels, intern);
     if (labels) metadata.labels = labels;
-    const annotations = pickReserved(m.annotations);
+    const annotations = pickReserved(m.annotations, intern);
     if (annotations) metadata.annotations = annotations;
     return { apiVersion: 'v1', kind, metadata };
   };
 }
 
-function slimNamespace(obj: KubernetesObject): NamespaceObject {
-  const m = obj.metadata ?? {};
-  const metadata: NamespaceObject['metadata'] = { name: m.name ?? '' };
-  if (m.uid) metadata.uid = m.uid;
-  if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
-  if (m.labels) metadata.labels = m.labels;
-  if (m.deletionTimestamp) metadata.deletionTimestamp = m.deletionTimestamp;
-  return { apiVersion: 'v1', kind: 'Namespace', metadata };
+function slimNamespace(intern: Interner) {
+  return (obj: KubernetesObject): NamespaceObject => {
+    const m = obj.metadata ?? {};
+    const metadata: NamespaceObject['metadata'] = { name: intern.get(m.name ?? '') };
+    if (m.uid) metadata.uid = m.uid;
+    if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
+    if (m.labels) {
+      const labels: Record<string, string> = {};
+      for (const [k, v] of Object.entries(m.labels)) labels[k] = intern.get(v);
+      metadata.labels = labels;
+    }
+    if (m.deletionTimestamp) metadata.deletionTimestamp = m.deletionTimestamp;
+    return { apiVersion: 'v1', kind: 'Namespace', metadata };
+  };
 }
 
 function sameLabels(a: Record<string, string> | undefined, b: Record<string, string> | undefined) {
@@ -192,7 +224,8 @@ export class DeliveryController {
   private readonly log: Logger;
   private readonly metrics: ControllerMetrics;
   private readonly clock: Clock;
-  private readonly clients: KubeClients;
+  private readonly rest: RestClient;
+  private readonly copyClient: CopyClient;
   private readonly resyncMs: number;
 
   readonly deliveries: Watcher<MirrorDelivery>;
@@ -205,7 +238,8 @@ export class DeliveryController {
   private readonly copyIndex = new Map<string, Set<string>>();
   private readonly nsIndex = new Map<string, Map<string, number>>();
   /** copy key -> what we know about its content. */
-  private readonly known = new Map<string, Known>();
+  private readonly known = new Map<string, string>();
+  private readonly intern = new Interner();
   /** uids of copies we are deleting or releasing (their watch events are our own doing). */
   private readonly removing = new Map<string, number>();
   private readonly state = new Map<string, DeliveryState>();
@@ -222,9 +256,11 @@ export class DeliveryController {
     this.log = childLogger(opts.logger, { controller: CONTROLLER_NAME });
     this.metrics = opts.metrics;
     this.clock = opts.clock ?? realClock;
-    this.clients = makeClients(opts.kubeConfig);
+    this.rest = new RestClient(opts.kubeConfig);
+    this.copyClient = restCopyClient(this.rest, FIELD_MANAGER);
     this.resyncMs = opts.resyncMs ?? 300_000;
-    const kc = opts.kubeConfig;
+    // The shared list/watch transport uses only getCurrentCluster() and applyToHTTPSOptions().
+    const kc = opts.kubeConfig as unknown as KubeConfig;
     const ns = opts.namespace;
 
     this.deliveries = createWatcher<MirrorDelivery>(
@@ -245,7 +281,7 @@ export class DeliveryController {
     this.namespaces = createWatcher<NamespaceObject>(
       kc,
       { version: 'v1', plural: 'namespaces', metadataOnly: true },
-      { resource: 'namespaces', transform: slimNamespace, clock: this.clock },
+      { resource: 'namespaces', transform: slimNamespace(this.intern), clock: this.clock },
     );
     const copyWatcher = (kind: SourceKind, plural: string) =>
       createWatcher<CopyObject>(
@@ -256,7 +292,7 @@ export class DeliveryController {
           labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`,
           metadataOnly: true,
         },
-        { resource: `copy-${plural}`, transform: slimCopy(kind), clock: this.clock },
+        { resource: `copy-${plural}`, transform: slimCopy(kind, this.intern), clock: this.clock },
       );
     this.copies = {
       Secret: copyWatcher('Secret', 'secrets'),
@@ -332,6 +368,7 @@ export class DeliveryController {
     await this.queue?.shutdown({ timeoutMs: 20_000 });
     for (const u of this.unsubscribe.splice(0)) u();
     await Promise.all(this.watchers.map((w) => w.stop()));
+    this.rest.close();
   }
 
   /** Resolves when no delivery is queued or being reconciled (tests, benchmarks). */
@@ -356,7 +393,7 @@ export class DeliveryController {
         ['Secret', 'secrets'],
         ['ConfigMap', 'configmaps'],
       ] as const) {
-        const lw = kubeListerWatcher<V1Secret | V1ConfigMap>(this.opts.kubeConfig, {
+        const lw = kubeListerWatcher<V1Secret | V1ConfigMap>(this.opts.kubeConfig as KubeConfig, {
           version: 'v1',
           plural,
           labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`,
@@ -418,12 +455,10 @@ export class DeliveryController {
       marks: want.marks,
     });
     if (!sameContent(copy, obj)) return false;
-    this.known.set(copyKey(kind, m.namespace, m.name), {
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      payloadVersion: want.payloadVersion,
-      type: kind === 'Secret' ? ((obj as V1Secret).type ?? 'Opaque') : undefined,
-    });
+    this.known.set(
+      copyKey(kind, m.namespace, m.name),
+      known(m.resourceVersion, want.payloadVersion),
+    );
     return true;
   }
 
@@ -516,7 +551,7 @@ export class DeliveryController {
   /** A copy event whose resourceVersion is the one we wrote (or verified): our own echo. */
   private isOurWrite(c: CopyObject): boolean {
     const k = this.known.get(copyKey(c.kind, c.metadata.namespace, c.metadata.name));
-    return k !== undefined && k.resourceVersion === c.metadata.resourceVersion;
+    return k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
   }
 
   private namespaceChanged(ns: NamespaceObject, old?: NamespaceObject): void {
@@ -640,11 +675,10 @@ export class DeliveryController {
         ? []
         : await applyActions(
             {
-              core: this.clients.core,
+              client: this.copyClient,
               deliveryName: name,
               adopt: (delivery.spec.conflictPolicy ?? 'Skip') === 'Adopt',
               observer: this.observer(payloadVersion),
-              fieldManager: FIELD_MANAGER.agent,
             },
             p.actions,
             this.opts.writeParallelism ?? 16,
@@ -714,9 +748,8 @@ export class DeliveryController {
       const c = this.copies[kind as SourceKind]?.get(rest.join('/'), namespace);
       if (!c) continue;
       const k = this.known.get(key);
-      const sameObject = k !== undefined && k.uid === c.metadata.uid;
-      const untouched = sameObject && k.resourceVersion === c.metadata.resourceVersion;
-      const onlyPayloadMoved = untouched && k.payloadVersion !== payloadVersion;
+      const untouched = k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
+      const onlyPayloadMoved = untouched && knownPayload(k) !== (payloadVersion ?? '');
       if (onlyPayloadMoved && payloadSettling) deferred = true;
       out.push({
         kind: c.kind,
@@ -726,7 +759,7 @@ export class DeliveryController {
         resourceVersion: c.metadata.resourceVersion,
         labels: c.metadata.labels,
         annotations: c.metadata.annotations,
-        type: sameObject ? k.type : undefined,
+        // The Secret type is not in metadata; a type change is found by the update (422) instead.
         verified: untouched && (!onlyPayloadMoved || payloadSettling),
       });
     }
@@ -738,12 +771,10 @@ export class DeliveryController {
       wrote: (kind, obj) => {
         const m = obj.metadata;
         if (!m?.name || !m.namespace) return;
-        this.known.set(copyKey(kind, m.namespace, m.name), {
-          uid: m.uid,
-          resourceVersion: m.resourceVersion,
-          payloadVersion,
-          type: kind === 'Secret' ? ((obj as V1Secret).type ?? 'Opaque') : undefined,
-        });
+        this.known.set(
+          copyKey(kind, m.namespace, m.name),
+          known(m.resourceVersion, payloadVersion),
+        );
       },
       removing: (kind, ref: ObjectRef) => {
         this.known.delete(copyKey(kind, ref.namespace, ref.name));
@@ -801,18 +832,12 @@ export class DeliveryController {
   ): Promise<MirrorDelivery | undefined> {
     const name = d.metadata.name ?? '';
     try {
-      const updated = (await this.clients.custom.patchNamespacedCustomObject(
-        {
-          group: MIRROR_DELIVERY.group,
-          version: MIRROR_DELIVERY.version,
-          plural: MIRROR_DELIVERY.plural,
-          namespace: this.opts.namespace,
-          name,
-          body: { metadata: { ...body.metadata, resourceVersion: d.metadata.resourceVersion } },
-          fieldManager: FIELD_MANAGER.agent,
-        },
-        mergePatchOptions(),
-      )) as MirrorDelivery;
+      const updated = await this.rest.patch<MirrorDelivery>(
+        this.deliveryPath(name),
+        { metadata: { ...body.metadata, resourceVersion: d.metadata.resourceVersion } },
+        CONTENT_TYPE.merge,
+        { fieldManager: FIELD_MANAGER },
+      );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
       this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };
       return updated;
@@ -829,23 +854,22 @@ export class DeliveryController {
     }
   }
 
+  private deliveryPath(name: string): string {
+    const { group, version, plural } = MIRROR_DELIVERY;
+    return groupPath(group, version, plural, this.opts.namespace, name);
+  }
+
   private async patchStatus(d: MirrorDelivery, status: MirrorDeliveryStatus): Promise<void> {
     const name = d.metadata.name ?? '';
     // Merge patch: fields we no longer report must be sent as null to go away.
     const body: Record<string, unknown> = { ...status };
     for (const key of Object.keys(d.status ?? {})) if (!(key in status)) body[key] = null;
     try {
-      const updated = await mergePatchStatus<MirrorDelivery>(
-        this.clients.custom,
-        {
-          group: MIRROR_DELIVERY.group,
-          version: MIRROR_DELIVERY.version,
-          plural: MIRROR_DELIVERY.plural,
-          namespace: this.opts.namespace,
-          name,
-        },
-        body,
-        { fieldManager: FIELD_MANAGER.agent },
+      const updated = await this.rest.patch<MirrorDelivery>(
+        `${this.deliveryPath(name)}/status`,
+        { status: body },
+        CONTENT_TYPE.merge,
+        { fieldManager: FIELD_MANAGER },
       );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
       this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };

@@ -7,6 +7,14 @@
 // - `settle(input, plan, outcomes)` folds in what applying the actions actually did (a create
 //   that hit someone else's object, a 403, ...) and gives the status to report.
 
+import { deliveryPolicies } from '@mirrorhub/shared/api/helpers';
+import type {
+  DeliveryNamespaceStatus,
+  MirrorDelivery,
+  MirrorDeliveryStatus,
+  MirrorPhase,
+  SourceKind,
+} from '@mirrorhub/shared/api/types.gen';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_ORIGIN,
@@ -15,7 +23,6 @@ import {
   MANAGED_BY_VALUE,
   compileNamespaceMatcher,
   copyMarks,
-  deliveryPolicies,
   equalIgnoringTime,
   k8sTime,
   limitNamespaceStatuses,
@@ -25,16 +32,11 @@ import {
   renderCopy,
   type ConfigMapCopy,
   type CopyMarks,
-  type DeliveryNamespaceStatus,
-  type MirrorDelivery,
-  type MirrorDeliveryStatus,
-  type MirrorPhase,
   type NamespaceMatcher,
   type Payload,
   type SecretCopy,
-  type SourceKind,
   type SyncCounts,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/mirror/index';
 
 /** Finalizer the agent puts on a delivery before writing its first copy. */
 export const AGENT_FINALIZER = 'mirrorhub.io/agent-cleanup';

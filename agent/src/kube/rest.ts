@@ -1,0 +1,183 @@
+// A small JSON REST client for the few calls the agent makes (read, create, replace, patch,
+// delete), over node:https with one keep-alive connection pool per client.
+//
+// Why not client-node's generated APIs: see access.ts (memory). A side benefit: client-node
+// 1.x builds a new https.Agent for every request, so every call pays a TLS handshake; a pool
+// reuses connections, which matters when a delivery rewrites thousands of copies.
+
+import http from 'node:http';
+import https from 'node:https';
+import { httpStatusOf, reasonOf, type StatusLike } from '@mirrorhub/shared/runtime/errors';
+import type { KubeAccess } from './access.js';
+
+/** An error answer of the API server. `code` and `body` have client-node's ApiException shape. */
+export class KubeApiError extends Error {
+  override readonly name = 'KubeApiError';
+  readonly code: number;
+  readonly body: StatusLike;
+  constructor(code: number, body: StatusLike, context: string) {
+    super(
+      `${context}: ${code}${body.reason ? ` ${body.reason}` : ''}${body.message ? `: ${body.message}` : ''}`,
+    );
+    this.code = code;
+    this.body = body;
+  }
+}
+
+export function isNotFound(err: unknown): boolean {
+  return httpStatusOf(err) === 404;
+}
+/** 409 from a stale resourceVersion or a failed precondition, not a name clash. */
+export function isConflict(err: unknown): boolean {
+  return httpStatusOf(err) === 409 && reasonOf(err) !== 'AlreadyExists';
+}
+export function isAlreadyExists(err: unknown): boolean {
+  return httpStatusOf(err) === 409 && reasonOf(err) === 'AlreadyExists';
+}
+export function isInvalid(err: unknown): boolean {
+  return httpStatusOf(err) === 422;
+}
+
+export const CONTENT_TYPE = {
+  json: 'application/json',
+  merge: 'application/merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+} as const;
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+}
+
+export interface RestClientOptions {
+  /** Per request (default 30 s). */
+  timeoutMs?: number;
+  /** Connections to the API server at most (default 32). */
+  maxSockets?: number;
+}
+
+export class RestClient {
+  private readonly httpsAgent: https.Agent;
+  private readonly httpAgent: http.Agent;
+  private readonly timeoutMs: number;
+
+  constructor(
+    private readonly access: KubeAccess,
+    opts: RestClientOptions = {},
+  ) {
+    const agentOptions = { keepAlive: true, maxSockets: opts.maxSockets ?? 32 };
+    this.httpsAgent = new https.Agent(agentOptions);
+    this.httpAgent = new http.Agent(agentOptions);
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+  }
+
+  get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('GET', path, opts);
+  }
+  post<T>(path: string, body: unknown, query?: RequestOptions['query']): Promise<T> {
+    return this.request<T>('POST', path, { body, query });
+  }
+  put<T>(path: string, body: unknown, query?: RequestOptions['query']): Promise<T> {
+    return this.request<T>('PUT', path, { body, query });
+  }
+  patch<T>(
+    path: string,
+    body: unknown,
+    contentType: string,
+    query?: RequestOptions['query'],
+  ): Promise<T> {
+    return this.request<T>('PATCH', path, { body, contentType, query });
+  }
+  delete<T>(path: string, body?: unknown): Promise<T> {
+    return this.request<T>('DELETE', path, { body });
+  }
+
+  /** Close idle pooled connections (in-flight requests finish). */
+  close(): void {
+    this.httpsAgent.destroy();
+    this.httpAgent.destroy();
+  }
+
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const cluster = this.access.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    const url = new URL(cluster.server.replace(/\/+$/, '') + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const reqOpts: https.RequestOptions = { method, headers: {} };
+    await this.access.applyToHTTPSOptions(reqOpts);
+    const headers: Record<string, string> = {
+      ...(reqOpts.headers as Record<string, string>),
+      Accept: 'application/json',
+      'User-Agent': 'mirrorhub-agent',
+    };
+    if (reqOpts.auth) {
+      headers['Authorization'] = `Basic ${Buffer.from(reqOpts.auth).toString('base64')}`;
+      delete reqOpts.auth;
+    }
+    if (payload !== undefined) {
+      headers['Content-Type'] = opts.contentType ?? CONTENT_TYPE.json;
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
+    reqOpts.headers = headers;
+    const isHttp = url.protocol === 'http:';
+    // client-node's applyToHTTPSOptions sets a fresh agent per call; use our pool instead (the
+    // pool keys connections by the TLS options set above, so credentials are respected).
+    reqOpts.agent = isHttp ? this.httpAgent : this.httpsAgent;
+    const context = `${method} ${url.pathname}`;
+    const { status, body } = await new Promise<{ status: number; body: string }>(
+      (resolve, reject) => {
+        const req = (isHttp ? http : https).request(url, reqOpts as http.RequestOptions, (res) => {
+          res.setEncoding('utf8');
+          let data = '';
+          res.on('data', (c: string) => (data += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+          res.on('error', reject);
+        });
+        req.setTimeout(this.timeoutMs, () =>
+          req.destroy(new Error(`${context}: no answer in ${this.timeoutMs} ms`)),
+        );
+        req.on('error', reject);
+        req.end(payload);
+      },
+    );
+    if (status >= 200 && status < 300) {
+      return (body ? JSON.parse(body) : undefined) as T;
+    }
+    throw new KubeApiError(status, parseStatus(body), context);
+  }
+}
+
+function parseStatus(body: string): StatusLike {
+  try {
+    const s = JSON.parse(body) as StatusLike;
+    const out: StatusLike = {};
+    if (typeof s.code === 'number') out.code = s.code;
+    if (typeof s.reason === 'string') out.reason = s.reason;
+    if (typeof s.message === 'string') out.message = s.message;
+    return out;
+  } catch {
+    return body ? { message: body.slice(0, 200) } : {};
+  }
+}
+
+// ---- paths ------------------------------------------------------------------------------------
+
+export function corePath(plural: string, namespace?: string, name?: string): string {
+  const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  return `/api/v1${ns}/${plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
+}
+
+export function groupPath(
+  group: string,
+  version: string,
+  plural: string,
+  namespace?: string,
+  name?: string,
+): string {
+  const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  return `/apis/${group}/${version}${ns}/${plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
+}
