@@ -1,18 +1,22 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-import { ApiextensionsV1Api, type KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { parse } from 'yaml';
+import { ApiextensionsV1Api, loadYaml, type KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 
 import { eventually } from './eventually.js';
 
 export const chartsDir = resolve(import.meta.dirname, '../../../charts');
 
+/**
+ * The chart's CRDs as client-node models. client-node serializes a typed body by its TypeScript
+ * field names (`_default`, `xKubernetesValidations`, ...), so the YAML is loaded into the model
+ * with loadYaml; sent as-is, defaults, enums and CEL rules would be silently dropped.
+ */
 export function loadCrds(chart: 'mirrorhub-hub' | 'mirrorhub-agent'): V1CustomResourceDefinition[] {
   const dir = join(chartsDir, chart, 'crds');
   return readdirSync(dir)
     .filter((f) => f.endsWith('.yaml'))
-    .map((f) => parse(readFileSync(join(dir, f), 'utf8')) as V1CustomResourceDefinition);
+    .map((f) => loadYaml<V1CustomResourceDefinition>(readFileSync(join(dir, f), 'utf8')));
 }
 
 /** Creates (or replaces) the chart's CRDs and waits until the API server serves them. */

@@ -181,7 +181,15 @@ export class Engine {
   async applyMirror(m: SecretMirror | ClusterSecretMirror): Promise<void> {
     const cluster = m.kind === 'ClusterSecretMirror';
     const plural = cluster ? 'clustersecretmirrors' : 'secretmirrors';
-    const body = { ...m, apiVersion: `${GROUP}/${VERSION}` };
+    // Only what a person would write: a manifest read back from the server carries
+    // resourceVersion, uid and status, which a create must not send.
+    const md = m.metadata ?? {};
+    const body = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: m.kind,
+      metadata: { name: md.name, namespace: md.namespace, labels: md.labels, annotations: md.annotations },
+      spec: m.spec,
+    };
     const api = this.custom();
     const ns = m.metadata?.namespace;
     try {
