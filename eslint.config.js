@@ -7,9 +7,28 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       'no-console': ['error', { allow: ['error'] }],
     },
   },
-  { files: ['infra/src/cli.ts', 'scripts/**', 'test/src/bench/**', 'test/src/demo/**'], rules: { 'no-console': 'off' } },
+  {
+    // Plain Node scripts (no TypeScript): tell eslint which globals Node provides.
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+      },
+    },
+    rules: { 'no-console': 'off' },
+  },
+  {
+    files: ['infra/src/cli.ts', 'scripts/**', 'test/src/bench/**', 'test/src/demo/**'],
+    rules: { 'no-console': 'off' },
+  },
 );

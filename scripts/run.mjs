@@ -3,7 +3,6 @@
 // Node's standard library, so it runs on a fresh clone: it gets pnpm, installs the workspace,
 // builds it, checks the machine has what the kit needs, and then runs the real thing.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,7 +17,10 @@ function fail(msg) {
 
 function has(cmd, args = ['--version']) {
   try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync(cmd, args, {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return undefined;
   }
@@ -39,16 +41,25 @@ function pnpm() {
 
 function prerequisites() {
   const [major, minor] = process.versions.node.split('.').map(Number);
-  if (major < 20 || (major === 20 && minor < 19)) fail(`Node.js >= 20.19 is needed, this is ${process.version}`);
+  if (major < 20 || (major === 20 && minor < 19))
+    fail(`Node.js >= 20.19 is needed, this is ${process.version}`);
   if (!has('go', ['version'])) {
-    fail('go not found on PATH: the local kit builds kube-apiserver and etcd from Go modules; install Go >= 1.24 (https://go.dev/dl)');
+    fail(
+      'go not found on PATH: the local kit builds kube-apiserver and etcd from Go modules; install Go >= 1.24 (https://go.dev/dl)',
+    );
   }
-  if (!has('openssl', ['version'])) fail('openssl not found on PATH: install it (apt-get install openssl)');
+  if (!has('openssl', ['version']))
+    fail('openssl not found on PATH: install it (apt-get install openssl)');
   if (!has('moto_server', ['--help'])) {
     console.error(`mirrorhub: installing moto ${MOTO} (the AWS STS/IAM emulator) with pip`);
-    const py = has('python3', ['--version']) ? 'python3' : fail('python3 not found: install Python >= 3.9 with pip');
+    const py = has('python3', ['--version'])
+      ? 'python3'
+      : fail('python3 not found: install Python >= 3.9 with pip');
     run(py, ['-m', 'pip', 'install', '--quiet', `moto[server]==${MOTO}`]);
-    if (!has('moto_server', ['--help'])) fail("moto_server is still not on PATH after pip install: add pip's script directory to PATH");
+    if (!has('moto_server', ['--help']))
+      fail(
+        "moto_server is still not on PATH after pip install: add pip's script directory to PATH",
+      );
   }
 }
 

@@ -28,7 +28,13 @@ export interface KitState {
   error?: string;
   dir: string;
   kubectl?: string;
-  clusters: Array<{ name: string; server: string; kubeconfig: string; accountId: string; region: string }>;
+  clusters: Array<{
+    name: string;
+    server: string;
+    kubeconfig: string;
+    accountId: string;
+    region: string;
+  }>;
   aws?: { sts: string; eks: string; region: string };
 }
 
@@ -63,14 +69,23 @@ async function up(dir: string, clusters: string[], portBase?: number): Promise<v
       printState(prev);
       return;
     }
-    throw new KitError(`a kit is already running in ${dir} (pid ${prev.supervisorPid}) with other clusters: run \`kit down\` first`);
+    throw new KitError(
+      `a kit is already running in ${dir} (pid ${prev.supervisorPid}) with other clusters: run \`kit down\` first`,
+    );
   }
   // Build (or find) the binaries in the foreground, so progress is visible here.
   await ensureKubeBinaries();
   await mkdir(dir, { recursive: true });
   await rm(statePath(dir), { force: true });
   const logFd = openSync(join(dir, 'supervisor.log'), 'a');
-  const args = [fileURLToPath(import.meta.url), 'supervise', '--dir', dir, '--clusters', clusters.join(',')];
+  const args = [
+    fileURLToPath(import.meta.url),
+    'supervise',
+    '--dir',
+    dir,
+    '--clusters',
+    clusters.join(','),
+  ];
   if (portBase !== undefined) args.push('--port-base', String(portBase));
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', logFd, logFd] });
   closeSync(logFd);
@@ -84,9 +99,14 @@ async function up(dir: string, clusters: string[], portBase?: number): Promise<v
     }
     if (st?.phase === 'failed') throw new KitError(st.error ?? 'kit failed to start');
     if (!alive(child.pid!)) {
-      throw new KitError(`the kit supervisor exited during start-up; see ${join(dir, 'supervisor.log')}`);
+      throw new KitError(
+        `the kit supervisor exited during start-up; see ${join(dir, 'supervisor.log')}`,
+      );
     }
-    if (Date.now() > deadline) throw new KitError(`the kit did not become ready in 180s; see ${join(dir, 'supervisor.log')}`);
+    if (Date.now() > deadline)
+      throw new KitError(
+        `the kit did not become ready in 180s; see ${join(dir, 'supervisor.log')}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -109,7 +129,9 @@ async function supervise(dir: string, clusters: string[], portBase?: number): Pr
         accountId: c.accountId,
         region: c.region,
       })),
-      ...(kit.aws ? { aws: { sts: kit.aws.stsEndpoint, eks: kit.aws.eksEndpoint, region: kit.aws.region } } : {}),
+      ...(kit.aws
+        ? { aws: { sts: kit.aws.stsEndpoint, eks: kit.aws.eksEndpoint, region: kit.aws.region } }
+        : {}),
     });
     const stop = async () => {
       await kit.stop();
@@ -120,16 +142,23 @@ async function supervise(dir: string, clusters: string[], portBase?: number): Pr
     process.once('SIGINT', stop);
     setInterval(() => {}, 1 << 30);
   } catch (err) {
-    await write({ ...base, phase: 'failed', error: err instanceof Error ? err.message : String(err) });
+    await write({
+      ...base,
+      phase: 'failed',
+      error: err instanceof Error ? err.message : String(err),
+    });
     process.exit(1);
   }
 }
 
 function printState(st: KitState): void {
   for (const c of st.clusters) {
-    console.log(`${c.name.padEnd(12)} ${c.server.padEnd(24)} account ${c.accountId}  KUBECONFIG=${c.kubeconfig}`);
+    console.log(
+      `${c.name.padEnd(12)} ${c.server.padEnd(24)} account ${c.accountId}  KUBECONFIG=${c.kubeconfig}`,
+    );
   }
-  if (st.aws) console.log(`aws          STS/IAM ${st.aws.sts}  EKS ${st.aws.eks}  region ${st.aws.region}`);
+  if (st.aws)
+    console.log(`aws          STS/IAM ${st.aws.sts}  EKS ${st.aws.eks}  region ${st.aws.region}`);
   if (st.kubectl) console.log(`kubectl      ${st.kubectl}`);
 }
 
@@ -165,10 +194,17 @@ async function down(dir: string): Promise<void> {
 
 function kubeconfig(dir: string, name: string | undefined): void {
   const st = readState(dir);
-  if (!st || !alive(st.supervisorPid)) throw new KitError(`no kit running in ${dir}: start one with \`pnpm kit up\``);
-  if (!name) throw new KitError(`name a cluster: kit kubeconfig <${st.clusters.map((c) => c.name).join('|')}>`);
+  if (!st || !alive(st.supervisorPid))
+    throw new KitError(`no kit running in ${dir}: start one with \`pnpm kit up\``);
+  if (!name)
+    throw new KitError(
+      `name a cluster: kit kubeconfig <${st.clusters.map((c) => c.name).join('|')}>`,
+    );
   const c = st.clusters.find((x) => x.name === name);
-  if (!c) throw new KitError(`unknown cluster "${name}": this kit has ${st.clusters.map((x) => x.name).join(', ')}`);
+  if (!c)
+    throw new KitError(
+      `unknown cluster "${name}": this kit has ${st.clusters.map((x) => x.name).join(', ')}`,
+    );
   console.log(c.kubeconfig);
 }
 
@@ -185,12 +221,17 @@ export async function main(argv: string[]): Promise<number> {
   });
   const [cmd, arg] = positionals;
   const dir = resolve(values.dir!);
-  const clusters = values.clusters!.split(',').map((s) => s.trim()).filter(Boolean);
+  const clusters = values
+    .clusters!.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   let portBase: number | undefined;
   if (values['port-base'] !== undefined) {
     portBase = Number(values['port-base']);
     if (!Number.isInteger(portBase) || portBase < 1024 || portBase > 65000) {
-      throw new KitError(`--port-base must be a port number between 1024 and 65000, got "${values['port-base']}"`);
+      throw new KitError(
+        `--port-base must be a port number between 1024 and 65000, got "${values['port-base']}"`,
+      );
     }
   }
   switch (cmd) {
@@ -212,7 +253,9 @@ export async function main(argv: string[]): Promise<number> {
       await ensureKubeBinaries();
       return 0;
     default:
-      console.log('usage: kit up [--clusters a,b] [--port-base N] | status | kubeconfig <cluster> | down | build   [--dir .kit]');
+      console.log(
+        'usage: kit up [--clusters a,b] [--port-base N] | status | kubeconfig <cluster> | down | build   [--dir .kit]',
+      );
       return cmd === undefined || values.help ? 0 : 2;
   }
 }

@@ -64,7 +64,9 @@ describe('kit input errors are one line that says what to do', () => {
   });
 
   it('names the port that is in use and how to free it', async () => {
-    const err = await startKit({ clusters: ['hub'], aws: false, portBase: busyPort }).catch((e: unknown) => e);
+    const err = await startKit({ clusters: ['hub'], aws: false, portBase: busyPort }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(KitError);
     expect((err as Error).message).toBe(
       `port ${busyPort} for cluster hub is already in use: stop what listens there (ss -ltnp 'sport = :${busyPort}') or pick another --port-base`,
@@ -78,7 +80,9 @@ describe('kit input errors are one line that says what to do', () => {
     try {
       const err = await withoutOnPath('go', () => ensureKubeBinaries()).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(KitError);
-      expect((err as Error).message).toMatch(/^go not found on PATH: install Go >= 1\.24 .* or set MIRRORHUB_KUBE_BIN/);
+      expect((err as Error).message).toMatch(
+        /^go not found on PATH: install Go >= 1\.24 .* or set MIRRORHUB_KUBE_BIN/,
+      );
     } finally {
       if (saved === undefined) delete process.env.MIRRORHUB_CACHE;
       else process.env.MIRRORHUB_CACHE = saved;
@@ -96,11 +100,15 @@ describe('kit input errors are one line that says what to do', () => {
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const noKit = await kitCli(['kubeconfig', 'nope', '--dir', dir]);
     expect(noKit.code).toBe(1);
-    expect(noKit.stderr.trim()).toBe(`kit: no kit running in ${dir}: start one with \`pnpm kit up\``);
+    expect(noKit.stderr.trim()).toBe(
+      `kit: no kit running in ${dir}: start one with \`pnpm kit up\``,
+    );
 
     const badPort = await kitCli(['up', '--port-base', 'abc', '--dir', dir]);
     expect(badPort.code).toBe(1);
-    expect(badPort.stderr.trim()).toBe('kit: --port-base must be a port number between 1024 and 65000, got "abc"');
+    expect(badPort.stderr.trim()).toBe(
+      'kit: --port-base must be a port number between 1024 and 65000, got "abc"',
+    );
 
     const badName = await kitCli(['up', '--clusters', 'hub,Bad', '--dir', dir]);
     expect(badName.stderr.trim()).toMatch(/^kit: invalid cluster name "Bad"/);
@@ -129,13 +137,29 @@ describe('kit CLI up/status/kubeconfig/down', () => {
     const kc = await kitCli(['kubeconfig', 'follower-a', '--dir', dir]);
     expect(kc.stdout.trim()).toBe(join(dir, 'follower-a', 'kubeconfig'));
     const unknown = await kitCli(['kubeconfig', 'follower-z', '--dir', dir]);
-    expect(unknown.stderr.trim()).toBe('kit: unknown cluster "follower-z": this kit has hub, follower-a');
+    expect(unknown.stderr.trim()).toBe(
+      'kit: unknown cluster "follower-z": this kit has hub, follower-a',
+    );
 
     // The kubeconfig works with the kit's own kubectl, as the demo tells people to use it.
-    const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { kubectl: string; aws: object };
-    const { stdout: ns } = await run(state.kubectl, ['--kubeconfig', kc.stdout.trim(), 'get', 'namespace', 'default', '-o', 'name']);
+    const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as {
+      kubectl: string;
+      aws: object;
+    };
+    const { stdout: ns } = await run(state.kubectl, [
+      '--kubeconfig',
+      kc.stdout.trim(),
+      'get',
+      'namespace',
+      'default',
+      '-o',
+      'name',
+    ]);
     expect(ns.trim()).toBe('namespace/default');
-    expect(state.aws).toMatchObject({ sts: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), eks: expect.stringMatching(/^http/) });
+    expect(state.aws).toMatchObject({
+      sts: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      eks: expect.stringMatching(/^http/),
+    });
 
     const down = await kitCli(['down', '--dir', dir]);
     expect(down.stdout.trim()).toBe(`kit in ${dir} stopped`);

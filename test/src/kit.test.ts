@@ -47,7 +47,10 @@ describe('local kit', () => {
     const c = kit.cluster('follower-a');
     const core = c.kubeConfig().makeApiClient(CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: 'team' } } });
-    await core.createNamespacedServiceAccount({ namespace: 'team', body: { metadata: { name: 'reader' } } });
+    await core.createNamespacedServiceAccount({
+      namespace: 'team',
+      body: { metadata: { name: 'reader' } },
+    });
     const tr = await core.createNamespacedServiceAccountToken({
       name: 'reader',
       namespace: 'team',
@@ -57,7 +60,9 @@ describe('local kit', () => {
     expect(token).toMatch(/^ey/);
     const asReader = c.kubeConfig();
     asReader.loadFromOptions({
-      clusters: [{ name: c.name, server: c.server, caData: Buffer.from(c.caPem).toString('base64') }],
+      clusters: [
+        { name: c.name, server: c.server, caData: Buffer.from(c.caPem).toString('base64') },
+      ],
       users: [{ name: 'reader', token }],
       contexts: [{ name: 'reader', cluster: c.name, user: 'reader' }],
       currentContext: 'reader',
@@ -70,7 +75,9 @@ describe('local kit', () => {
   });
 
   it('names an unknown cluster in a one-line error', () => {
-    expect(() => kit.cluster('nope')).toThrow('unknown cluster "nope": this kit has hub, follower-a, follower-b');
+    expect(() => kit.cluster('nope')).toThrow(
+      'unknown cluster "nope": this kit has hub, follower-a, follower-b',
+    );
   });
 
   it('stops every process it started', async () => {

@@ -78,7 +78,11 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
   }
   args.push(...(o.extraArgs ?? []));
   const server = `https://127.0.0.1:${o.port}`;
-  const tls = { ca: o.pki.caPem, cert: readFileSync(o.pki.adminCert), key: readFileSync(o.pki.adminKey) };
+  const tls = {
+    ca: o.pki.caPem,
+    cert: readFileSync(o.pki.adminCert),
+    key: readFileSync(o.pki.adminKey),
+  };
   const proc = await startServer(
     `kube-apiserver ${o.name} (/readyz on ${server})`,
     o.bin,

@@ -26,12 +26,14 @@ export interface KubeBinaries {
  */
 function ldflags(): string {
   const [major, minor] = KUBE_VERSION.slice(1).split('.');
-  const stamps = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) => [
-    `-X ${pkg}.gitVersion=${KUBE_VERSION}`,
-    `-X ${pkg}.gitMajor=${major}`,
-    `-X ${pkg}.gitMinor=${minor}`,
-    `-X ${pkg}.gitTreeState=clean`,
-  ]);
+  const stamps = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap(
+    (pkg) => [
+      `-X ${pkg}.gitVersion=${KUBE_VERSION}`,
+      `-X ${pkg}.gitMajor=${major}`,
+      `-X ${pkg}.gitMinor=${minor}`,
+      `-X ${pkg}.gitTreeState=clean`,
+    ],
+  );
   return ['-s', '-w', ...stamps].join(' ');
 }
 
@@ -47,7 +49,11 @@ async function sourceKey(): Promise<string> {
 }
 
 function inDir(dir: string): KubeBinaries {
-  return { kubeApiserver: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd'), kubectl: join(dir, 'kubectl') };
+  return {
+    kubeApiserver: join(dir, 'kube-apiserver'),
+    etcd: join(dir, 'etcd'),
+    kubectl: join(dir, 'kubectl'),
+  };
 }
 
 /**
@@ -60,7 +66,12 @@ export async function ensureKubeBinaries(): Promise<KubeBinaries> {
   if (given) {
     const bins = inDir(resolve(given));
     for (const path of [bins.kubeApiserver, bins.etcd]) {
-      if (!(await access(path).then(() => true, () => false))) {
+      if (
+        !(await access(path).then(
+          () => true,
+          () => false,
+        ))
+      ) {
         throw new KitError(
           `${path} not found: the directory in MIRRORHUB_KUBE_BIN/KUBEBUILDER_ASSETS must hold kube-apiserver and etcd (unset it to build them)`,
         );
@@ -94,11 +105,15 @@ async function requireGo(): Promise<void> {
 function goBuild(outDir: string): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     // -v names each package as it is compiled: counted, that is the progress we show.
-    const child = spawn('go', ['build', '-v', '-trimpath', `-ldflags=${ldflags()}`, '-o', `${outDir}/`, './cmd/...'], {
-      cwd: goModuleDir,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, CGO_ENABLED: '0' },
-    });
+    const child = spawn(
+      'go',
+      ['build', '-v', '-trimpath', `-ldflags=${ldflags()}`, '-o', `${outDir}/`, './cmd/...'],
+      {
+        cwd: goModuleDir,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, CGO_ENABLED: '0' },
+      },
+    );
     let packages = 0;
     let lastErr = '';
     let shown = Date.now();
@@ -114,7 +129,9 @@ function goBuild(outDir: string): Promise<void> {
         progress(`go build: ${packages} packages downloaded or compiled so far`);
       }
     });
-    child.once('error', (err) => reject(new KitError(`go build could not start: ${err.message}`, { cause: err })));
+    child.once('error', (err) =>
+      reject(new KitError(`go build could not start: ${err.message}`, { cause: err })),
+    );
     child.once('exit', (code) =>
       code === 0
         ? resolvePromise()

@@ -12,7 +12,13 @@ import { ensureKubeBinaries, KUBE_VERSION } from './binaries.js';
 import { startEtcd, type Etcd } from './etcd.js';
 import { KitError } from './errors.js';
 import { makeClusterPki, type ClusterPki } from './pki.js';
-import { findFreePort, isPortFree, onExit, removeDirSync, type ServiceProcess } from '../components/cache.js';
+import {
+  findFreePort,
+  isPortFree,
+  onExit,
+  removeDirSync,
+  type ServiceProcess,
+} from '../components/cache.js';
 
 export { KitError } from './errors.js';
 export { ensureKubeBinaries, KUBE_VERSION, ETCD_VERSION } from './binaries.js';
@@ -80,11 +86,14 @@ export interface Kit {
 const NAME = /^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$/;
 
 export function validateClusterNames(names: string[]): void {
-  if (names.length === 0) throw new KitError('no clusters given: name at least one, e.g. --clusters hub,follower-a');
+  if (names.length === 0)
+    throw new KitError('no clusters given: name at least one, e.g. --clusters hub,follower-a');
   const seen = new Set<string>();
   for (const n of names) {
     if (!NAME.test(n)) {
-      throw new KitError(`invalid cluster name "${n}": use lowercase letters, digits and '-', starting with a letter (max 32)`);
+      throw new KitError(
+        `invalid cluster name "${n}": use lowercase letters, digits and '-', starting with a letter (max 32)`,
+      );
     }
     if (seen.has(n)) throw new KitError(`cluster "${n}" is named twice`);
     seen.add(n);
@@ -141,10 +150,16 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   try {
     if (opts.aws ?? true) {
       moto = await startMoto({ dir: join(dir, 'aws'), log });
-      eks = await startEksEmulator({ stsEndpoint: moto.endpoint, allowedStsHosts: [new URL(moto.endpoint).host], log });
+      eks = await startEksEmulator({
+        stsEndpoint: moto.endpoint,
+        allowedStsHosts: [new URL(moto.endpoint).host],
+        log,
+      });
     }
     etcd = await startEtcd(bins.etcd, join(dir, 'etcd'));
-    const pkis = await Promise.all(opts.clusters.map((n) => makeClusterPki(join(dir, n, 'pki'), n)));
+    const pkis = await Promise.all(
+      opts.clusters.map((n) => makeClusterPki(join(dir, n, 'pki'), n)),
+    );
     for (const [i, name] of opts.clusters.entries()) {
       clusters.push(
         new ClusterImpl({
@@ -170,8 +185,12 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
     }
     const started = Date.now();
     await Promise.all(clusters.map((c) => c.startApiServer()));
-    log(`${clusters.length} cluster(s) ready in ${((Date.now() - started) / 1000).toFixed(1)}s: ${clusters.map((c) => `${c.name}=${c.server}`).join(' ')}`);
-    await Promise.all(clusters.map((c) => writeFile(c.kubeconfigPath, c.kubeconfigYaml(), { mode: 0o600 })));
+    log(
+      `${clusters.length} cluster(s) ready in ${((Date.now() - started) / 1000).toFixed(1)}s: ${clusters.map((c) => `${c.name}=${c.server}`).join(' ')}`,
+    );
+    await Promise.all(
+      clusters.map((c) => writeFile(c.kubeconfigPath, c.kubeconfigYaml(), { mode: 0o600 })),
+    );
     for (const c of clusters) {
       eks?.addCluster({
         name: c.name,
@@ -194,7 +213,10 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
     kubectl: bins.kubectl,
     cluster(name: string) {
       const c = byName.get(name);
-      if (!c) throw new KitError(`unknown cluster "${name}": this kit has ${[...byName.keys()].join(', ')}`);
+      if (!c)
+        throw new KitError(
+          `unknown cluster "${name}": this kit has ${[...byName.keys()].join(', ')}`,
+        );
       return c;
     },
     pids: () =>
@@ -202,7 +224,8 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
         .filter((p) => p !== undefined && p.exitReason() === undefined)
         .map((p) => p!.pid)
         .concat(moto ? [moto.pid] : []),
-    aws: moto && eks ? { stsEndpoint: moto.endpoint, eksEndpoint: eks.endpoint, region } : undefined,
+    aws:
+      moto && eks ? { stsEndpoint: moto.endpoint, eksEndpoint: eks.endpoint, region } : undefined,
     stop: stopAll,
   };
 }

@@ -26,11 +26,20 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
     if (e.code === 'ENOENT') {
-      throw new KitError('openssl not found on PATH: install it (apt-get install openssl)', { cause: err });
+      throw new KitError('openssl not found on PATH: install it (apt-get install openssl)', {
+        cause: err,
+      });
     }
-    throw new KitError(`openssl ${args[0]} failed: ${String(e.stderr ?? e.message).trim().split('\n')[0]}`, {
-      cause: err,
-    });
+    throw new KitError(
+      `openssl ${args[0]} failed: ${
+        String(e.stderr ?? e.message)
+          .trim()
+          .split('\n')[0]
+      }`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 
@@ -41,18 +50,59 @@ async function openssl(args: string[], cwd: string): Promise<void> {
  */
 export async function makeClusterPki(dir: string, cluster: string): Promise<ClusterPki> {
   await mkdir(dir, { recursive: true });
-  const key = (name: string) => openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', name], dir);
+  const key = (name: string) =>
+    openssl(
+      ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', name],
+      dir,
+    );
   await Promise.all([key('ca.key'), key('serving.key'), key('admin.key'), key('sa.key')]);
-  await openssl(['req', '-x509', '-new', '-key', 'ca.key', '-subj', `/CN=mirrorhub-kit-${cluster}-ca`, '-days', '3650', '-out', 'ca.crt'], dir);
+  await openssl(
+    [
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      'ca.key',
+      '-subj',
+      `/CN=mirrorhub-kit-${cluster}-ca`,
+      '-days',
+      '3650',
+      '-out',
+      'ca.crt',
+    ],
+    dir,
+  );
   await writeFile(
     join(dir, 'serving.ext'),
     'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
   );
-  await writeFile(join(dir, 'admin.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n');
+  await writeFile(
+    join(dir, 'admin.ext'),
+    'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
+  );
   const sign = async (name: string, subj: string) => {
-    await openssl(['req', '-new', '-key', `${name}.key`, '-subj', subj, '-out', `${name}.csr`], dir);
     await openssl(
-      ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '825', '-extfile', `${name}.ext`, '-out', `${name}.crt`],
+      ['req', '-new', '-key', `${name}.key`, '-subj', subj, '-out', `${name}.csr`],
+      dir,
+    );
+    await openssl(
+      [
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-days',
+        '825',
+        '-extfile',
+        `${name}.ext`,
+        '-out',
+        `${name}.crt`,
+      ],
       dir,
     );
   };

@@ -9,7 +9,12 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 
 import { findFreePort } from '@mirrorhub/infra/components/cache';
 import type { Kit } from '@mirrorhub/infra/kit/index';
@@ -49,7 +54,13 @@ const MANAGED = 'mirrorhub.io/managed-by=mirrorhub';
 const HASH = 'mirrorhub.io/content-hash';
 
 interface CopyMeta extends KubernetesObject {
-  metadata?: { namespace?: string; name?: string; annotations?: Record<string, string>; resourceVersion?: string; uid?: string };
+  metadata?: {
+    namespace?: string;
+    name?: string;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+    uid?: string;
+  };
 }
 
 export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<EngineBenchResult> {
@@ -57,15 +68,25 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
   const kc = hubCluster.kubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const tls = { ca: hubCluster.caPem, cert: readFileSync(join(hubCluster.dir, 'pki/admin.crt')), key: readFileSync(join(hubCluster.dir, 'pki/admin.key')) };
+  const tls = {
+    ca: hubCluster.caPem,
+    cert: readFileSync(join(hubCluster.dir, 'pki/admin.crt')),
+    key: readFileSync(join(hubCluster.dir, 'pki/admin.key')),
+  };
   const log = o.log;
 
   await installCrds(kc, 'mirrorhub-hub');
-  for (const ns of [SYSTEM_NS, SRC_NS]) await core.createNamespace({ body: { metadata: { name: ns } } });
+  for (const ns of [SYSTEM_NS, SRC_NS])
+    await core.createNamespace({ body: { metadata: { name: ns } } });
 
   log(`creating ${o.namespaces} namespaces and ${o.noiseStart} unrelated Secrets`);
-  const nsNames = Array.from({ length: o.namespaces }, (_, j) => `bench-${String(j).padStart(4, '0')}`);
-  await pool(nsNames, 32, (name, j) => core.createNamespace({ body: { metadata: { name, labels: { shard: String(j % o.shards) } } } }));
+  const nsNames = Array.from(
+    { length: o.namespaces },
+    (_, j) => `bench-${String(j).padStart(4, '0')}`,
+  );
+  await pool(nsNames, 32, (name, j) =>
+    core.createNamespace({ body: { metadata: { name, labels: { shard: String(j % o.shards) } } } }),
+  );
   let noise = 0;
   const addNoise = async (upTo: number) => {
     const batch = Array.from({ length: upTo - noise }, (_, k) => noise + k);
@@ -90,43 +111,67 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     // Watch copies (metadata only) to timestamp every change the agent makes.
     const seen = new Map<string, { hash?: string; at: number }>();
     const listeners = new Set<() => void>();
-    const copyWatch: Watcher<CopyMeta> = createWatcher<CopyMeta>(kc, { version: 'v1', plural: 'secrets', labelSelector: MANAGED, metadataOnly: true }, {
-      resource: 'bench-copies',
-    });
+    const copyWatch: Watcher<CopyMeta> = createWatcher<CopyMeta>(
+      kc,
+      { version: 'v1', plural: 'secrets', labelSelector: MANAGED, metadataOnly: true },
+      {
+        resource: 'bench-copies',
+      },
+    );
     const record = (obj: CopyMeta) => {
-      seen.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, { hash: obj.metadata?.annotations?.[HASH], at: Date.now() });
+      seen.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, {
+        hash: obj.metadata?.annotations?.[HASH],
+        at: Date.now(),
+      });
       for (const l of listeners) l();
     };
-    copyWatch.addHandler({ onAdd: record, onUpdate: record, onDelete: (obj) => void seen.delete(`${obj.metadata?.namespace}/${obj.metadata?.name}`) });
+    copyWatch.addHandler({
+      onAdd: record,
+      onUpdate: record,
+      onDelete: (obj) => void seen.delete(`${obj.metadata?.namespace}/${obj.metadata?.name}`),
+    });
     copyWatch.start();
     await copyWatch.synced;
 
     log(`creating ${o.mirrors} sources and mirrors (${o.namespaces / o.shards} namespaces each)`);
     const t0 = Date.now();
-    await pool(Array.from({ length: o.mirrors }, (_, i) => i), 16, async (i) => {
-      await core.createNamespacedSecret({
-        namespace: SRC_NS,
-        body: { metadata: { name: `src-${i}` }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': certLike(i, 0), 'tls.key': 'k'.repeat(1700) } },
-      });
-      await custom.createNamespacedCustomObject({
-        group: 'mirrorhub.io',
-        version: 'v1alpha1',
-        namespace: SRC_NS,
-        plural: 'secretmirrors',
-        body: {
-          apiVersion: 'mirrorhub.io/v1alpha1',
-          kind: 'SecretMirror',
-          metadata: { name: `mirror-${i}` },
-          spec: {
-            source: { kind: 'Secret', name: `src-${i}` },
-            destination: { namespaceSelector: { matchLabels: { shard: String(i % o.shards) } } },
-            pollPeriodSeconds: 300,
+    await pool(
+      Array.from({ length: o.mirrors }, (_, i) => i),
+      16,
+      async (i) => {
+        await core.createNamespacedSecret({
+          namespace: SRC_NS,
+          body: {
+            metadata: { name: `src-${i}` },
+            type: 'kubernetes.io/tls',
+            stringData: { 'tls.crt': certLike(i, 0), 'tls.key': 'k'.repeat(1700) },
           },
-        },
-      });
-    });
+        });
+        await custom.createNamespacedCustomObject({
+          group: 'mirrorhub.io',
+          version: 'v1alpha1',
+          namespace: SRC_NS,
+          plural: 'secretmirrors',
+          body: {
+            apiVersion: 'mirrorhub.io/v1alpha1',
+            kind: 'SecretMirror',
+            metadata: { name: `mirror-${i}` },
+            spec: {
+              source: { kind: 'Secret', name: `src-${i}` },
+              destination: { namespaceSelector: { matchLabels: { shard: String(i % o.shards) } } },
+              pollPeriodSeconds: 300,
+            },
+          },
+        });
+      },
+    );
     const expected = o.mirrors * (o.namespaces / o.shards);
-    await until(() => seen.size >= expected, listeners, 30 * 60_000, () => `${seen.size}/${expected} copies`);
+    await until(
+      () => seen.size >= expected,
+      listeners,
+      30 * 60_000,
+      () => `${seen.size}/${expected} copies`,
+    );
     const initialFanOutMs = Date.now() - t0;
     log(`${expected} copies in ${fmtMs(initialFanOutMs)}`);
 
@@ -134,7 +179,9 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     const rssAt = (label: string) => {
       rss.hub[label] = rssMb(hub.pid!);
       rss.agent[label] = rssMb(agent.pid!);
-      log(`RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB, agent ${rss.agent[label]!.toFixed(0)} MB`);
+      log(
+        `RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB, agent ${rss.agent[label]!.toFixed(0)} MB`,
+      );
     };
     const rss: EngineBenchResult['rss'] = { hub: {}, agent: {} };
     rssAt(`${o.noiseStart} unrelated Secrets`);
@@ -160,10 +207,21 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     for (let k = 0; k < o.newNamespaceSamples; k++) {
       const name = `bench-new-${k}`;
       const start = Date.now();
-      await core.createNamespace({ body: { metadata: { name, labels: { shard: String(k % o.shards) } } } });
+      await core.createNamespace({
+        body: { metadata: { name, labels: { shard: String(k % o.shards) } } },
+      });
       const count = () => [...seen.keys()].filter((key) => key.startsWith(`${name}/`)).length;
-      await until(() => count() >= perNs, listeners, 60_000, () => `${count()}/${perNs} copies in ${name}`);
-      newNs.push(Math.max(...[...seen.entries()].filter(([key]) => key.startsWith(`${name}/`)).map(([, v]) => v.at)) - start);
+      await until(
+        () => count() >= perNs,
+        listeners,
+        60_000,
+        () => `${count()}/${perNs} copies in ${name}`,
+      );
+      newNs.push(
+        Math.max(
+          ...[...seen.entries()].filter(([key]) => key.startsWith(`${name}/`)).map(([, v]) => v.at),
+        ) - start,
+      );
     }
 
     log(`source update -> all copies, ${o.updateSamples} samples`);
@@ -177,10 +235,20 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       await core.replaceNamespacedSecret({
         name: `src-${i}`,
         namespace: SRC_NS,
-        body: { ...cur, data: undefined, stringData: { 'tls.crt': certLike(i, k + 1), 'tls.key': 'k'.repeat(1700) } },
+        body: {
+          ...cur,
+          data: undefined,
+          stringData: { 'tls.crt': certLike(i, k + 1), 'tls.key': 'k'.repeat(1700) },
+        },
       });
-      const changed = () => [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
-      await until(() => changed() >= old.size, listeners, 60_000, () => `${changed()}/${old.size} copies of src-${i} updated`);
+      const changed = () =>
+        [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
+      await until(
+        () => changed() >= old.size,
+        listeners,
+        60_000,
+        () => `${changed()}/${old.size} copies of src-${i} updated`,
+      );
       updates.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - start);
     }
 
@@ -195,8 +263,17 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       options: { ...o, log: undefined, root: undefined } as unknown as EngineBenchResult['options'],
       initialFanOutMs,
       copies: expected,
-      newNamespace: { p50: percentile(newNs, 50), p99: percentile(newNs, 99), samples: newNs.length },
-      sourceUpdate: { p50: percentile(updates, 50), p99: percentile(updates, 99), samples: updates.length, copiesEach: o.namespaces / o.shards },
+      newNamespace: {
+        p50: percentile(newNs, 50),
+        p99: percentile(newNs, 99),
+        samples: newNs.length,
+      },
+      sourceUpdate: {
+        p50: percentile(updates, 50),
+        p99: percentile(updates, 99),
+        samples: updates.length,
+        copiesEach: o.namespaces / o.shards,
+      },
       rss,
       steadyPerMinute,
     };
@@ -209,7 +286,13 @@ function certLike(i: number, version: number): string {
   return `-----BEGIN CERTIFICATE-----\n${`mirror-${i}-v${version}-`.repeat(40)}\n-----END CERTIFICATE-----\n`;
 }
 
-function startProcess(root: string, name: 'hub' | 'agent', kubeconfig: string, port: number, dir: string): ChildProcess {
+function startProcess(
+  root: string,
+  name: 'hub' | 'agent',
+  kubeconfig: string,
+  port: number,
+  dir: string,
+): ChildProcess {
   void mkdir(join(dir, 'logs'), { recursive: true });
   const child = spawn(process.execPath, [join(root, name, 'dist/main.js')], {
     env: {
@@ -229,14 +312,25 @@ function startProcess(root: string, name: 'hub' | 'agent', kubeconfig: string, p
 async function waitHttp(url: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within 60s`);
     await sleep(200);
   }
 }
 
 /** Waits until `done()` is true, re-checking whenever the copy watch sees a change. */
-async function until(done: () => boolean, listeners: Set<() => void>, timeoutMs: number, progress: () => string): Promise<void> {
+async function until(
+  done: () => boolean,
+  listeners: Set<() => void>,
+  timeoutMs: number,
+  progress: () => string,
+): Promise<void> {
   if (done()) return;
   await new Promise<void>((resolve, reject) => {
     const check = () => {

@@ -18,7 +18,9 @@ import { fmtMs } from './util.js';
 const root = resolve(import.meta.dirname, '../../..');
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { scale: { type: 'string', default: '1' }, steady: { type: 'string', default: '60' } } });
+  const { values } = parseArgs({
+    options: { scale: { type: 'string', default: '1' }, steady: { type: 'string', default: '60' } },
+  });
   const scale = Number(values.scale);
   if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got ${values.scale}`);
   const n = (x: number) => Math.max(1, Math.round(x * scale));
@@ -58,7 +60,9 @@ function machine(): string {
 
 function renderEngine(r: EngineBenchResult, scale: number): string {
   const o = r.options;
-  const rssRows = Object.keys(r.rss.hub).map((k) => `| ${k} | ${r.rss.hub[k]!.toFixed(0)} MB | ${r.rss.agent[k]!.toFixed(0)} MB |`);
+  const rssRows = Object.keys(r.rss.hub).map(
+    (k) => `| ${k} | ${r.rss.hub[k]!.toFixed(0)} MB | ${r.rss.agent[k]!.toFixed(0)} MB |`,
+  );
   const ok = (good: boolean) => (good ? 'met' : '**missed**');
   const hubMax = Math.max(...Object.values(r.rss.hub));
   const agentMax = Math.max(...Object.values(r.rss.agent));
@@ -82,7 +86,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     '| --- | --- | --- |',
     ...rssRows,
     '',
-    'Reads at steady state include the bench\'s own scrape of the API server\'s /metrics (one per window).',
+    "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window).",
     '',
   ].join('\n');
 }
@@ -93,12 +97,16 @@ async function recordSection(name: string, body: string): Promise<void> {
   const begin = `<!-- bench:${name} -->`;
   const end = `<!-- /bench:${name} -->`;
   let doc = await readFile(file, 'utf8').catch(
-    () => '# Benchmarks\n\nWritten by `npm run bench`; each section is replaced when its benchmark runs again.\n\n',
+    () =>
+      '# Benchmarks\n\nWritten by `npm run bench`; each section is replaced when its benchmark runs again.\n\n',
   );
   const block = `${begin}\n${body}\n${end}`;
   const i = doc.indexOf(begin);
   const j = doc.indexOf(end);
-  doc = i >= 0 && j > i ? doc.slice(0, i) + block + doc.slice(j + end.length) : `${doc.trimEnd()}\n\n${block}\n`;
+  doc =
+    i >= 0 && j > i
+      ? doc.slice(0, i) + block + doc.slice(j + end.length)
+      : `${doc.trimEnd()}\n\n${block}\n`;
   await writeFile(file, doc);
 }
 

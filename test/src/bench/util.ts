@@ -2,7 +2,11 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
-export async function pool<T>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<unknown>): Promise<void> {
+export async function pool<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, i: number) => Promise<unknown>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) {
@@ -37,7 +41,10 @@ export interface ApiCounts {
  * Requests the API server has served, from its own apiserver_request_total counter, split into
  * reads (GET/LIST), writes (POST/PUT/PATCH/DELETE) and WATCH.
  */
-export async function apiRequestCounts(server: string, tls: { ca: string; cert: Buffer; key: Buffer }): Promise<ApiCounts> {
+export async function apiRequestCounts(
+  server: string,
+  tls: { ca: string; cert: Buffer; key: Buffer },
+): Promise<ApiCounts> {
   const text = await new Promise<string>((resolve, reject) => {
     const req = request(`${server}/metrics`, tls, (res) => {
       let body = '';

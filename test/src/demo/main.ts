@@ -21,18 +21,29 @@ const SYSTEM_NS = 'mirrorhub-system';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { exit: { type: 'boolean', default: false }, dir: { type: 'string', default: join(root, '.kit', 'demo') } },
+    options: {
+      exit: { type: 'boolean', default: false },
+      dir: { type: 'string', default: join(root, '.kit', 'demo') },
+    },
   });
   const dir = resolve(values.dir!);
   await rm(dir, { recursive: true, force: true });
   await mkdir(join(dir, 'logs'), { recursive: true });
 
-  say('starting clusters hub, follower-a, follower-b (real kube-apiserver + etcd), moto and the EKS emulator...');
-  const kit = await startKit({ clusters: ['hub', 'follower-a', 'follower-b'], dir, log: (l) => say(l) });
+  say(
+    'starting clusters hub, follower-a, follower-b (real kube-apiserver + etcd), moto and the EKS emulator...',
+  );
+  const kit = await startKit({
+    clusters: ['hub', 'follower-a', 'follower-b'],
+    dir,
+    log: (l) => say(l),
+  });
   const procs: ChildProcess[] = [];
   const stop = async () => {
     for (const p of procs) p.kill('SIGTERM');
-    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))));
+    await Promise.all(
+      procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))),
+    );
     await kit.stop();
   };
   process.once('SIGINT', () => void stop().then(() => process.exit(0)));
@@ -44,7 +55,12 @@ async function main(): Promise<void> {
     await installCrds(kc, 'mirrorhub-hub');
     await ensureNamespace(kc, SYSTEM_NS);
     procs.push(run('agent', 'agent/dist/main.js', hub.kubeconfigPath, dir, { PORT: '18081' }));
-    procs.push(run('hub', 'hub/dist/main.js', hub.kubeconfigPath, dir, { PORT: '18080', POD_NAME: 'hub-demo' }));
+    procs.push(
+      run('hub', 'hub/dist/main.js', hub.kubeconfigPath, dir, {
+        PORT: '18080',
+        POD_NAME: 'hub-demo',
+      }),
+    );
     await applySamples(kc);
     say('waiting for the sample mirrors to converge...');
     await eventually(
@@ -56,7 +72,10 @@ async function main(): Promise<void> {
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     ).catch((err: unknown) => {
-      throw new Error(`the sample mirrors did not converge in 60s; logs are in ${join(dir, 'logs')}`, { cause: err });
+      throw new Error(
+        `the sample mirrors did not converge in 60s; logs are in ${join(dir, 'logs')}`,
+        { cause: err },
+      );
     });
     printGuide(kit, dir);
     if (values.exit) {
@@ -76,21 +95,39 @@ function say(line: string): void {
   console.log(`[demo] ${line}`);
 }
 
-function run(name: string, entry: string, kubeconfig: string, dir: string, env: Record<string, string>): ChildProcess {
+function run(
+  name: string,
+  entry: string,
+  kubeconfig: string,
+  dir: string,
+  env: Record<string, string>,
+): ChildProcess {
   const log = createWriteStream(join(dir, 'logs', `${name}.log`));
   const child = spawn(process.execPath, [join(root, entry)], {
-    env: { ...process.env, KUBECONFIG: kubeconfig, MIRRORHUB_NAMESPACE: SYSTEM_NS, MIRRORHUB_CLUSTER_NAME: 'hub', LOG_LEVEL: 'info', ...env },
+    env: {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      MIRRORHUB_NAMESPACE: SYSTEM_NS,
+      MIRRORHUB_CLUSTER_NAME: 'hub',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
   child.once('exit', (code, signal) => {
-    if (code !== 0 && signal !== 'SIGTERM') say(`${name} exited (${code ?? signal}); see ${join(dir, 'logs', `${name}.log`)}`);
+    if (code !== 0 && signal !== 'SIGTERM')
+      say(`${name} exited (${code ?? signal}); see ${join(dir, 'logs', `${name}.log`)}`);
   });
   return child;
 }
 
-async function ensureNamespace(kc: KubeConfig, name: string, labels: Record<string, string> = {}): Promise<void> {
+async function ensureNamespace(
+  kc: KubeConfig,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<void> {
   await kc
     .makeApiClient(CoreV1Api)
     .createNamespace({ body: { metadata: { name, labels } } })
@@ -102,13 +139,17 @@ async function ensureNamespace(kc: KubeConfig, name: string, labels: Record<stri
 async function applySamples(kc: KubeConfig): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
-  for (const ns of ['cert-manager', 'platform', 'project-a-web', 'project-a-api', 'project-b-web']) await ensureNamespace(kc, ns);
+  for (const ns of ['cert-manager', 'platform', 'project-a-web', 'project-a-api', 'project-b-web'])
+    await ensureNamespace(kc, ns);
   await ensureNamespace(kc, 'team-blue', { 'flags.example.com/enabled': 'true' });
   // Stand-ins for what cert-manager and a platform team would own (not real key material).
   await core.createNamespacedSecret({
     namespace: 'cert-manager',
     body: {
-      metadata: { name: 'wildcard-tls', annotations: { 'cert-manager.io/common-name': '*.example.com' } },
+      metadata: {
+        name: 'wildcard-tls',
+        annotations: { 'cert-manager.io/common-name': '*.example.com' },
+      },
       type: 'kubernetes.io/tls',
       stringData: { 'tls.crt': 'demo certificate', 'tls.key': 'demo key' },
     },
@@ -128,7 +169,10 @@ async function applySamples(kc: KubeConfig): Promise<void> {
       apiVersion: `${group}/${version}`,
       kind: 'SecretMirror',
       metadata: { name: 'wildcard-tls' },
-      spec: { source: { kind: 'Secret', name: 'wildcard-tls' }, destination: { namespaces: ['project-a-.+'] } },
+      spec: {
+        source: { kind: 'Secret', name: 'wildcard-tls' },
+        destination: { namespaces: ['project-a-.+'] },
+      },
     },
   });
   await custom.createNamespacedCustomObject({
@@ -142,7 +186,9 @@ async function applySamples(kc: KubeConfig): Promise<void> {
       metadata: { name: 'feature-flags' },
       spec: {
         source: { kind: 'ConfigMap', name: 'feature-flags' },
-        destination: { namespaceSelector: { matchLabels: { 'flags.example.com/enabled': 'true' } } },
+        destination: {
+          namespaceSelector: { matchLabels: { 'flags.example.com/enabled': 'true' } },
+        },
       },
     },
   });

@@ -11,7 +11,12 @@ describe('objects mirrorhub does not own', () => {
     for (const ns of ['src', 'team-1', 'team-2']) await e.ensureNamespace(ns);
     await e.putSecret('src', 'api-key', { key: 'from-source' });
     // team-1 already has its own Secret with the target name.
-    await e.putSecret('team-1', 'api-key', { key: 'team-1-own' }, { metadata: { labels: { owner: 'team-1' } } });
+    await e.putSecret(
+      'team-1',
+      'api-key',
+      { key: 'team-1-own' },
+      { metadata: { labels: { owner: 'team-1' } } },
+    );
   });
 
   afterAll(async () => {
@@ -26,22 +31,36 @@ describe('objects mirrorhub does not own', () => {
         pollPeriodSeconds: 3600,
       }),
     );
-    await eventually(async () => expect(await e.secretData('team-2', 'api-key')).toEqual({ key: 'from-source' }));
+    await eventually(async () =>
+      expect(await e.secretData('team-2', 'api-key')).toEqual({ key: 'from-source' }),
+    );
     const m = await e.mirrorStatus('SecretMirror', 'api-key', 'src', (m) => {
       expect(m.status?.counts?.conflicts).toBe(1);
       expect(m.status?.problems).toEqual([
-        expect.objectContaining({ namespace: 'team-1', state: 'Conflict', message: expect.stringMatching(/not managed by mirrorhub|owned|Adopt/i) }),
+        expect.objectContaining({
+          namespace: 'team-1',
+          state: 'Conflict',
+          message: expect.stringMatching(/not managed by mirrorhub|owned|Adopt/i),
+        }),
       ]);
     });
     expect(m.status?.phase).toBe('Degraded');
-    await eventually(async () => expect((await e.events('src', 'api-key')).map((ev) => ev.reason)).toContain('Conflict'));
-    await consistently(async () => expect(await e.secretData('team-1', 'api-key')).toEqual({ key: 'team-1-own' }), { forMs: 1_500 });
+    await eventually(async () =>
+      expect((await e.events('src', 'api-key')).map((ev) => ev.reason)).toContain('Conflict'),
+    );
+    await consistently(
+      async () => expect(await e.secretData('team-1', 'api-key')).toEqual({ key: 'team-1-own' }),
+      { forMs: 1_500 },
+    );
   });
 
   it('takes them over under conflictPolicy Adopt', async () => {
     const m = await e.getMirror('SecretMirror', 'api-key', 'src');
     await e.applyMirror({ ...m!, spec: { ...m!.spec, conflictPolicy: 'Adopt' } });
-    await eventually(async () => expect(await e.secretData('team-1', 'api-key')).toEqual({ key: 'from-source' }), { timeoutMs: 5_000 });
+    await eventually(
+      async () => expect(await e.secretData('team-1', 'api-key')).toEqual({ key: 'from-source' }),
+      { timeoutMs: 5_000 },
+    );
     const adopted = await e.readSecret('team-1', 'api-key');
     expect(adopted?.metadata?.labels?.['mirrorhub.io/managed-by']).toBe('mirrorhub');
     await e.mirrorStatus('SecretMirror', 'api-key', 'src', (m) => {

@@ -30,7 +30,9 @@ describe('deleting a mirror', () => {
       expect(await e.readSecret('app-2', name)).toBeDefined();
     });
     // The hub guards its cleanup with a finalizer before it writes anything.
-    expect((await e.getMirror('SecretMirror', name, 'src'))?.metadata?.finalizers).toContain('mirrorhub.io/hub-cleanup');
+    expect((await e.getMirror('SecretMirror', name, 'src'))?.metadata?.finalizers).toContain(
+      'mirrorhub.io/hub-cleanup',
+    );
   }
 
   it('removes every copy under deletePolicy Delete, and the delivery with its payload', async () => {
@@ -42,7 +44,10 @@ describe('deleting a mirror', () => {
       expect(await e.getMirror('SecretMirror', 'del', 'src')).toBeUndefined();
     });
     expect((await e.deliveries()).filter((d) => d.spec.target.name === 'del')).toEqual([]);
-    const payloads = await e.core().listNamespacedSecret({ namespace: 'mirrorhub-system', labelSelector: 'mirrorhub.io/payload=true' });
+    const payloads = await e.core().listNamespacedSecret({
+      namespace: 'mirrorhub-system',
+      labelSelector: 'mirrorhub.io/payload=true',
+    });
     expect(payloads.items.filter((s) => s.metadata?.name?.includes('-del-'))).toEqual([]);
     // The source is never touched.
     expect(await e.secretData('src', 'token')).toEqual({ token: 'abc' });
@@ -51,13 +56,17 @@ describe('deleting a mirror', () => {
   it('leaves the copies in place without ownership marks under deletePolicy Retain', async () => {
     await mirrorAndWait('keep', 'Retain');
     await e.deleteMirror('SecretMirror', 'keep', 'src');
-    await eventually(async () => expect(await e.getMirror('SecretMirror', 'keep', 'src')).toBeUndefined());
+    await eventually(async () =>
+      expect(await e.getMirror('SecretMirror', 'keep', 'src')).toBeUndefined(),
+    );
     for (const ns of ['app-1', 'app-2']) {
       const s = await e.readSecret(ns, 'keep');
       expect(s, ns).toBeDefined();
       expect(await e.secretData(ns, 'keep')).toEqual({ token: 'abc' });
       expect(s?.metadata?.labels?.['mirrorhub.io/managed-by']).toBeUndefined();
-      expect(Object.keys(s?.metadata?.annotations ?? {}).filter((k) => k.startsWith('mirrorhub.io/'))).toEqual([]);
+      expect(
+        Object.keys(s?.metadata?.annotations ?? {}).filter((k) => k.startsWith('mirrorhub.io/')),
+      ).toEqual([]);
     }
   });
 
@@ -66,7 +75,9 @@ describe('deleting a mirror', () => {
     await e.stopHub();
     await e.deleteMirror('SecretMirror', 'offline', 'src');
     // The finalizer holds the mirror until a hub has cleaned up.
-    expect((await e.getMirror('SecretMirror', 'offline', 'src'))?.metadata?.deletionTimestamp).toBeDefined();
+    expect(
+      (await e.getMirror('SecretMirror', 'offline', 'src'))?.metadata?.deletionTimestamp,
+    ).toBeDefined();
     expect(await e.readSecret('app-1', 'offline')).toBeDefined();
     await e.startHub();
     await eventually(async () => {

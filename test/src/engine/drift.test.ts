@@ -17,7 +17,9 @@ describe('drift correction', () => {
         pollPeriodSeconds: 3600,
       }),
     );
-    await eventually(async () => expect(await e.secretData('app-1', 'db')).toEqual({ password: 'right' }));
+    await eventually(async () =>
+      expect(await e.secretData('app-1', 'db')).toEqual({ password: 'right' }),
+    );
   });
 
   afterAll(async () => {
@@ -29,13 +31,25 @@ describe('drift correction', () => {
     await e.core().replaceNamespacedSecret({
       name: 'db',
       namespace: 'app-1',
-      body: { ...copy, data: { password: Buffer.from('wrong').toString('base64'), extra: Buffer.from('x').toString('base64') } },
+      body: {
+        ...copy,
+        data: {
+          password: Buffer.from('wrong').toString('base64'),
+          extra: Buffer.from('x').toString('base64'),
+        },
+      },
     });
-    await eventually(async () => expect(await e.secretData('app-1', 'db')).toEqual({ password: 'right' }), { timeoutMs: 5_000 });
+    await eventually(
+      async () => expect(await e.secretData('app-1', 'db')).toEqual({ password: 'right' }),
+      { timeoutMs: 5_000 },
+    );
   });
 
   it('recreates a copy deleted by hand at once', async () => {
     await e.core().deleteNamespacedSecret({ name: 'db', namespace: 'app-1' });
-    await eventually(async () => expect(await e.secretData('app-1', 'db')).toEqual({ password: 'right' }), { timeoutMs: 5_000 });
+    await eventually(
+      async () => expect(await e.secretData('app-1', 'db')).toEqual({ password: 'right' }),
+      { timeoutMs: 5_000 },
+    );
   });
 });

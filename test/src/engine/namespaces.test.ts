@@ -12,11 +12,22 @@ describe('destination namespaces', () => {
   beforeAll(async () => {
     e = await Engine.start();
     await e.ensureNamespace('certs');
-    for (const ns of ['project-a-web', 'project-a-api', 'project-a-sandbox', 'project-b-web', 'project-a']) {
+    for (const ns of [
+      'project-a-web',
+      'project-a-api',
+      'project-a-sandbox',
+      'project-b-web',
+      'project-a',
+    ]) {
       await e.ensureNamespace(ns);
     }
     await e.ensureNamespace('labelled', { tls: 'wildcard' });
-    await e.putSecret('certs', 'wildcard-tls', { 'tls.crt': 'CERT-1', 'tls.key': 'KEY-1' }, { type: 'kubernetes.io/tls' });
+    await e.putSecret(
+      'certs',
+      'wildcard-tls',
+      { 'tls.crt': 'CERT-1', 'tls.key': 'KEY-1' },
+      { type: 'kubernetes.io/tls' },
+    );
     await e.applyMirror(
       secretMirror('certs', 'wildcard', {
         source: { kind: 'Secret', name: 'wildcard-tls' },
@@ -36,7 +47,10 @@ describe('destination namespaces', () => {
 
   it('copies into namespaces matching an anchored regex or the label selector, minus exclusions', async () => {
     await eventually(async () => {
-      expect(await e.secretData('project-a-web', 'wildcard-tls')).toEqual({ 'tls.crt': 'CERT-1', 'tls.key': 'KEY-1' });
+      expect(await e.secretData('project-a-web', 'wildcard-tls')).toEqual({
+        'tls.crt': 'CERT-1',
+        'tls.key': 'KEY-1',
+      });
       expect(await e.secretData('project-a-api', 'wildcard-tls')).toBeDefined();
       expect(await e.secretData('labelled', 'wildcard-tls')).toBeDefined();
     });
@@ -56,16 +70,25 @@ describe('destination namespaces', () => {
 
   it('gives a namespace created later its copy at once, without waiting for a poll', async () => {
     await e.ensureNamespace('project-a-new');
-    await eventually(async () => expect(await e.secretData('project-a-new', 'wildcard-tls')).toBeDefined(), { timeoutMs: 5_000 });
+    await eventually(
+      async () => expect(await e.secretData('project-a-new', 'wildcard-tls')).toBeDefined(),
+      { timeoutMs: 5_000 },
+    );
   });
 
   it('adds and removes the copy as a namespace starts and stops matching the selector', async () => {
     await e.ensureNamespace('team-x');
     expect(await e.readSecret('team-x', 'wildcard-tls')).toBeUndefined();
     await e.labelNamespace('team-x', { tls: 'wildcard' });
-    await eventually(async () => expect(await e.readSecret('team-x', 'wildcard-tls')).toBeDefined(), { timeoutMs: 5_000 });
+    await eventually(
+      async () => expect(await e.readSecret('team-x', 'wildcard-tls')).toBeDefined(),
+      { timeoutMs: 5_000 },
+    );
     await e.labelNamespace('team-x', { tls: null });
-    await eventually(async () => expect(await e.readSecret('team-x', 'wildcard-tls')).toBeUndefined(), { timeoutMs: 5_000 });
+    await eventually(
+      async () => expect(await e.readSecret('team-x', 'wildcard-tls')).toBeUndefined(),
+      { timeoutMs: 5_000 },
+    );
   });
 
   it('uses destination.name as the copy name when given, and never touches the source itself', async () => {
@@ -78,7 +101,10 @@ describe('destination namespaces', () => {
       }),
     );
     await eventually(async () => {
-      expect(await e.secretData('project-b-web', 'tls-copy')).toEqual({ 'tls.crt': 'CERT-1', 'tls.key': 'KEY-1' });
+      expect(await e.secretData('project-b-web', 'tls-copy')).toEqual({
+        'tls.crt': 'CERT-1',
+        'tls.key': 'KEY-1',
+      });
       expect(await e.secretData('certs', 'tls-copy')).toBeDefined();
     });
     expect(await e.readSecret('project-b-web', 'wildcard-tls')).toBeUndefined();

@@ -21,12 +21,18 @@ describe('logs, metrics, health, and where secret values may appear', () => {
         pollPeriodSeconds: 3600,
       }),
     );
-    await e.mirrorStatus('SecretMirror', 'leaky', 'src', (m) => expect(m.status?.phase).toBe('Error'));
+    await e.mirrorStatus('SecretMirror', 'leaky', 'src', (m) =>
+      expect(m.status?.phase).toBe('Error'),
+    );
     // Fix the regex: now a sync and a conflict (app-2) happen, which log and emit Events.
     const m = await e.getMirror('SecretMirror', 'leaky', 'src');
     await e.applyMirror({ ...m!, spec: { ...m!.spec, destination: { namespaces: ['app-.*'] } } });
-    await eventually(async () => expect(await e.secretData('app-1', 'leaky')).toEqual({ password: SECRET_VALUE }));
-    await e.mirrorStatus('SecretMirror', 'leaky', 'src', (m) => expect(m.status?.counts?.conflicts).toBe(1));
+    await eventually(async () =>
+      expect(await e.secretData('app-1', 'leaky')).toEqual({ password: SECRET_VALUE }),
+    );
+    await e.mirrorStatus('SecretMirror', 'leaky', 'src', (m) =>
+      expect(m.status?.counts?.conflicts).toBe(1),
+    );
   });
 
   afterAll(async () => {
@@ -48,10 +54,18 @@ describe('logs, metrics, health, and where secret values may appear', () => {
   });
 
   it('writes structured JSON logs bound with component and controller', () => {
-    const records = e.logs.text().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const records = e.logs
+      .text()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(records.length).toBeGreaterThan(5);
-    expect(records.some((r) => r.component === 'hub' && typeof r.controller === 'string')).toBe(true);
-    expect(records.some((r) => r.component === 'agent' && typeof r.controller === 'string')).toBe(true);
+    expect(records.some((r) => r.component === 'hub' && typeof r.controller === 'string')).toBe(
+      true,
+    );
+    expect(records.some((r) => r.component === 'agent' && typeof r.controller === 'string')).toBe(
+      true,
+    );
   });
 
   it('never puts a secret value in a log line, Event, status, custom resource or metric', async () => {
@@ -59,7 +73,13 @@ describe('logs, metrics, health, and where secret values may appear', () => {
     const places: Record<string, string> = {
       logs: e.logs.text(),
       events: JSON.stringify((await e.core().listEventForAllNamespaces()).items),
-      mirrors: JSON.stringify(await e.custom().listCustomObjectForAllNamespaces({ group: 'mirrorhub.io', version: 'v1alpha1', plural: 'secretmirrors' })),
+      mirrors: JSON.stringify(
+        await e.custom().listCustomObjectForAllNamespaces({
+          group: 'mirrorhub.io',
+          version: 'v1alpha1',
+          plural: 'secretmirrors',
+        }),
+      ),
       deliveries: JSON.stringify(await e.deliveries()),
       hubMetrics: await (await fetch(`http://127.0.0.1:${e.hub!.port}/metrics`)).text(),
       agentMetrics: await (await fetch(`http://127.0.0.1:${e.agent!.port}/metrics`)).text(),
@@ -68,10 +88,14 @@ describe('logs, metrics, health, and where secret values may appear', () => {
       expect(text.length, where).toBeGreaterThan(0);
       expect(text.includes(SECRET_VALUE), `${where} contains the secret value`).toBe(false);
       expect(text.includes(b64), `${where} contains the base64 secret value`).toBe(false);
-      expect(text.includes('someone-elses'), `${where} contains a foreign secret value`).toBe(false);
+      expect(text.includes('someone-elses'), `${where} contains a foreign secret value`).toBe(
+        false,
+      );
     }
     // The payload itself is a Secret in the agent namespace, as it should be.
-    const payloads = await e.core().listNamespacedSecret({ namespace: SYSTEM_NS, labelSelector: 'mirrorhub.io/payload=true' });
+    const payloads = await e
+      .core()
+      .listNamespacedSecret({ namespace: SYSTEM_NS, labelSelector: 'mirrorhub.io/payload=true' });
     expect(payloads.items).toHaveLength(1);
   });
 });

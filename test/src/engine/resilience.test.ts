@@ -14,9 +14,15 @@ describe('steady state and restarts', () => {
     await e.putSecret('src', 'cfg', { v: '1' });
     // A short poll period: full resyncs happen during the test and must still write nothing.
     await e.applyMirror(
-      secretMirror('src', 'cfg', { source: { kind: 'Secret', name: 'cfg' }, destination: { namespaces: ['app-.*'] }, pollPeriodSeconds: 10 }),
+      secretMirror('src', 'cfg', {
+        source: { kind: 'Secret', name: 'cfg' },
+        destination: { namespaces: ['app-.*'] },
+        pollPeriodSeconds: 10,
+      }),
     );
-    await e.mirrorStatus('SecretMirror', 'cfg', 'src', (m) => expect(m.status?.phase).toBe('Active'));
+    await e.mirrorStatus('SecretMirror', 'cfg', 'src', (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
   });
 
   afterAll(async () => {
@@ -25,10 +31,15 @@ describe('steady state and restarts', () => {
 
   async function versions(): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
-    for (const ns of ['app-1', 'app-2']) out[`copy/${ns}`] = (await e.readSecret(ns, 'cfg'))!.metadata!.resourceVersion!;
-    for (const d of await e.deliveries()) out[`delivery/${d.metadata!.name}`] = d.metadata!.resourceVersion!;
-    const payloads = await e.core().listNamespacedSecret({ namespace: SYSTEM_NS, labelSelector: 'mirrorhub.io/payload=true' });
-    for (const p of payloads.items) out[`payload/${p.metadata!.name}`] = p.metadata!.resourceVersion!;
+    for (const ns of ['app-1', 'app-2'])
+      out[`copy/${ns}`] = (await e.readSecret(ns, 'cfg'))!.metadata!.resourceVersion!;
+    for (const d of await e.deliveries())
+      out[`delivery/${d.metadata!.name}`] = d.metadata!.resourceVersion!;
+    const payloads = await e
+      .core()
+      .listNamespacedSecret({ namespace: SYSTEM_NS, labelSelector: 'mirrorhub.io/payload=true' });
+    for (const p of payloads.items)
+      out[`payload/${p.metadata!.name}`] = p.metadata!.resourceVersion!;
     out.mirror = (await e.getMirror('SecretMirror', 'cfg', 'src'))!.metadata!.resourceVersion!;
     return out;
   }
@@ -50,11 +61,18 @@ describe('steady state and restarts', () => {
     await e.startAgent();
     await e.startHub();
     await eventually(async () => {
-      for (const ns of ['app-1', 'app-2', 'app-3']) expect(await e.secretData(ns, 'cfg'), ns).toEqual({ v: '2' });
+      for (const ns of ['app-1', 'app-2', 'app-3'])
+        expect(await e.secretData(ns, 'cfg'), ns).toEqual({ v: '2' });
     });
     expect((await e.deliveries()).length).toBe(1);
-    const copies = await e.core().listSecretForAllNamespaces({ labelSelector: 'mirrorhub.io/managed-by=mirrorhub' });
-    expect(copies.items.map((s) => `${s.metadata!.namespace}/${s.metadata!.name}`).sort()).toEqual(['app-1/cfg', 'app-2/cfg', 'app-3/cfg']);
+    const copies = await e
+      .core()
+      .listSecretForAllNamespaces({ labelSelector: 'mirrorhub.io/managed-by=mirrorhub' });
+    expect(copies.items.map((s) => `${s.metadata!.namespace}/${s.metadata!.name}`).sort()).toEqual([
+      'app-1/cfg',
+      'app-2/cfg',
+      'app-3/cfg',
+    ]);
   });
 });
 
@@ -63,7 +81,14 @@ describe('leader election', () => {
 
   beforeAll(async () => {
     e = await Engine.start({
-      hub: { leaderElection: { leaseName: 'mirrorhub-hub', leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 } },
+      hub: {
+        leaderElection: {
+          leaseName: 'mirrorhub-hub',
+          leaseDurationMs: 3_000,
+          renewDeadlineMs: 2_000,
+          retryPeriodMs: 500,
+        },
+      },
     });
     for (const ns of ['src', 'app-1']) await e.ensureNamespace(ns);
     await e.putSecret('src', 'x', { v: '1' });
@@ -82,11 +107,17 @@ describe('leader election', () => {
       return h;
     })();
     try {
-      await eventually(() => expect([first.isLeader(), second.isLeader()].filter(Boolean)).toHaveLength(1));
+      await eventually(() =>
+        expect([first.isLeader(), second.isLeader()].filter(Boolean)).toHaveLength(1),
+      );
       const leader = first.isLeader() ? first : second;
       const standby = leader === first ? second : first;
       await e.applyMirror(
-        secretMirror('src', 'x', { source: { kind: 'Secret', name: 'x' }, destination: { namespaces: ['app-.*'] }, pollPeriodSeconds: 3600 }),
+        secretMirror('src', 'x', {
+          source: { kind: 'Secret', name: 'x' },
+          destination: { namespaces: ['app-.*'] },
+          pollPeriodSeconds: 3600,
+        }),
       );
       await eventually(async () => expect(await e.secretData('app-1', 'x')).toEqual({ v: '1' }));
       await leader.stop();

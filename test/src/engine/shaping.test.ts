@@ -16,7 +16,11 @@ describe('shaping the copy', () => {
       {
         metadata: {
           labels: { team: 'platform', 'drop-me': 'x' },
-          annotations: { 'note': 'keep', 'cert-manager.io/issuer-name': 'le', 'kubectl.kubernetes.io/last-applied-configuration': '{}' },
+          annotations: {
+            note: 'keep',
+            'cert-manager.io/issuer-name': 'le',
+            'kubectl.kubernetes.io/last-applied-configuration': '{}',
+          },
         },
       },
     );
@@ -27,7 +31,7 @@ describe('shaping the copy', () => {
         template: {
           type: 'example.com/robot',
           labels: { env: 'prod' },
-          annotations: { 'owner': 'platform-team' },
+          annotations: { owner: 'platform-team' },
           removeLabels: ['drop-me'],
           removeAnnotations: ['cert-manager.io/*'],
           keys: [{ from: 'username', to: 'user' }, { from: 'password' }],
@@ -53,13 +57,17 @@ describe('shaping the copy', () => {
     expect(copy.metadata?.labels?.['drop-me']).toBeUndefined();
     expect(copy.metadata?.annotations).toMatchObject({ note: 'keep', owner: 'platform-team' });
     expect(copy.metadata?.annotations?.['cert-manager.io/issuer-name']).toBeUndefined();
-    expect(copy.metadata?.annotations?.['kubectl.kubernetes.io/last-applied-configuration']).toBeUndefined();
+    expect(
+      copy.metadata?.annotations?.['kubectl.kubernetes.io/last-applied-configuration'],
+    ).toBeUndefined();
   });
 
   it('marks the copy with its origin, its mirror and a keyed content hash', async () => {
     const copy = (await e.readSecret('app', 'registry'))!;
     expect(copy.metadata?.labels?.['mirrorhub.io/managed-by']).toBe('mirrorhub');
-    expect(copy.metadata?.labels?.['mirrorhub.io/delivery']).toMatch(/^sm-src-registry-[0-9a-z]{8}$/);
+    expect(copy.metadata?.labels?.['mirrorhub.io/delivery']).toMatch(
+      /^sm-src-registry-[0-9a-z]{8}$/,
+    );
     expect(copy.metadata?.annotations?.['mirrorhub.io/origin']).toBe('hub/src/registry');
     expect(copy.metadata?.annotations?.['mirrorhub.io/mirror']).toBe('SecretMirror/src/registry');
     const hash = copy.metadata?.annotations?.['mirrorhub.io/content-hash'];

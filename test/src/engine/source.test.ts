@@ -34,8 +34,13 @@ describe('sources', () => {
       expect(reasons).toContain('SourceNotFound');
     });
     await e.putSecret('src', 'late-secret', { token: 'T1' });
-    await eventually(async () => expect(await e.secretData('app-1', 'late-secret')).toEqual({ token: 'T1' }), { timeoutMs: 5_000 });
-    await e.mirrorStatus('SecretMirror', 'late', 'src', (m) => expect(m.status?.phase).toBe('Active'));
+    await eventually(
+      async () => expect(await e.secretData('app-1', 'late-secret')).toEqual({ token: 'T1' }),
+      { timeoutMs: 5_000 },
+    );
+    await e.mirrorStatus('SecretMirror', 'late', 'src', (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
   });
 
   it('carries a source change (certificate renewal) to every copy within seconds', async () => {
@@ -82,7 +87,9 @@ describe('sources', () => {
         pollPeriodSeconds: NO_POLL,
       }),
     );
-    const m = await e.mirrorStatus('SecretMirror', 'sneaky', 'src', (m) => expect(m.status?.phase).toBe('Error'));
+    const m = await e.mirrorStatus('SecretMirror', 'sneaky', 'src', (m) =>
+      expect(m.status?.phase).toBe('Error'),
+    );
     expect(m.status?.message).toContain('other');
     expect(m.status?.message).toMatch(/ClusterSecretMirror/);
     expect(await e.readSecret('app-1', 'not-yours')).toBeUndefined();
@@ -96,7 +103,11 @@ describe('sources', () => {
         pollPeriodSeconds: NO_POLL,
       }),
     );
-    await eventually(async () => expect(await e.secretData('app-2', 'not-yours')).toEqual({ password: 'do-not-copy-me' }));
-    await e.mirrorStatus('ClusterSecretMirror', 'shared-pull', undefined, (m) => expect(m.status?.phase).toBe('Active'));
+    await eventually(async () =>
+      expect(await e.secretData('app-2', 'not-yours')).toEqual({ password: 'do-not-copy-me' }),
+    );
+    await e.mirrorStatus('ClusterSecretMirror', 'shared-pull', undefined, (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
   });
 });

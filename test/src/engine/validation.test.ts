@@ -36,11 +36,17 @@ describe('bad input', () => {
         pollPeriodSeconds: 3600,
       }),
     );
-    const broken = await e.mirrorStatus('SecretMirror', 'broken', 'src', (m) => expect(m.status?.phase).toBe('Error'));
+    const broken = await e.mirrorStatus('SecretMirror', 'broken', 'src', (m) =>
+      expect(m.status?.phase).toBe('Error'),
+    );
     expect(broken.status?.message).toContain('destination.namespaces[1]');
     expect(broken.status?.message).toContain('project-(');
-    await eventually(async () => expect((await e.events('src', 'broken')).map((ev) => ev.reason)).toContain('InvalidSpec'));
-    await eventually(async () => expect(await e.secretData('app-1', 'healthy-copy')).toEqual({ v: '1' }));
+    await eventually(async () =>
+      expect((await e.events('src', 'broken')).map((ev) => ev.reason)).toContain('InvalidSpec'),
+    );
+    await eventually(async () =>
+      expect(await e.secretData('app-1', 'healthy-copy')).toEqual({ v: '1' }),
+    );
     expect(await e.readSecret('app-1', 's')).toBeUndefined();
   });
 
@@ -53,19 +59,26 @@ describe('bad input', () => {
         pollPeriodSeconds: 3600,
       }),
     );
-    const st = await e.mirrorStatus('SecretMirror', 'bad-selector', 'src', (m) => expect(m.status?.phase).toBe('Error'));
+    const st = await e.mirrorStatus('SecretMirror', 'bad-selector', 'src', (m) =>
+      expect(m.status?.phase).toBe('Error'),
+    );
     expect(st.status?.message).toContain('bad key!');
   });
 
   it.each([
     [
       'a ClusterSecretMirror without source.namespace',
-      () => clusterSecretMirror('no-ns', { source: { kind: 'Secret', name: 's' }, destination: { namespaces: ['a'] } }),
+      () =>
+        clusterSecretMirror('no-ns', {
+          source: { kind: 'Secret', name: 's' },
+          destination: { namespaces: ['a'] },
+        }),
       /source\.namespace/,
     ],
     [
       'a destination with neither namespaces nor namespaceSelector',
-      () => secretMirror('src', 'nowhere', { source: { kind: 'Secret', name: 's' }, destination: {} }),
+      () =>
+        secretMirror('src', 'nowhere', { source: { kind: 'Secret', name: 's' }, destination: {} }),
       /namespaces or namespaceSelector/,
     ],
     [
@@ -83,13 +96,20 @@ describe('bad input', () => {
       () =>
         secretMirror('src', 'bad-op', {
           source: { kind: 'Secret', name: 's' },
-          destination: { namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'In', values: [] }] } },
+          destination: {
+            namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'In', values: [] }] },
+          },
         }),
       /matchExpressions\[0\].*values must be non-empty for In and NotIn/,
     ],
     [
       'a poll period below 10 seconds',
-      () => secretMirror('src', 'hot-loop', { source: { kind: 'Secret', name: 's' }, destination: { namespaces: ['a'] }, pollPeriodSeconds: 1 }),
+      () =>
+        secretMirror('src', 'hot-loop', {
+          source: { kind: 'Secret', name: 's' },
+          destination: { namespaces: ['a'] },
+          pollPeriodSeconds: 1,
+        }),
       /pollPeriodSeconds/,
     ],
   ])('refuses %s at apply time', async (_what, manifest, message) => {
@@ -108,9 +128,15 @@ describe('kubectl view', () => {
     for (const ns of ['src', 'app-1', 'app-2']) await e.ensureNamespace(ns);
     await e.putSecret('src', 'tls', { crt: 'c' });
     await e.applyMirror(
-      secretMirror('src', 'tls', { source: { kind: 'Secret', name: 'tls' }, destination: { namespaces: ['app-.*'] }, pollPeriodSeconds: 600 }),
+      secretMirror('src', 'tls', {
+        source: { kind: 'Secret', name: 'tls' },
+        destination: { namespaces: ['app-.*'] },
+        pollPeriodSeconds: 600,
+      }),
     );
-    await e.mirrorStatus('SecretMirror', 'tls', 'src', (m) => expect(m.status?.phase).toBe('Active'));
+    await e.mirrorStatus('SecretMirror', 'tls', 'src', (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
   });
 
   afterAll(async () => {
@@ -119,7 +145,13 @@ describe('kubectl view', () => {
 
   it('shows source, destination, policy, poll period, status and synced count in `kubectl get secretmirrors`', async () => {
     const kubeconfig = e.kit.cluster('hub').kubeconfigPath;
-    const { stdout } = await run(e.kit.kubectl, ['--kubeconfig', kubeconfig, 'get', 'secretmirrors', '-A']);
+    const { stdout } = await run(e.kit.kubectl, [
+      '--kubeconfig',
+      kubeconfig,
+      'get',
+      'secretmirrors',
+      '-A',
+    ]);
     const [header, row] = stdout.trim().split('\n');
     expect(header!.split(/\s{2,}/)).toEqual([
       'NAMESPACE',
@@ -134,13 +166,29 @@ describe('kubectl view', () => {
       'LAST SYNC',
       'AGE',
     ]);
-    expect(row).toMatch(/^src\s+tls\s+Secret\s+tls\s+\S.*\s+Delete\s+600\s+Active\s+2\/2\s+\d+s\s+\d+s$/);
-    const { stdout: short } = await run(e.kit.kubectl, ['--kubeconfig', kubeconfig, 'get', 'smir', '-n', 'src', '-o', 'name']);
+    expect(row).toMatch(
+      /^src\s+tls\s+Secret\s+tls\s+\S.*\s+Delete\s+600\s+Active\s+2\/2\s+\d+s\s+\d+s$/,
+    );
+    const { stdout: short } = await run(e.kit.kubectl, [
+      '--kubeconfig',
+      kubeconfig,
+      'get',
+      'smir',
+      '-n',
+      'src',
+      '-o',
+      'name',
+    ]);
     expect(short.trim()).toBe('secretmirror.mirrorhub.io/tls');
   });
 
   it('explains the spec in words', async () => {
-    const { stdout } = await run(e.kit.kubectl, ['--kubeconfig', e.kit.cluster('hub').kubeconfigPath, 'explain', 'secretmirror.spec.destination']);
+    const { stdout } = await run(e.kit.kubectl, [
+      '--kubeconfig',
+      e.kit.cluster('hub').kubeconfigPath,
+      'explain',
+      'secretmirror.spec.destination',
+    ]);
     expect(stdout).toMatch(/namespaces\s+<\[\]string>/);
     expect(stdout).toMatch(/anchored/i);
     expect(stdout).toMatch(/excludeNamespaces/);

@@ -1,7 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-import { ApiextensionsV1Api, loadYaml, type KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  loadYaml,
+  type KubeConfig,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 
 import { eventually } from './eventually.js';
 
@@ -20,7 +25,10 @@ export function loadCrds(chart: 'mirrorhub-hub' | 'mirrorhub-agent'): V1CustomRe
 }
 
 /** Creates (or replaces) the chart's CRDs and waits until the API server serves them. */
-export async function installCrds(kc: KubeConfig, chart: 'mirrorhub-hub' | 'mirrorhub-agent' = 'mirrorhub-hub'): Promise<void> {
+export async function installCrds(
+  kc: KubeConfig,
+  chart: 'mirrorhub-hub' | 'mirrorhub-agent' = 'mirrorhub-hub',
+): Promise<void> {
   const api = kc.makeApiClient(ApiextensionsV1Api);
   for (const crd of loadCrds(chart)) {
     const name = crd.metadata!.name!;
@@ -29,7 +37,13 @@ export async function installCrds(kc: KubeConfig, chart: 'mirrorhub-hub' | 'mirr
     } catch (err) {
       if ((err as { code?: number }).code !== 409) throw err;
       const cur = await api.readCustomResourceDefinition({ name });
-      await api.replaceCustomResourceDefinition({ name, body: { ...crd, metadata: { ...crd.metadata, resourceVersion: cur.metadata!.resourceVersion } } });
+      await api.replaceCustomResourceDefinition({
+        name,
+        body: {
+          ...crd,
+          metadata: { ...crd.metadata, resourceVersion: cur.metadata!.resourceVersion },
+        },
+      });
     }
     await eventually(async () => {
       const cur = await api.readCustomResourceDefinition({ name });

@@ -4,7 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * Retries `fn` until it stops throwing (an `expect` inside it) or the timeout passes, then
  * rethrows the last failure. Waits on state, never on the clock.
  */
-export async function eventually<T>(fn: () => T | Promise<T>, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
+export async function eventually<T>(
+  fn: () => T | Promise<T>,
+  opts: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
   let last: unknown;
   for (;;) {
@@ -19,7 +22,10 @@ export async function eventually<T>(fn: () => T | Promise<T>, opts: { timeoutMs?
 }
 
 /** Asserts that `fn` keeps holding for the whole period (used for "nothing happens"). */
-export async function consistently(fn: () => void | Promise<void>, opts: { forMs: number; intervalMs?: number }): Promise<void> {
+export async function consistently(
+  fn: () => void | Promise<void>,
+  opts: { forMs: number; intervalMs?: number },
+): Promise<void> {
   const end = Date.now() + opts.forMs;
   while (Date.now() < end) {
     await fn();
