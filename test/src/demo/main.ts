@@ -3,14 +3,15 @@
  * to watch them work. Stays in the foreground until Ctrl-C; `--exit` checks that the samples
  * converged and stops (that is how the test suite proves this command works).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 
+import { findFreePort } from '@mirrorhub/infra/components/cache';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
@@ -54,10 +55,13 @@ async function main(): Promise<void> {
     const kc = hub.kubeConfig();
     await installCrds(kc, 'mirrorhub-hub');
     await ensureNamespace(kc, SYSTEM_NS);
-    procs.push(run('agent', 'agent/dist/main.js', hub.kubeconfigPath, dir, { PORT: '18081' }));
+    const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
+    procs.push(
+      run('agent', 'agent/dist/main.js', hub.kubeconfigPath, dir, { PORT: String(agentPort) }),
+    );
     procs.push(
       run('hub', 'hub/dist/main.js', hub.kubeconfigPath, dir, {
-        PORT: '18080',
+        PORT: String(hubPort),
         POD_NAME: 'hub-demo',
       }),
     );
@@ -77,7 +81,12 @@ async function main(): Promise<void> {
         { cause: err },
       );
     });
-    printGuide(kit, dir);
+    await eventually(async () => {
+      const table = await kubectl(kit, ['get', 'secretmirrors', '-A']);
+      if (table.split('\n').filter((l) => / Active /.test(l)).length < 2)
+        throw new Error('not Active yet');
+    });
+    printGuide(kit, dir, hubPort, agentPort, await kubectl(kit, ['get', 'secretmirrors', '-A']));
     if (values.exit) {
       await stop();
       say('demo converged; stopped (--exit)');
@@ -194,9 +203,27 @@ async function applySamples(kc: KubeConfig): Promise<void> {
   });
 }
 
-function printGuide(kit: Kit, dir: string): void {
+async function kubectl(kit: Kit, args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(kit.kubectl, [
+    '--kubeconfig',
+    kit.cluster('hub').kubeconfigPath,
+    ...args,
+  ]);
+  return stdout;
+}
+
+function printGuide(
+  kit: Kit,
+  dir: string,
+  hubPort: number,
+  agentPort: number,
+  table: string,
+): void {
   const hub = kit.cluster('hub');
   const lines = [
+    '',
+    '$ kubectl get secretmirrors -A',
+    table.trimEnd(),
     '',
     'mirrorhub is running. In another terminal:',
     '',
@@ -209,7 +236,7 @@ function printGuide(kit: Kit, dir: string): void {
     '  kubectl get secret wildcard-tls -n project-a-new',
     '  kubectl label namespace project-b-web flags.example.com/enabled=true   # gets feature-flags',
     '  kubectl get mirrordeliveries -n mirrorhub-system     # what the hub asked the agent to do',
-    '  curl -s localhost:18080/metrics | grep mirrorhub_    # hub metrics (agent: 18081)',
+    `  curl -s localhost:${hubPort}/metrics | grep mirrorhub_    # hub metrics (agent: ${agentPort})`,
     '',
     `  clusters: ${kit.clusters.map((c) => `${c.name} ${c.server} (account ${c.accountId})`).join(', ')}`,
     `  logs: ${join(dir, 'logs')}`,
