@@ -351,12 +351,15 @@ export class DeliveryController {
     this.queue = queue;
     this.metrics.observeQueue(CONTROLLER_NAME, queue);
     await this.verifyAll(signal);
-    for (const d of this.deliveries.list()) queue.add(d.metadata.name ?? '');
-    queue.start();
-    this.log.info('controller running');
-    await new Promise<void>((resolve) => {
-      signal.addEventListener('abort', () => resolve(), { once: true });
-    });
+    if (!signal.aborted && !this.stopped) {
+      for (const d of this.deliveries.list()) queue.add(d.metadata.name ?? '');
+      queue.start();
+      this.log.info('controller running');
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) return resolve();
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
     this.queue = undefined;
     await queue.shutdown({ timeoutMs: 20_000 });
     this.log.info('controller stopped');
