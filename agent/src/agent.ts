@@ -85,6 +85,7 @@ export function createAgent(config: AgentConfig): Agent {
     resyncMs: (config.resyncSeconds ?? 300) * 1000,
     concurrency: config.concurrency ?? 4,
     writeParallelism: config.writeParallelism ?? 16,
+    eventsInstance: identity,
   });
   const rest = new RestClient(config.kubeConfig);
   const heartbeat =

@@ -45,6 +45,7 @@ import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
 import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
 import type { KubeAccess } from '../../kube/access.js';
+import { EventRecorder } from '../../kube/events.js';
 import { CONTENT_TYPE, RestClient, groupPath, isConflict, isNotFound } from '../../kube/rest.js';
 import {
   applyActions,
@@ -86,6 +87,8 @@ export interface DeliveryControllerOptions {
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */
   writeParallelism?: number;
+  /** Identity in Events' reportingInstance; no Events when undefined. */
+  eventsInstance?: string;
   /**
    * How long a payload change waits for the matching contentHash change before copies are
    * checked against it (default 2000 ms). See `payloadSettling`.
@@ -226,6 +229,7 @@ export class DeliveryController {
   private readonly clock: Clock;
   private readonly rest: RestClient;
   private readonly copyClient: CopyClient;
+  private readonly events: EventRecorder | undefined;
   private readonly resyncMs: number;
 
   readonly deliveries: Watcher<MirrorDelivery>;
@@ -258,6 +262,10 @@ export class DeliveryController {
     this.clock = opts.clock ?? realClock;
     this.rest = new RestClient(opts.kubeConfig);
     this.copyClient = restCopyClient(this.rest, FIELD_MANAGER);
+    this.events =
+      opts.eventsInstance === undefined
+        ? undefined
+        : new EventRecorder(this.rest, FIELD_MANAGER, opts.eventsInstance, this.log);
     this.resyncMs = opts.resyncMs ?? 300_000;
     // The shared list/watch transport uses only getCurrentCluster() and applyToHTTPSOptions().
     const kc = opts.kubeConfig as unknown as KubeConfig;
@@ -703,7 +711,10 @@ export class DeliveryController {
       );
       return;
     }
-    if (s.statusChanged) await this.patchStatus(delivery, s.status);
+    if (s.statusChanged) {
+      await this.patchStatus(delivery, s.status);
+      this.announce(delivery, s.status);
+    }
 
     const retry = outcomes.filter((o) => o.result === 'failed' || o.result === 'retry');
     if (retry.length > 0) {
@@ -855,6 +866,32 @@ export class DeliveryController {
         throw new Error(`delivery ${name} changed while we patched it`, { cause: err });
       throw err;
     }
+  }
+
+  /** An Event when the phase changes (or an Error's reason does): transitions only. */
+  private announce(d: MirrorDelivery, next: MirrorDeliveryStatus): void {
+    const before = d.status;
+    if (!this.events || !next.phase || next.phase === 'Pending') return;
+    if (
+      before?.phase === next.phase &&
+      (next.phase !== 'Error' || before.message === next.message)
+    ) {
+      return;
+    }
+    const reason = { Active: 'Synced', Degraded: 'Degraded', Error: 'Error' }[next.phase];
+    void this.events.record(
+      {
+        apiVersion: d.apiVersion,
+        kind: d.kind,
+        name: d.metadata.name ?? '',
+        namespace: this.opts.namespace,
+        uid: d.metadata.uid,
+      },
+      next.phase === 'Active' ? 'Normal' : 'Warning',
+      reason,
+      'Reconcile',
+      next.message ?? reason,
+    );
   }
 
   private deliveryPath(name: string): string {
