@@ -198,6 +198,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     const steadyPerMinute = {
       reads: perMin(before.reads, after.reads),
       writes: perMin(before.writes, after.writes),
+      leaseWrites: perMin(before.leaseWrites, after.leaseWrites),
       watches: perMin(before.watches, after.watches),
     };
 

@@ -33,13 +33,16 @@ export function rssMb(pid: number): number {
 
 export interface ApiCounts {
   reads: number;
+  /** Writes to anything but Leases: mirrors, deliveries, payloads, copies, Events. */
   writes: number;
+  /** Lease writes: leader-election renewals and agent heartbeats, by design periodic. */
+  leaseWrites: number;
   watches: number;
 }
 
 /**
  * Requests the API server has served, from its own apiserver_request_total counter, split into
- * reads (GET/LIST), writes (POST/PUT/PATCH/DELETE) and WATCH.
+ * reads (GET/LIST), writes (POST/PUT/PATCH/DELETE; Lease writes apart) and WATCH.
  */
 export async function apiRequestCounts(
   server: string,
@@ -55,14 +58,17 @@ export async function apiRequestCounts(
     req.once('error', reject);
     req.end();
   });
-  const counts: ApiCounts = { reads: 0, writes: 0, watches: 0 };
+  const counts: ApiCounts = { reads: 0, writes: 0, leaseWrites: 0, watches: 0 };
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const verb = /verb="(\w+)"/.exec(line)?.[1] ?? '';
     const n = Number(line.slice(line.lastIndexOf(' ') + 1));
     if (verb === 'WATCH') counts.watches += n;
     else if (verb === 'GET' || verb === 'LIST') counts.reads += n;
-    else if (['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'].includes(verb)) counts.writes += n;
+    else if (['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'].includes(verb)) {
+      if (/resource="leases"/.test(line)) counts.leaseWrites += n;
+      else counts.writes += n;
+    }
   }
   return counts;
 }
