@@ -37,15 +37,8 @@ import {
   policyName,
   type AccessScope,
 } from './eks-rbac.js';
-import {
-  canonicalUri,
-  hexEquals,
-  parseAmzDate,
-  parseAuthorizationHeader,
-  parseRawQuery,
-  sha256Hex,
-  signatureV4,
-} from './sigv4.js';
+import { authenticateRequest } from './request-auth.js';
+import { parseRawQuery } from './sigv4.js';
 import {
   canonicalPrincipalArn,
   canonicalizeIdentity,
@@ -210,74 +203,48 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     query: Array<[string, string]>,
     body: Buffer,
   ): Promise<Caller> {
-    const auth = parseAuthorizationHeader(header(req, 'authorization'));
-    if (!auth) {
-      throw new AwsError(
-        403,
-        'MissingAuthenticationTokenException',
-        'Missing Authentication Token',
-      );
+    const r = await authenticateRequest(
+      moto,
+      { method: req.method ?? 'GET', rawPath, query, header: (h) => header(req, h), body },
+      { service: 'eks', now: now(), maxSkewMs: SIGNATURE_SKEW_MS },
+    );
+    if (r.ok)
+      return { account: r.caller.account, region: r.caller.scope.region, arn: r.caller.arn };
+    const f = r.failure;
+    switch (f.kind) {
+      case 'missing':
+        throw new AwsError(
+          403,
+          'MissingAuthenticationTokenException',
+          'Missing Authentication Token',
+        );
+      case 'incomplete':
+        throw new AwsError(400, 'IncompleteSignatureException', f.message);
+      case 'expired':
+        throw new AwsError(
+          403,
+          'InvalidSignatureException',
+          `Signature expired: ${f.amzDate} is now too far from the server time`,
+        );
+      case 'wrong-service':
+        throw new AwsError(
+          403,
+          'InvalidSignatureException',
+          "Credential should be scoped to correct service: 'eks'.",
+        );
+      case 'unknown-key':
+        throw new AwsError(
+          403,
+          'UnrecognizedClientException',
+          'The security token included in the request is invalid.',
+        );
+      case 'signature':
+        throw new AwsError(
+          403,
+          'InvalidSignatureException',
+          'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.',
+        );
     }
-    const amzDate = header(req, 'x-amz-date') ?? '';
-    const signedAt = parseAmzDate(amzDate);
-    if (!signedAt)
-      throw new AwsError(400, 'IncompleteSignatureException', 'missing or malformed X-Amz-Date');
-    if (Math.abs(now().getTime() - signedAt.getTime()) > SIGNATURE_SKEW_MS) {
-      throw new AwsError(
-        403,
-        'InvalidSignatureException',
-        `Signature expired: ${amzDate} is now too far from the server time`,
-      );
-    }
-    if (auth.scope.service !== 'eks') {
-      throw new AwsError(
-        403,
-        'InvalidSignatureException',
-        "Credential should be scoped to correct service: 'eks'.",
-      );
-    }
-    const key = await lookupAccessKey(moto, auth.accessKeyId);
-    const sessionToken = header(req, 'x-amz-security-token');
-    if (!key || !key.active || key.sessionToken !== sessionToken) {
-      throw new AwsError(
-        403,
-        'UnrecognizedClientException',
-        'The security token included in the request is invalid.',
-      );
-    }
-    const headers: Record<string, string> = {};
-    for (const h of auth.signedHeaders) headers[h] = header(req, h) ?? '';
-    const expected = signatureV4({
-      method: req.method ?? 'GET',
-      canonicalUri: canonicalUri(rawPath),
-      query,
-      headers,
-      signedHeaders: auth.signedHeaders,
-      payloadHash: header(req, 'x-amz-content-sha256') ?? sha256Hex(body),
-      amzDate,
-      scope: auth.scope,
-      secretAccessKey: key.secretAccessKey,
-    });
-    if (!hexEquals(expected, auth.signature)) {
-      throw new AwsError(
-        403,
-        'InvalidSignatureException',
-        'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.',
-      );
-    }
-    const id = await getCallerIdentity(moto, {
-      accessKeyId: key.accessKeyId,
-      secretAccessKey: key.secretAccessKey,
-      ...(key.sessionToken ? { sessionToken: key.sessionToken } : {}),
-    });
-    if (isMotoFallbackIdentity(id)) {
-      throw new AwsError(
-        403,
-        'UnrecognizedClientException',
-        'The security token included in the request is invalid.',
-      );
-    }
-    return { account: id.account, region: auth.scope.region, arn: id.arn };
   }
 
   function clusterFor(caller: Caller, name: string | undefined): ClusterState {
