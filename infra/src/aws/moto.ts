@@ -12,7 +12,8 @@
 //   GetCallerIdentity with them answers `arn:aws:sts::333333333333:assumed-role/x/<session>`.
 // - moto does not enforce trust policies (nor any IAM policy unless auth is switched on, and even
 //   then it does not evaluate the trust policy of a role in another account). Tests that need
-//   "only the hub may assume this role" must not rely on moto for it.
+//   "only the hub may assume this role" must not rely on moto for it: the STS gate
+//   (sts-gate.ts, the kit's stsEndpoint) evaluates trust policies in front of moto.
 // - moto does not expose secrets through its API, but /moto-api/data.json dumps every model,
 //   including IAM access keys and STS sessions with their secret keys. The EKS emulator uses it
 //   (lookupAccessKey) to recompute SigV4 signatures the way STS/EKS would.
@@ -116,7 +117,8 @@ export class AwsQueryError extends Error {
   }
 }
 
-function xmlValue(xml: string, tag: string): string | undefined {
+/** The text of the first <tag> in an AWS query-API answer, unescaped. */
+export function xmlValue(xml: string, tag: string): string | undefined {
   const m = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(xml);
   return m?.[1] === undefined ? undefined : unescapeXml(m[1]);
 }

@@ -1,0 +1,635 @@
+// The STS gate against real moto: AssumeRole held to the role's trust policy like AWS does
+// (moto 5.2.1 itself lets every one of the denied cases below through), everything else
+// forwarded to moto untouched.
+import { Sha256 } from '@aws-crypto/sha256-js';
+import type { AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
+import { HttpRequest } from '@smithy/protocol-http';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  assumeRole,
+  createRole,
+  createUserWithAccessKey,
+  getCallerIdentity,
+  iamCall,
+  lookupAccessKey,
+  startMoto,
+  trustPolicy,
+  type MotoServer,
+  type Principal,
+} from './moto.js';
+import { evaluateTrustPolicy, startStsGate, type StsGate } from './sts-gate.js';
+
+const HUB = '111111111111';
+const A = '222222222222';
+const B = '333333333333';
+const role = (account: string, name: string) => `arn:aws:iam::${account}:role/${name}`;
+const denied = (caller: string, roleArn: string) =>
+  `User: ${caller} is not authorized to perform: sts:AssumeRole on resource: ${roleArn}`;
+
+let moto: MotoServer;
+let gate: StsGate;
+let hub: Principal;
+let colleague: Principal;
+let stranger: Principal;
+/** A session of role/trusts-hub in A: the caller of role-chaining cases. */
+let hubSession: AwsCredentials & { arn: string };
+
+async function rawRole(account: string, name: string, policy: object, max?: number) {
+  await iamCall(gate.endpoint, account, 'CreateRole', {
+    RoleName: name,
+    AssumeRolePolicyDocument: JSON.stringify(policy),
+    ...(max ? { MaxSessionDuration: String(max) } : {}),
+  });
+}
+
+beforeAll(async () => {
+  moto = await startMoto();
+  gate = await startStsGate({ motoEndpoint: moto.endpoint });
+  // Administration goes through the gate too: IAM is forwarded as is.
+  const ep = gate.endpoint;
+  hub = await createUserWithAccessKey(ep, { accountId: HUB, userName: 'mirrorhub-hub' });
+  colleague = await createUserWithAccessKey(ep, { accountId: HUB, userName: 'colleague' });
+  stranger = await createUserWithAccessKey(ep, { accountId: B, userName: 'stranger' });
+  const trust = (principals: string[], externalId?: string) => ({
+    trustPolicy: trustPolicy({ principals, ...(externalId ? { externalId } : {}) }),
+  });
+  await createRole(ep, { accountId: A, roleName: 'trusts-hub', ...trust([hub.arn]) });
+  await createRole(ep, {
+    accountId: A,
+    roleName: 'with-external-id',
+    ...trust([hub.arn], 'ext-1'),
+  });
+  await createRole(ep, {
+    accountId: A,
+    roleName: 'trusts-account-root',
+    ...trust([`arn:aws:iam::${HUB}:root`]),
+  });
+  await createRole(ep, { accountId: A, roleName: 'trusts-account-id', ...trust([HUB]) });
+  await rawRole(A, 'deny-wins', {
+    Version: '2012-10-17',
+    Statement: [
+      { Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${HUB}:root` }, Action: 'sts:AssumeRole' },
+      { Effect: 'Deny', Principal: { AWS: hub.arn }, Action: 'sts:*' },
+    ],
+  });
+  await rawRole(A, 'external-id-like', {
+    Version: '2012-10-17',
+    Statement: [
+      {
+        Effect: 'Allow',
+        Principal: { AWS: [hub.arn] },
+        Action: ['sts:AssumeRole', 'sts:TagSession'],
+        Condition: { StringLike: { 'sts:ExternalId': 'mirrorhub-*' } },
+      },
+    ],
+  });
+  await rawRole(A, 'service-only', {
+    Version: '2012-10-17',
+    Statement: [
+      { Effect: 'Allow', Principal: { Service: 'eks.amazonaws.com' }, Action: 'sts:AssumeRole' },
+    ],
+  });
+  await rawRole(A, 'two-hours', trustPolicy({ principals: [hub.arn] }), 7200);
+  // Trusts the role trusts-hub: a session of it matches (role chaining).
+  await rawRole(B, 'chain-target', trustPolicy({ principals: [role(A, 'trusts-hub')] }), 43_200);
+
+  const s = await assumeRole(moto.endpoint, {
+    credentials: hub.credentials,
+    roleArn: role(A, 'trusts-hub'),
+    sessionName: 'mirrorhub',
+  });
+  hubSession = { ...s, arn: `arn:aws:sts::${A}:assumed-role/trusts-hub/mirrorhub` };
+}, 90_000);
+
+afterAll(async () => {
+  await gate?.stop();
+  await moto?.stop();
+});
+
+interface Case {
+  name: string;
+  who: () => AwsCredentials;
+  /** The caller's ARN in the AccessDenied message. */
+  callerArn: () => string;
+  roleArn: string;
+  externalId?: string;
+  duration?: number;
+  want: 'allowed' | { status: number; code: string; message?: string };
+}
+
+const asHub = { who: () => hub.credentials, callerArn: () => hub.arn };
+const deny = (roleArn: string, callerArn: () => string) => ({
+  roleArn,
+  want: { status: 403, code: 'AccessDenied', message: undefined as string | undefined },
+  callerArn,
+});
+
+const cases: Case[] = [
+  { name: 'a trusted user', ...asHub, roleArn: role(A, 'trusts-hub'), want: 'allowed' },
+  {
+    name: 'a trusted user sending an ExternalId the policy does not ask for',
+    ...asHub,
+    roleArn: role(A, 'trusts-hub'),
+    externalId: 'whatever',
+    want: 'allowed',
+  },
+  {
+    name: 'a user of another account the role does not trust',
+    who: () => stranger.credentials,
+    ...deny(role(A, 'trusts-hub'), () => stranger.arn),
+  },
+  {
+    name: 'another user of the trusted account (only the hub user is named)',
+    who: () => colleague.credentials,
+    ...deny(role(A, 'trusts-hub'), () => colleague.arn),
+  },
+  {
+    name: 'the required ExternalId',
+    ...asHub,
+    roleArn: role(A, 'with-external-id'),
+    externalId: 'ext-1',
+    want: 'allowed',
+  },
+  {
+    name: 'a wrong ExternalId',
+    ...asHub,
+    externalId: 'ext-2',
+    ...deny(role(A, 'with-external-id'), () => hub.arn),
+  },
+  {
+    name: 'a missing ExternalId (moto lets this through even with auth on)',
+    ...asHub,
+    ...deny(role(A, 'with-external-id'), () => hub.arn),
+  },
+  {
+    name: 'an ExternalId matching StringLike',
+    ...asHub,
+    roleArn: role(A, 'external-id-like'),
+    externalId: 'mirrorhub-prod',
+    want: 'allowed',
+  },
+  {
+    name: 'an ExternalId not matching StringLike',
+    ...asHub,
+    externalId: 'other-prod',
+    ...deny(role(A, 'external-id-like'), () => hub.arn),
+  },
+  {
+    name: 'a missing ExternalId under StringLike',
+    ...asHub,
+    ...deny(role(A, 'external-id-like'), () => hub.arn),
+  },
+  {
+    name: 'the account root principal: the hub user',
+    ...asHub,
+    roleArn: role(A, 'trusts-account-root'),
+    want: 'allowed',
+  },
+  {
+    name: 'the account root principal: any other user of that account',
+    who: () => colleague.credentials,
+    callerArn: () => colleague.arn,
+    roleArn: role(A, 'trusts-account-root'),
+    want: 'allowed',
+  },
+  {
+    name: 'the account root principal: a user of another account',
+    who: () => stranger.credentials,
+    ...deny(role(A, 'trusts-account-root'), () => stranger.arn),
+  },
+  {
+    name: 'a bare account id principal',
+    who: () => colleague.credentials,
+    callerArn: () => colleague.arn,
+    roleArn: role(A, 'trusts-account-id'),
+    want: 'allowed',
+  },
+  {
+    name: 'a Deny statement over an Allow of the whole account',
+    ...asHub,
+    ...deny(role(A, 'deny-wins'), () => hub.arn),
+  },
+  {
+    name: 'an account the Deny does not name',
+    who: () => colleague.credentials,
+    callerArn: () => colleague.arn,
+    roleArn: role(A, 'deny-wins'),
+    want: 'allowed',
+  },
+  {
+    name: 'a role only a service principal may assume',
+    ...asHub,
+    ...deny(role(A, 'service-only'), () => hub.arn),
+  },
+  {
+    name: 'a role that does not exist',
+    ...asHub,
+    ...deny(role(A, 'no-such-role'), () => hub.arn),
+  },
+  {
+    name: 'a role ARN in an account the role is not in',
+    ...asHub,
+    ...deny(role(B, 'trusts-hub'), () => hub.arn),
+  },
+  {
+    name: 'an assumed-role caller whose role is the trusted principal',
+    who: () => hubSession,
+    callerArn: () => hubSession.arn,
+    roleArn: role(B, 'chain-target'),
+    want: 'allowed',
+  },
+  {
+    name: 'an assumed-role caller whose role is not trusted',
+    who: () => hubSession,
+    ...deny(role(A, 'trusts-hub'), () => hubSession.arn),
+  },
+  {
+    name: 'the wrong secret key',
+    who: () => ({ ...hub.credentials, secretAccessKey: 'wrong-secret' }),
+    callerArn: () => hub.arn,
+    roleArn: role(A, 'trusts-hub'),
+    want: {
+      status: 403,
+      code: 'SignatureDoesNotMatch',
+      message:
+        'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.',
+    },
+  },
+  {
+    name: 'a key STS does not know',
+    who: () => ({ accessKeyId: 'AKIAUNKNOWN000000001', secretAccessKey: 'x' }),
+    callerArn: () => '',
+    roleArn: role(A, 'trusts-hub'),
+    want: {
+      status: 403,
+      code: 'InvalidClientTokenId',
+      message: 'The security token included in the request is invalid.',
+    },
+  },
+  {
+    name: 'a session key without its session token',
+    who: () => ({
+      accessKeyId: hubSession.accessKeyId,
+      secretAccessKey: hubSession.secretAccessKey,
+    }),
+    callerArn: () => '',
+    roleArn: role(B, 'chain-target'),
+    want: { status: 403, code: 'InvalidClientTokenId' },
+  },
+  {
+    name: 'a duration over the default MaxSessionDuration (3600)',
+    ...asHub,
+    roleArn: role(A, 'trusts-hub'),
+    duration: 3601,
+    want: {
+      status: 400,
+      code: 'ValidationError',
+      message: 'The requested DurationSeconds exceeds the MaxSessionDuration set for this role.',
+    },
+  },
+  {
+    name: 'a duration within a raised MaxSessionDuration',
+    ...asHub,
+    roleArn: role(A, 'two-hours'),
+    duration: 7200,
+    want: 'allowed',
+  },
+  {
+    name: 'a duration over a raised MaxSessionDuration',
+    ...asHub,
+    roleArn: role(A, 'two-hours'),
+    duration: 7201,
+    want: {
+      status: 400,
+      code: 'ValidationError',
+      message: 'The requested DurationSeconds exceeds the MaxSessionDuration set for this role.',
+    },
+  },
+  {
+    name: 'role chaining for one hour',
+    who: () => hubSession,
+    callerArn: () => hubSession.arn,
+    roleArn: role(B, 'chain-target'),
+    duration: 3600,
+    want: 'allowed',
+  },
+  {
+    name: 'role chaining for more than one hour (the role allows 12)',
+    who: () => hubSession,
+    callerArn: () => hubSession.arn,
+    roleArn: role(B, 'chain-target'),
+    duration: 3601,
+    want: {
+      status: 400,
+      code: 'ValidationError',
+      message:
+        'The requested DurationSeconds exceeds the 1 hour session limit for roles assumed by role chaining.',
+    },
+  },
+  {
+    name: 'a duration under 900 seconds',
+    ...asHub,
+    roleArn: role(A, 'trusts-hub'),
+    duration: 899,
+    want: {
+      status: 400,
+      code: 'ValidationError',
+      message:
+        "1 validation error detected: Value '899' at 'durationSeconds' failed to satisfy constraint: Member must have value greater than or equal to 900",
+    },
+  },
+];
+
+describe('AssumeRole through the STS gate', () => {
+  it.each(cases)('$name', async (c) => {
+    const credentials = c.who();
+    const result = await assumeRole(gate.endpoint, {
+      credentials,
+      roleArn: c.roleArn,
+      sessionName: 'mirrorhub-test',
+      ...(c.externalId ? { externalId: c.externalId } : {}),
+      ...(c.duration ? { durationSeconds: c.duration } : {}),
+    }).then(
+      (s) => ({ ok: true as const, s }),
+      (e: unknown) => ({
+        ok: false as const,
+        e: e as Error & { $metadata?: { httpStatusCode?: number } },
+      }),
+    );
+    if (c.want === 'allowed') {
+      if (!result.ok) throw result.e;
+      const [, account, name] = /^arn:aws:iam::(\d{12}):role\/(?:.*\/)?(.+)$/.exec(c.roleArn)!;
+      expect((await getCallerIdentity(gate.endpoint, result.s)).arn).toBe(
+        `arn:aws:sts::${account}:assumed-role/${name}/mirrorhub-test`,
+      );
+      return;
+    }
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    const message =
+      c.want.message ??
+      (c.want.code === 'AccessDenied' ? denied(c.callerArn(), c.roleArn) : undefined);
+    expect({
+      status: result.e.$metadata?.httpStatusCode,
+      code: result.e.name,
+      ...(message !== undefined ? { message: result.e.message } : {}),
+    }).toEqual({
+      status: c.want.status,
+      code: c.want.code,
+      ...(message !== undefined ? { message } : {}),
+    });
+  });
+});
+
+// ---- the wire: raw requests, as any SDK or curl would send them -----------------------------------
+
+async function signed(opts: {
+  method: 'GET' | 'POST';
+  params: Record<string, string>;
+  credentials: AwsCredentials;
+  presign?: boolean;
+}): Promise<{ status: number; body: string; type: string | null }> {
+  const url = new URL(gate.endpoint);
+  const form = new URLSearchParams({ Version: '2011-06-15', ...opts.params }).toString();
+  const signer = new SignatureV4({
+    service: 'sts',
+    region: 'us-east-1',
+    credentials: opts.credentials,
+    sha256: Sha256,
+  });
+  const req = new HttpRequest({
+    method: opts.method,
+    protocol: url.protocol,
+    hostname: url.hostname,
+    port: Number(url.port),
+    path: '/',
+    headers: {
+      host: url.host,
+      ...(opts.method === 'POST'
+        ? { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }
+        : {}),
+    },
+    ...(opts.method === 'POST'
+      ? { body: form }
+      : { query: Object.fromEntries(new URLSearchParams(form)) }),
+  });
+  const s = opts.presign ? await signer.presign(req, { expiresIn: 300 }) : await signer.sign(req);
+  const qs = Object.entries(s.query ?? {})
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
+    .join('&');
+  const res = await fetch(`${gate.endpoint}/${qs ? `?${qs}` : ''}`, {
+    method: opts.method,
+    headers: s.headers,
+    ...(opts.method === 'POST' ? { body: form } : {}),
+  });
+  return { status: res.status, body: await res.text(), type: res.headers.get('content-type') };
+}
+
+describe('the STS wire protocol', () => {
+  it('denies with the exact STS error document', async () => {
+    const roleArn = role(A, 'trusts-hub');
+    const res = await signed({
+      method: 'POST',
+      params: { Action: 'AssumeRole', RoleArn: roleArn, RoleSessionName: 'x' },
+      credentials: stranger.credentials,
+    });
+    expect(res.status).toBe(403);
+    expect(res.type).toBe('text/xml');
+    expect(res.body).toMatch(
+      new RegExp(
+        '^<ErrorResponse xmlns="https://sts\\.amazonaws\\.com/doc/2011-06-15/">' +
+          '<Error><Type>Sender</Type><Code>AccessDenied</Code>' +
+          `<Message>User: arn:aws:iam::${B}:user/stranger is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::${A}:role/trusts-hub</Message>` +
+          '</Error><RequestId>[0-9a-f-]{36}</RequestId></ErrorResponse>$',
+      ),
+    );
+  });
+
+  it.each([
+    { how: 'a header-signed GET', method: 'GET' as const, presign: false },
+    { how: 'a presigned GET', method: 'GET' as const, presign: true },
+    { how: 'a form POST', method: 'POST' as const, presign: false },
+  ])('checks AssumeRole sent as $how', async ({ method, presign }) => {
+    const params = (roleName: string, externalId?: string) => ({
+      Action: 'AssumeRole',
+      RoleArn: role(A, roleName),
+      RoleSessionName: 'wire',
+      ...(externalId ? { ExternalId: externalId } : {}),
+    });
+    const ok = await signed({
+      method,
+      presign,
+      params: params('with-external-id', 'ext-1'),
+      credentials: hub.credentials,
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toContain(`<Arn>arn:aws:sts::${A}:assumed-role/with-external-id/wire</Arn>`);
+    const no = await signed({
+      method,
+      presign,
+      params: params('with-external-id'),
+      credentials: hub.credentials,
+    });
+    expect(no.status).toBe(403);
+    expect(no.body).toContain('<Code>AccessDenied</Code>');
+    const bad = await signed({
+      method,
+      presign,
+      params: params('with-external-id', 'ext-1'),
+      credentials: { ...hub.credentials, secretAccessKey: 'wrong' },
+    });
+    expect(bad.status).toBe(403);
+    expect(bad.body).toContain('<Code>SignatureDoesNotMatch</Code>');
+  });
+
+  it('asks for a signature on AssumeRole, like STS', async () => {
+    const res = await fetch(gate.endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `Action=AssumeRole&Version=2011-06-15&RoleArn=${encodeURIComponent(role(A, 'trusts-hub'))}&RoleSessionName=x`,
+    });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain('<Code>MissingAuthenticationToken</Code>');
+  });
+
+  it('forwards everything else to moto unchanged', async () => {
+    expect(await getCallerIdentity(gate.endpoint, stranger.credentials)).toMatchObject({
+      arn: stranger.arn,
+      account: B,
+    });
+    expect(await lookupAccessKey(gate.endpoint, hub.credentials.accessKeyId)).toMatchObject({
+      secretAccessKey: hub.credentials.secretAccessKey,
+    });
+    const xml = await iamCall(gate.endpoint, A, 'GetRole', { RoleName: 'trusts-hub' });
+    expect(xml).toContain(`<Arn>${role(A, 'trusts-hub')}</Arn>`);
+  });
+});
+
+// ---- the policy evaluation alone -------------------------------------------------------------------
+
+describe('evaluateTrustPolicy', () => {
+  const user = { arn: `arn:aws:iam::${HUB}:user/ops/mirrorhub-hub`, account: HUB, userId: 'AIDA1' };
+  const session = {
+    arn: `arn:aws:sts::${HUB}:assumed-role/hub-role/s1`,
+    account: HUB,
+    userId: 'AROA1:s1',
+  };
+  const stmt = (s: Record<string, unknown>) => ({
+    Version: '2012-10-17',
+    Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', ...s }],
+  });
+  it.each<{
+    name: string;
+    policy: unknown;
+    caller?: typeof user;
+    externalId?: string;
+    allowed: boolean;
+  }>([
+    {
+      name: 'a user ARN with its path',
+      policy: stmt({ Principal: { AWS: user.arn } }),
+      allowed: true,
+    },
+    {
+      name: 'a role ARN with a path, for a session of it',
+      policy: stmt({ Principal: { AWS: `arn:aws:iam::${HUB}:role/team/hub-role` } }),
+      caller: session,
+      allowed: true,
+    },
+    {
+      name: 'the exact session ARN',
+      policy: stmt({ Principal: { AWS: session.arn } }),
+      caller: session,
+      allowed: true,
+    },
+    {
+      name: 'another session of the same role',
+      policy: stmt({ Principal: { AWS: `arn:aws:sts::${HUB}:assumed-role/hub-role/s2` } }),
+      caller: session,
+      allowed: false,
+    },
+    { name: 'Principal "*"', policy: stmt({ Principal: '*' }), allowed: true },
+    {
+      name: 'a statement as an object',
+      policy: { Statement: { Effect: 'Allow', Action: 'sts:*', Principal: { AWS: HUB } } },
+      allowed: true,
+    },
+    {
+      name: 'an Action that is not sts:AssumeRole',
+      policy: stmt({ Action: 'sts:AssumeRoleWithWebIdentity', Principal: { AWS: HUB } }),
+      allowed: false,
+    },
+    {
+      name: 'StringNotEquals with no ExternalId',
+      policy: stmt({
+        Principal: { AWS: HUB },
+        Condition: { StringNotEquals: { 'sts:ExternalId': 'x' } },
+      }),
+      allowed: true,
+    },
+    {
+      name: 'StringEqualsIfExists with no ExternalId',
+      policy: stmt({
+        Principal: { AWS: HUB },
+        Condition: { StringEqualsIfExists: { 'sts:ExternalId': 'x' } },
+      }),
+      allowed: true,
+    },
+    {
+      name: 'condition keys are case-insensitive, values are not',
+      policy: stmt({
+        Principal: { AWS: HUB },
+        Condition: { StringEquals: { 'STS:EXTERNALID': 'Ab' } },
+      }),
+      externalId: 'ab',
+      allowed: false,
+    },
+    {
+      name: 'one of several ExternalIds',
+      policy: stmt({
+        Principal: { AWS: HUB },
+        Condition: { StringEquals: { 'sts:ExternalId': ['a', 'b'] } },
+      }),
+      externalId: 'b',
+      allowed: true,
+    },
+    {
+      name: 'an unsupported condition on an Allow (fails closed)',
+      policy: stmt({
+        Principal: { AWS: HUB },
+        Condition: { Bool: { 'aws:MultiFactorAuthPresent': 'true' } },
+      }),
+      allowed: false,
+    },
+    {
+      name: 'an unsupported condition on a Deny (applies)',
+      policy: {
+        Statement: [
+          { Effect: 'Allow', Action: 'sts:AssumeRole', Principal: { AWS: HUB } },
+          {
+            Effect: 'Deny',
+            Action: 'sts:AssumeRole',
+            Principal: '*',
+            Condition: { IpAddress: { 'aws:SourceIp': '10.0.0.0/8' } },
+          },
+        ],
+      },
+      allowed: false,
+    },
+    {
+      name: 'a Deny by NotPrincipal for everyone but the caller',
+      policy: {
+        Statement: [
+          { Effect: 'Allow', Action: 'sts:AssumeRole', Principal: { AWS: HUB } },
+          { Effect: 'Deny', Action: 'sts:AssumeRole', NotPrincipal: { AWS: user.arn } },
+        ],
+      },
+      allowed: true,
+    },
+    { name: 'no policy', policy: undefined, allowed: false },
+  ])('$name: allowed=$allowed', (c) => {
+    const d = evaluateTrustPolicy(c.policy, { caller: c.caller ?? user, externalId: c.externalId });
+    expect(d.allowed).toBe(c.allowed);
+  });
+});
