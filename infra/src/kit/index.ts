@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 
 import { startEksEmulator, type EksEmulator } from '../aws/eks-emulator.js';
 import { startMoto, type MotoServer } from '../aws/moto.js';
+import { startStsGate, type StsGate } from '../aws/sts-gate.js';
 import { startApiServer, type ApiServer } from './apiserver.js';
 import { ensureKubeBinaries, KUBE_VERSION } from './binaries.js';
 import { startEtcd, type Etcd } from './etcd.js';
@@ -64,8 +65,13 @@ export interface KitCluster {
 }
 
 export interface KitAws {
-  /** moto: STS and IAM (pass as `endpoint` to STS clients). */
+  /**
+   * STS and IAM (pass as `endpoint` to STS clients): moto behind the STS gate, which holds
+   * AssumeRole to the role's trust policy (ExternalId included) like AWS; see aws/sts-gate.ts.
+   */
   readonly stsEndpoint: string;
+  /** moto itself, for administration that must bypass the gate (it forwards IAM unchanged). */
+  readonly motoEndpoint: string;
   /** The EKS emulator (pass as `endpoint` to EKS clients). */
   readonly eksEndpoint: string;
   readonly region: string;
@@ -137,11 +143,12 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   const region = opts.region ?? 'eu-west-1';
   let etcd: Etcd | undefined;
   let moto: MotoServer | undefined;
+  let sts: StsGate | undefined;
   let eks: EksEmulator | undefined;
   const clusters: ClusterImpl[] = [];
   const stopAll = async () => {
     await Promise.all(clusters.map((c) => c.stopApiServer()));
-    await Promise.all([etcd?.proc.stop(), eks?.stop(), moto?.stop()]);
+    await Promise.all([etcd?.proc.stop(), eks?.stop(), sts?.stop(), moto?.stop()]);
     if (ownDir) {
       forgetDir();
       await rm(dir, { recursive: true, force: true });
@@ -150,9 +157,10 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   try {
     if (opts.aws ?? true) {
       moto = await startMoto({ dir: join(dir, 'aws'), log });
+      sts = await startStsGate({ motoEndpoint: moto.endpoint, log });
       eks = await startEksEmulator({
         stsEndpoint: moto.endpoint,
-        allowedStsHosts: [new URL(moto.endpoint).host],
+        allowedStsHosts: [new URL(moto.endpoint).host, new URL(sts.endpoint).host],
         log,
       });
     }
@@ -225,7 +233,14 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
         .map((p) => p!.pid)
         .concat(moto ? [moto.pid] : []),
     aws:
-      moto && eks ? { stsEndpoint: moto.endpoint, eksEndpoint: eks.endpoint, region } : undefined,
+      moto && sts && eks
+        ? {
+            stsEndpoint: sts.endpoint,
+            motoEndpoint: moto.endpoint,
+            eksEndpoint: eks.endpoint,
+            region,
+          }
+        : undefined,
     stop: stopAll,
   };
 }
