@@ -1,7 +1,9 @@
 // One cluster, seen and written by the hub: watches of the MirrorDeliveries and payload Secrets
 // this hub wrote into the cluster's agent namespace (label-selected, payloads metadata-only), and
 // a writer with its own work queue. Every cluster has its own, so a slow or dead cluster only
-// delays its own writes; the mirror controller never waits on a cluster.
+// delays its own writes; the mirror controller never waits on a cluster. Every request has a
+// deadline (`requestTimeoutMs`, lists included), so a cluster that accepts connections and never
+// answers fails like a dead one instead of holding its writers forever.
 //
 // The writer is told what each delivery should be (`request`) and converges to it with backoff.
 // Until the watch shows a write back, `observe` overlays what was written, so a reconcile that
@@ -44,6 +46,7 @@ import {
   type WatcherEvent,
 } from '@mirrorhub/shared';
 import { deliveryUpToDate } from '../controllers/mirror/plan.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, timedApiClient, withDeadline } from './client.js';
 import { LABEL_ORIGIN_CLUSTER } from '../names.js';
 import { WriteOverlay } from '../overlay.js';
 import type { ClusterTarget } from './target.js';
@@ -79,6 +82,8 @@ export interface ClusterConnectionOptions {
   concurrency?: number;
   /** Failures shorter than this are not reported as unreachable (default 30 s). */
   unreachableAfterMs?: number;
+  /** Deadline of every request to the cluster, list pages included (default 10 s). */
+  requestTimeoutMs?: number;
   clock?: Clock;
 }
 
@@ -93,8 +98,9 @@ interface Wanted {
 export class ClusterConnection {
   readonly name: string;
   readonly agentNamespace: string;
-  readonly target: ClusterTarget;
+  private current: ClusterTarget;
   private readonly log: Logger;
+  private readonly timeoutMs: number;
   private readonly clock: Clock;
   private readonly queue: WorkQueue;
   private readonly wanted = new Map<string, Wanted>();
@@ -122,8 +128,9 @@ export class ClusterConnection {
   private unreachableTimer: Timer | undefined;
 
   constructor(private readonly opts: ClusterConnectionOptions) {
-    this.target = opts.target;
+    this.current = opts.target;
     this.name = opts.target.name;
+    this.timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.agentNamespace = opts.target.agentNamespace;
     this.clock = opts.clock ?? realClock;
     this.log = opts.logger;
@@ -137,6 +144,19 @@ export class ClusterConnection {
       },
       clock: this.clock,
     });
+  }
+
+  /** The target this connection serves (labels may be updated in place, see retarget). */
+  get target(): ClusterTarget {
+    return this.current;
+  }
+
+  /**
+   * Same cluster, same access, new metadata (labels): take the new target without reconnecting.
+   * The caller checks that name, agent namespace, locality and kubeConfig are the same.
+   */
+  retarget(target: ClusterTarget): void {
+    this.current = target;
   }
 
   /** Connect in the background (retrying with backoff until stopped). */
@@ -166,6 +186,18 @@ export class ClusterConnection {
       synced: this.synced,
       ...(this.reportedError !== undefined ? { error: this.reportedError } : {}),
     };
+  }
+
+  /**
+   * Whether the cluster holds a delivery or payload of this name, as its caches show it (a
+   * delivery being finalized by the agent counts); undefined while the caches are not synced.
+   */
+  holds(name: string): boolean | undefined {
+    if (!this.synced) return undefined;
+    return (
+      this.deliveries?.get(name, this.agentNamespace) !== undefined ||
+      this.payloads?.get(name, this.agentNamespace) !== undefined
+    );
   }
 
   /** Names of the deliveries of every mirror in this cluster's cache (orphan detection). */
@@ -234,7 +266,7 @@ export class ClusterConnection {
     let kc: KubeConfig | undefined;
     while (!signal.aborted) {
       try {
-        kc = await this.target.kubeConfig();
+        kc = await this.current.kubeConfig();
         break;
       } catch (err) {
         this.failed(err);
@@ -244,8 +276,9 @@ export class ClusterConnection {
       }
     }
     if (!kc || signal.aborted) return;
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.custom = kc.makeApiClient(CustomObjectsApi);
+    this.core = timedApiClient(kc, CoreV1Api, this.timeoutMs);
+    this.custom = timedApiClient(kc, CustomObjectsApi, this.timeoutMs);
+    const transport = { listTimeoutMs: this.timeoutMs };
     const origin = `${LABEL_ORIGIN_CLUSTER}=${this.opts.originCluster}`;
     const deliveries = createWatcher<MirrorDelivery>(
       kc,
@@ -256,7 +289,7 @@ export class ClusterConnection {
         namespace: this.agentNamespace,
         labelSelector: origin,
       },
-      { resource: `mirrordeliveries@${this.name}` },
+      { resource: `mirrordeliveries@${this.name}`, transport },
     );
     const payloads = createWatcher<PayloadMeta>(
       kc,
@@ -267,7 +300,7 @@ export class ClusterConnection {
         labelSelector: `${LABEL_PAYLOAD}=true,${origin}`,
         metadataOnly: true,
       },
-      { resource: `payloads@${this.name}` },
+      { resource: `payloads@${this.name}`, transport },
     );
     this.deliveries = deliveries;
     this.payloads = payloads;
@@ -339,6 +372,7 @@ export class ClusterConnection {
   }
 
   private failed(err: unknown): void {
+    this.report(err);
     this.lastError = errorMessage(err);
     const now = this.clock.now();
     if (this.failingSince === undefined) {
@@ -359,13 +393,30 @@ export class ClusterConnection {
   }
 
   private recovered(): void {
+    const wasFailing = this.failingSince !== undefined;
     this.failingSince = undefined;
     this.unreachableTimer?.cancel();
     this.unreachableTimer = undefined;
+    if (wasFailing) {
+      // Writes that failed while the cluster was away: retry now, not after their backoff.
+      for (const name of this.wanted.keys()) {
+        this.queue.forget(name);
+        this.queue.add(name);
+      }
+    }
     if (this.reportedError !== undefined) {
       this.reportedError = undefined;
       this.log.info('cluster reachable again');
       this.opts.onHealth();
+    }
+  }
+
+  /** Let the target react to a failed request (EKS: new token, re-describe). */
+  private report(err: unknown): void {
+    try {
+      this.current.reportError?.(err);
+    } catch {
+      // a target's bookkeeping must not break the connection
     }
   }
 
@@ -392,6 +443,7 @@ export class ClusterConnection {
       // A delete may produce no watch event (already gone): tell the mirror either way.
       if (this.writeErrors.delete(name) || op.op === 'delete') this.opts.onMirror(mirrorKey);
     } catch (err) {
+      this.report(err);
       const message = errorMessage(err);
       const before = this.writeErrors.get(name);
       this.writeErrors.set(name, message);
@@ -459,10 +511,9 @@ export class ClusterConnection {
         )) as MirrorDelivery;
       } catch (err) {
         if (!isAlreadyExists(err)) throw err;
-        observed = (await this.custom!.getNamespacedCustomObject({
-          ...ref,
-          name,
-        })) as MirrorDelivery;
+        observed = (await withDeadline('get MirrorDelivery', this.timeoutMs, () =>
+          this.custom!.getNamespacedCustomObject({ ...ref, name }),
+        )) as MirrorDelivery;
       }
     }
     if (!res) {
@@ -524,7 +575,7 @@ export class ClusterConnection {
     fn: () => Promise<T>,
   ): Promise<T> {
     try {
-      const r = await fn();
+      const r = await withDeadline(`${verb} ${kind}`, this.timeoutMs, fn);
       this.opts.metrics.writesTotal.inc({ kind, verb });
       return r;
     } catch (err) {

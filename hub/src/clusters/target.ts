@@ -1,6 +1,6 @@
-// A cluster the hub delivers to. Today only the hub's own cluster (localTarget); MirrorCluster
-// objects (EKS via AssumeRole + token, kubeconfigSecretRef) will add more targets to the registry
-// without the mirror controller changing.
+// A cluster the hub delivers to: the hub's own cluster (localTarget) and one per MirrorCluster
+// (controllers/cluster: EKS via AssumeRole + token, a kubeconfig Secret, or inCluster). The
+// mirror controller sees only this interface.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterAccessType } from '@mirrorhub/shared';
 
@@ -22,6 +22,12 @@ export interface ClusterTarget {
    * every list, watch and write.
    */
   kubeConfig(): Promise<KubeConfig>;
+  /**
+   * A request to the cluster failed with `err` (watch, write or probe). EKS targets hand it to
+   * EksClusterAccess.reportRequestError, so a 401 re-mints the token and a connection or TLS
+   * failure re-describes the endpoint. Must not throw.
+   */
+  reportError?(err: unknown): void;
 }
 
 /** The hub's own cluster, reached with the hub's own credentials. */
