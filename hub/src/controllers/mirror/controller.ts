@@ -47,6 +47,7 @@ import { WriteOverlay } from '../../overlay.js';
 import {
   identityOf,
   planCleanup,
+  planDeletionStatus,
   planMirror,
   type ClusterObservation,
   type PlannedEvent,
@@ -74,8 +75,20 @@ export interface MirrorControllerOptions {
   deliveryConcurrency?: number;
   /** A cluster failing for this long is reported unreachable (default 30 s). */
   unreachableAfterMs?: number;
+  /** Deadline of every request to a delivery cluster (default 10 s). */
+  requestTimeoutMs?: number;
+  /**
+   * A mirror being deleted waits this long for clusters it cannot clean up (unreachable, or
+   * their deletes failing), then its finalizer is released anyway (default 2 minutes). What
+   * those clusters hold is deleted when they are reachable again.
+   */
+  cleanupGraceMs?: number;
+  /** A mirror's finalizer was released while `cluster` may still hold delivery `name`. */
+  onCleanupAbandoned?(cluster: string, name: string, mirrorKey: string, reason: string): void;
   clock?: Clock;
 }
+
+export const DEFAULT_CLEANUP_GRACE_MS = 2 * 60_000;
 
 type MirrorObject = SecretMirror | ClusterSecretMirror;
 
@@ -211,6 +224,14 @@ export class MirrorController {
     return this.secretMirrors.hasSynced() && this.clusterMirrors.hasSynced();
   }
 
+  /**
+   * Whether `cluster` holds a delivery or payload named `name` (undefined: unknown, the cluster
+   * is not registered or its caches are not synced).
+   */
+  clusterHolds(cluster: string, name: string): boolean | undefined {
+    return this.connections.get(cluster)?.holds(name);
+  }
+
   /** Wait until nothing is queued or in flight (tests). */
   idle(): Promise<void> {
     return this.queue.idle();
@@ -248,6 +269,10 @@ export class MirrorController {
     for (const target of targets) {
       const conn = this.connections.get(target.name);
       if (conn?.target === target) continue;
+      if (conn && sameAccess(conn.target, target)) {
+        conn.retarget(target); // labels changed: the caches and writers stay
+        continue;
+      }
       if (conn) void conn.stop();
       this.connections.set(target.name, this.connect(target));
     }
@@ -264,6 +289,9 @@ export class MirrorController {
       ...(this.opts.deliveryConcurrency ? { concurrency: this.opts.deliveryConcurrency } : {}),
       ...(this.opts.unreachableAfterMs !== undefined
         ? { unreachableAfterMs: this.opts.unreachableAfterMs }
+        : {}),
+      ...(this.opts.requestTimeoutMs !== undefined
+        ? { requestTimeoutMs: this.opts.requestTimeoutMs }
         : {}),
       clock: this.clock,
       onMirror: (key) => this.queue.add(key),
@@ -397,7 +425,18 @@ export class MirrorController {
       for (const conn of conns) conn.request(name, key, undefined);
       return;
     }
-    const plan = planCleanup(conns.map((c) => this.observe(c, name)));
+    const deletingSince = mirror?.metadata.deletionTimestamp
+      ? new Date(mirror.metadata.deletionTimestamp)
+      : undefined;
+    const now = new Date(this.clock.now());
+    const plan = planCleanup(
+      conns.map((c) => this.observe(c, name)),
+      {
+        deletingSince,
+        now,
+        graceMs: this.opts.cleanupGraceMs ?? DEFAULT_CLEANUP_GRACE_MS,
+      },
+    );
     const deletes = new Set(plan.deletes);
     for (const conn of conns) {
       conn.request(name, key, deletes.has(conn.name) ? { op: 'delete' } : undefined);
@@ -407,13 +446,26 @@ export class MirrorController {
         this.log.info({ key, clusters: plan.deletes }, 'removing orphaned deliveries');
       return;
     }
+    const next = planDeletionStatus(mirror.status ?? {}, plan, name, now);
+    const current = await this.updateStatus(key, mirror, next.status, next.events);
     if (!plan.done) {
       this.log.debug({ key, deleting: plan.deletes, waitingFor: plan.waitingFor }, 'cleaning up');
-      // Progress arrives as watch events; this is only the safety net.
-      return { requeueAfterMs: 30_000 };
+      // Progress arrives as watch events; the requeue is the safety net, and the grace deadline.
+      const untilDeadline = plan.deadline ? plan.deadline.getTime() - now.getTime() + 100 : 30_000;
+      return { requeueAfterMs: Math.max(100, Math.min(30_000, untilDeadline)) };
     }
-    await this.setFinalizer(key, mirror, false);
-    this.log.info({ key }, 'deliveries removed; finalizer released');
+    for (const a of plan.abandoned) {
+      this.opts.onCleanupAbandoned?.(a.cluster, name, key, a.reason);
+    }
+    await this.setFinalizer(key, current, false);
+    if (plan.abandoned.length > 0) {
+      this.log.warn(
+        { key, clusters: plan.abandoned.map((a) => a.cluster) },
+        'finalizer released with cleanup pending in unreachable clusters',
+      );
+    } else {
+      this.log.info({ key }, 'deliveries removed; finalizer released');
+    }
   }
 
   private async setFinalizer(key: string, mirror: AnyMirror, present: boolean): Promise<AnyMirror> {
@@ -449,9 +501,9 @@ export class MirrorController {
     mirror: AnyMirror,
     next: MirrorStatus,
     events: readonly PlannedEvent[],
-  ): Promise<void> {
+  ): Promise<AnyMirror> {
     const prev = mirror.status ?? {};
-    if (equalIgnoringTime(prev, next, [])) return;
+    if (equalIgnoringTime(prev, next, [])) return mirror;
     // A merge patch: send every field, and null for fields that are no longer there.
     const patch: Record<string, unknown> = { ...next };
     for (const k of Object.keys(prev)) if (!(k in next)) patch[k] = null;
@@ -483,6 +535,7 @@ export class MirrorController {
     for (const e of events) {
       await this.recorder.record(updated, e);
     }
+    return updated;
   }
 
   /** Keep our write until the watch shows it (unless it changed nothing). */
@@ -491,4 +544,15 @@ export class MirrorController {
     if (!rv || rv === before.metadata.resourceVersion) return;
     this.written.wrote(key, rv, updated);
   }
+}
+
+/** Same cluster reached the same way: only metadata (labels) differs. */
+function sameAccess(a: ClusterTarget, b: ClusterTarget): boolean {
+  return (
+    a.name === b.name &&
+    a.agentNamespace === b.agentNamespace &&
+    a.local === b.local &&
+    a.type === b.type &&
+    a.kubeConfig === b.kubeConfig
+  );
 }

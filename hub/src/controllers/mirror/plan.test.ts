@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import {
   deliveryUpToDate,
   planCleanup,
+  planDeletionStatus,
   planMirror,
   type ClusterObservation,
   type MirrorPlan,
@@ -664,8 +665,8 @@ describe('planCleanup', () => {
   const d = deliveredCluster();
   it.each<[string, ClusterObservation[], string[], string[], boolean]>([
     ['nothing anywhere', [cluster()], [], [], true],
-    ['delivery and payload', [d], ['hub'], [], false],
-    ['payload only', [{ ...d, delivery: undefined }], ['hub'], [], false],
+    ['delivery and payload', [d], ['hub'], ['hub'], false],
+    ['payload only', [{ ...d, delivery: undefined }], ['hub'], ['hub'], false],
     [
       'delivery being deleted by the agent, payload gone',
       [
@@ -684,7 +685,91 @@ describe('planCleanup', () => {
     ],
     ['a cluster not synced yet', [cluster({ name: 'f', synced: false })], [], ['f'], false],
   ])('%s', (_, clusters, deletes, waitingFor, done) => {
-    expect(planCleanup(clusters)).toEqual({ deletes, waitingFor, done });
+    expect(planCleanup(clusters)).toEqual({ deletes, waitingFor, abandoned: [], done });
+  });
+
+  describe('gives up on clusters it cannot clean up once the grace period is over', () => {
+    const since = new Date(NOW.getTime() - 60_000);
+    const down = cluster({ name: 'f', local: false, synced: false, error: 'connect ECONNREFUSED' });
+    const failing = deliveredCluster({}, { name: 'g', local: false, writeError: '403 Forbidden' });
+    const slow = deliveredCluster({}, { name: 'h', local: false });
+    const at = (now: Date, clusters: ClusterObservation[]) =>
+      planCleanup(clusters, { deletingSince: since, now, graceMs: 120_000 });
+
+    it('waits within the grace period and says until when', () => {
+      const p = at(NOW, [down, failing, cluster()]);
+      expect(p).toMatchObject({
+        deletes: ['g'],
+        waitingFor: ['f', 'g'],
+        abandoned: [],
+        done: false,
+      });
+      expect(p.deadline).toEqual(new Date(since.getTime() + 120_000));
+    });
+
+    it('abandons the failing clusters after it, with why', () => {
+      const later = new Date(since.getTime() + 120_000);
+      expect(at(later, [down, failing, cluster()])).toMatchObject({
+        abandoned: [
+          { cluster: 'f', reason: 'unreachable: connect ECONNREFUSED' },
+          { cluster: 'g', reason: 'deleting failed: 403 Forbidden' },
+        ],
+        done: true,
+      });
+    });
+
+    it('still waits for a reachable cluster that is making progress', () => {
+      const later = new Date(since.getTime() + 600_000);
+      const p = at(later, [down, slow]);
+      expect(p.abandoned.map((a) => a.cluster)).toEqual(['f']);
+      expect(p.done).toBe(false);
+    });
+
+    it('has no deadline when nothing fails', () => {
+      expect(at(NOW, [slow]).deadline).toBeUndefined();
+    });
+  });
+});
+
+describe('planDeletionStatus', () => {
+  const since = new Date(NOW.getTime() - 60_000);
+  const down = cluster({
+    name: 'follower-a',
+    local: false,
+    synced: false,
+    error: 'connect ECONNREFUSED',
+  });
+
+  it('says what it waits for and until when', () => {
+    const cleanup = planCleanup([down], { deletingSince: since, now: NOW, graceMs: 120_000 });
+    const r = planDeletionStatus({ phase: 'Active' }, cleanup, NAME, NOW);
+    expect(r.status.phase).toBe('Active');
+    expect(r.status.message).toMatch(
+      /^deleting: removing deliveries from follower-a; .* by 2026-01-02T03:05:05Z/,
+    );
+    expect(r.status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Deleting',
+    });
+    expect(r.events).toEqual([]);
+  });
+
+  it('names the clusters left with copies, in status and a Warning Event', () => {
+    const cleanup = planCleanup([down], {
+      deletingSince: since,
+      now: new Date(since.getTime() + 120_000),
+      graceMs: 120_000,
+    });
+    const r = planDeletionStatus({}, cleanup, NAME, NOW);
+    expect(r.status.message).toContain(
+      'cleanup pending in cluster follower-a (unreachable: connect ECONNREFUSED)',
+    );
+    expect(r.status.message).toContain(`MirrorDelivery ${NAME}`);
+    expect(r.status.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('CleanupPending');
+    expect(r.events).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'CleanupPending' }),
+    ]);
+    expect(r.events[0]!.message).toContain('follower-a');
   });
 });
 

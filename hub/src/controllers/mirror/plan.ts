@@ -29,6 +29,7 @@ import {
   equalIgnoringTime,
   findCondition,
   isClusterSecretMirror,
+  k8sTime,
   limitProblems,
   mirrorPolicies,
   mirrorRef,
@@ -444,23 +445,138 @@ export function planMirror(input: PlanInput): MirrorPlan {
   });
 }
 
+export interface CleanupOptions {
+  /** When the mirror's deletion began (metadata.deletionTimestamp). */
+  deletingSince?: Date | undefined;
+  now?: Date | undefined;
+  /**
+   * A cluster that still cannot be cleaned up this long after the deletion began (unreachable,
+   * not connected, or its deletes failing) is given up on, so the finalizer can go.
+   */
+  graceMs?: number | undefined;
+}
+
+export interface AbandonedCleanup {
+  cluster: string;
+  /** Why it could not be cleaned up (for status and Events). */
+  reason: string;
+}
+
+export interface CleanupPlan {
+  /** Clusters whose delivery and payload are to be deleted now. */
+  deletes: string[];
+  /** Clusters not clean yet (not synced, or still holding something). */
+  waitingFor: string[];
+  /** Clusters given up on after the grace period; they still hold, or may hold, copies. */
+  abandoned: AbandonedCleanup[];
+  /** Every cluster is clean or given up on: the finalizer may go. */
+  done: boolean;
+  /** When failing clusters will be given up on (when some are failing and the time is known). */
+  deadline?: Date;
+}
+
 /**
  * A mirror being deleted (or gone while deliveries remain): what to delete, and whether every
  * cluster is clean so the finalizer may go. A delivery already being deleted counts as done: the
- * agent's finalizer on it finishes the job. Clusters whose caches are not synced are waited for.
+ * agent's finalizer on it finishes the job. Clusters whose caches are not synced are waited for,
+ * and so are clusters whose deletes fail; once `graceMs` has passed since the deletion began,
+ * those (only those: a reachable cluster making progress is still waited for) are abandoned. What
+ * they hold is deleted when they are reachable again: the delivery's mirror is gone by then, and
+ * deliveries without a mirror are deleted when seen.
  */
-export function planCleanup(clusters: readonly ClusterObservation[]): {
-  deletes: string[];
-  waitingFor: string[];
-  done: boolean;
-} {
+export function planCleanup(
+  clusters: readonly ClusterObservation[],
+  opts: CleanupOptions = {},
+): CleanupPlan {
   const deletes: string[] = [];
   const waitingFor: string[] = [];
+  const failing: AbandonedCleanup[] = [];
   for (const obs of clusters) {
-    if (!obs.synced) waitingFor.push(obs.name);
-    else if (holdsSomething(obs)) deletes.push(obs.name);
+    if (!obs.synced) {
+      waitingFor.push(obs.name);
+      failing.push({
+        cluster: obs.name,
+        reason: obs.error !== undefined ? `unreachable: ${obs.error}` : 'not connected yet',
+      });
+    } else if (holdsSomething(obs)) {
+      deletes.push(obs.name);
+      waitingFor.push(obs.name);
+      if (obs.error !== undefined) {
+        failing.push({ cluster: obs.name, reason: `unreachable: ${obs.error}` });
+      } else if (obs.writeError !== undefined) {
+        failing.push({ cluster: obs.name, reason: `deleting failed: ${obs.writeError}` });
+      }
+    }
   }
-  return { deletes, waitingFor, done: deletes.length === 0 && waitingFor.length === 0 };
+  const { deletingSince, now, graceMs } = opts;
+  const deadline =
+    deletingSince && graceMs !== undefined && failing.length > 0
+      ? new Date(deletingSince.getTime() + graceMs)
+      : undefined;
+  const abandoned =
+    deadline && now && now.getTime() >= deadline.getTime()
+      ? failing.sort((a, b) => compare(a.cluster, b.cluster))
+      : [];
+  const given = new Set(abandoned.map((a) => a.cluster));
+  const done = waitingFor.every((c) => given.has(c));
+  return { deletes, waitingFor, abandoned, done, ...(deadline ? { deadline } : {}) };
+}
+
+export const REASON_DELETING = 'Deleting';
+export const REASON_CLEANUP_PENDING = 'CleanupPending';
+
+/**
+ * The status of a mirror being deleted: Ready False/Deleting with what is waited for (and until
+ * when), or, when clusters are abandoned, CleanupPending naming them, with a Warning Event. The
+ * rest of the status (counts, clusters) stays as last reported.
+ */
+export function planDeletionStatus(
+  prev: MirrorStatus,
+  cleanup: CleanupPlan,
+  deliveryName: string,
+  now: Date,
+): { status: MirrorStatus; events: PlannedEvent[] } {
+  let message: string;
+  let reason: string;
+  const events: PlannedEvent[] = [];
+  if (cleanup.abandoned.length > 0) {
+    reason = REASON_CLEANUP_PENDING;
+    const list = cleanup.abandoned.map((a) => `${a.cluster} (${a.reason})`).join('; ');
+    message =
+      `deleted; cleanup pending in ${cleanup.abandoned.length === 1 ? 'cluster' : 'clusters'} ` +
+      `${list}: MirrorDelivery ${deliveryName}, its payload Secret and the copies there are ` +
+      `removed when the hub reaches ${cleanup.abandoned.length === 1 ? 'it' : 'them'} again`;
+    events.push({
+      type: 'Warning',
+      reason: REASON_CLEANUP_PENDING,
+      message: truncate(message, MAX_SHORT_MESSAGE),
+    });
+  } else {
+    reason = REASON_DELETING;
+    const parts: string[] = [];
+    if (cleanup.waitingFor.length > 0) {
+      parts.push(`removing deliveries from ${cleanup.waitingFor.join(', ')}`);
+    }
+    if (cleanup.deadline) {
+      parts.push(
+        `a cluster that cannot be cleaned up by ${k8sTime(cleanup.deadline)} is left for later ` +
+          `and the finalizer released`,
+      );
+    }
+    message = `deleting: ${parts.join('; ') || 'releasing the finalizer'}`;
+  }
+  message = truncate(message, MAX_MESSAGE);
+  const conditions = setCondition(
+    prev.conditions,
+    {
+      type: CONDITION_READY,
+      status: 'False',
+      reason,
+      message: truncate(message, MAX_SHORT_MESSAGE),
+    },
+    now,
+  );
+  return { status: clean({ ...prev, message, conditions }), events };
 }
 
 /**
