@@ -24,6 +24,14 @@ describe('configFromEnv', () => {
         PORT: '9090',
         MIRRORHUB_CONCURRENCY: '8',
         MIRRORHUB_LEADER_ELECTION: 'false',
+        MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS: '5',
+        MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS: '60',
+        MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS: '3',
+        MIRRORHUB_CLEANUP_GRACE_SECONDS: '0',
+        MIRRORHUB_STS_ENDPOINT: 'http://127.0.0.1:5000',
+        MIRRORHUB_EKS_ENDPOINT: 'http://127.0.0.1:5001',
+        MIRRORHUB_STS_REGION: 'us-east-1',
+        MIRRORHUB_ROLE_DURATION_SECONDS: '900',
       }),
     ).toMatchObject({
       namespace: 'mh',
@@ -32,7 +40,21 @@ describe('configFromEnv', () => {
       healthPort: 9090,
       concurrency: 8,
       leaderElection: false,
+      clusterHealthIntervalMs: 5000,
+      agentHeartbeatGraceMs: 60_000,
+      clusterRequestTimeoutMs: 3000,
+      cleanupGraceMs: 0,
+      aws: {
+        stsEndpoint: 'http://127.0.0.1:5000',
+        eksEndpoint: 'http://127.0.0.1:5001',
+        region: 'us-east-1',
+        roleDurationSeconds: 900,
+      },
     });
+  });
+
+  it('leaves AWS to the default chain when nothing is set', () => {
+    expect(configFromEnv({}).aws).toBeUndefined();
   });
 
   it.each([
@@ -40,6 +62,12 @@ describe('configFromEnv', () => {
     [{ PORT: '70000' }, /PORT must be an integer from 0 to 65535/],
     [{ MIRRORHUB_CONCURRENCY: '0' }, /MIRRORHUB_CONCURRENCY/],
     [{ MIRRORHUB_LEADER_ELECTION: 'maybe' }, /MIRRORHUB_LEADER_ELECTION must be true or false/],
+    [{ MIRRORHUB_STS_ENDPOINT: 'moto:5000' }, /MIRRORHUB_STS_ENDPOINT must be an http\(s\) URL/],
+    [{ MIRRORHUB_ROLE_DURATION_SECONDS: '7200' }, /from 900 to 3600/],
+    [
+      { MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS: '0' },
+      /MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS/,
+    ],
   ])('refuses %j', (env, message) => {
     expect(() => configFromEnv(env)).toThrow(message);
   });

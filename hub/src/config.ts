@@ -12,6 +12,15 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * (default: the hub namespace), MIRRORHUB_CLUSTER_NAME (default hub), PORT (default 8080),
  * POD_NAME (identity; default the host name), MIRRORHUB_CONCURRENCY, MIRRORHUB_LEADER_ELECTION
  * ("false" to run without). LOG_LEVEL / LOG_FORMAT are read by the logger (logConfigFromEnv).
+ *
+ * Followers: MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS (10), MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS
+ * (90), MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS (10), MIRRORHUB_CLEANUP_GRACE_SECONDS (120).
+ *
+ * AWS: the hub's own credentials come from the SDK's default chain (AWS_* env, IRSA's
+ * AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, EKS Pod Identity, a profile); they are not read
+ * here. MIRRORHUB_STS_ENDPOINT / MIRRORHUB_EKS_ENDPOINT point AssumeRole / DescribeCluster at an
+ * emulator or a VPC endpoint, MIRRORHUB_STS_REGION sets the region of AssumeRole calls (default:
+ * each cluster's region), MIRRORHUB_ROLE_DURATION_SECONDS the session length (900-3600).
  */
 export function configFromEnv(env: Record<string, string | undefined>): EnvConfig {
   const namespace = env['MIRRORHUB_NAMESPACE']?.trim() || 'mirrorhub-system';
@@ -31,7 +40,51 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
     healthPort: port,
     concurrency,
     ...(le === 'false' ? { leaderElection: false as const } : {}),
+    ...seconds(
+      env,
+      'MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS',
+      'clusterHealthIntervalMs',
+      1,
+      3600,
+    ),
+    ...seconds(env, 'MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS', 'agentHeartbeatGraceMs', 1, 86_400),
+    ...seconds(env, 'MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS', 'clusterRequestTimeoutMs', 1, 600),
+    ...seconds(env, 'MIRRORHUB_CLEANUP_GRACE_SECONDS', 'cleanupGraceMs', 0, 30 * 86_400),
+    ...awsFromEnv(env),
   };
+}
+
+function awsFromEnv(env: Record<string, string | undefined>): Pick<EnvConfig, 'aws'> {
+  const aws: NonNullable<EnvConfig['aws']> = {};
+  const url = (name: string): string | undefined => {
+    const raw = env[name]?.trim();
+    if (!raw) return undefined;
+    if (!/^https?:\/\/[^\s/]+/.test(raw)) {
+      throw new Error(`${name} must be an http(s) URL; got "${raw}"`);
+    }
+    return raw;
+  };
+  const sts = url('MIRRORHUB_STS_ENDPOINT');
+  if (sts) aws.stsEndpoint = sts;
+  const eks = url('MIRRORHUB_EKS_ENDPOINT');
+  if (eks) aws.eksEndpoint = eks;
+  const region = env['MIRRORHUB_STS_REGION']?.trim();
+  if (region) aws.region = region;
+  if (env['MIRRORHUB_ROLE_DURATION_SECONDS']?.trim()) {
+    aws.roleDurationSeconds = intFrom(env, 'MIRRORHUB_ROLE_DURATION_SECONDS', 3600, 900, 3600);
+  }
+  return Object.keys(aws).length > 0 ? { aws } : {};
+}
+
+function seconds<K extends string>(
+  env: Record<string, string | undefined>,
+  name: string,
+  key: K,
+  min: number,
+  max: number,
+): Partial<Record<K, number>> {
+  if (!env[name]?.trim()) return {};
+  return { [key]: intFrom(env, name, 0, min, max) * 1000 } as Partial<Record<K, number>>;
 }
 
 function intFrom(

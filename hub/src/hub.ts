@@ -22,6 +22,8 @@ import {
 } from '@mirrorhub/shared';
 import { ClusterRegistry } from './clusters/registry.js';
 import { localTarget } from './clusters/target.js';
+import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';
+import { PendingCleanups } from './controllers/cluster/pending.js';
 import { MirrorController } from './controllers/mirror/controller.js';
 import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
@@ -55,8 +57,21 @@ export interface HubConfig {
   concurrency?: number;
   /** Writes in flight at once per cluster (default 4). */
   deliveryConcurrency?: number;
-  /** A cluster failing this long is reported unreachable in status (default 30 s). */
+  /** A cluster failing this long is reported unreachable in mirror status (default 30 s). */
   unreachableAfterMs?: number;
+  /** How the hub reaches EKS followers (MirrorCluster spec.eks). Default: the AWS default chain. */
+  aws?: HubAwsConfig;
+  /** Health probe of each MirrorCluster, jittered by ±10% (default 10 s). */
+  clusterHealthIntervalMs?: number;
+  /** An agent heartbeat older than this makes the cluster's AgentHealthy Unknown (default 90 s). */
+  agentHeartbeatGraceMs?: number;
+  /** Deadline of every request to a delivery cluster: writes, list pages, probes (default 10 s). */
+  clusterRequestTimeoutMs?: number;
+  /**
+   * A mirror being deleted waits this long for clusters it cannot clean up, then its finalizer
+   * is released and the cleanup happens when they return (default 2 min).
+   */
+  cleanupGraceMs?: number;
   /** false: run the controllers at once (one replica, tests). Default: elect with defaults. */
   leaderElection?: false | LeaderElectionConfig;
 }
@@ -66,7 +81,7 @@ export interface Hub {
   start(): Promise<void>;
   /** Stops the controllers and releases the Lease. Idempotent. */
   stop(): Promise<void>;
-  /** The clusters the hub delivers to (today: its own). */
+  /** The clusters the hub delivers to: its own, and one per MirrorCluster while leading. */
   readonly registry: ClusterRegistry;
   isLeader(): boolean;
   /** Port of the health/metrics server, once started (when healthPort was given). */
@@ -96,14 +111,19 @@ export function createHub(config: HubConfig): Hub {
   metrics
     .gauge('build_info', 'Version of the running hub (always 1).', ['version'])
     .set({ version: config.version }, 1);
-  const registry = new ClusterRegistry([
-    localTarget({ name: clusterName, agentNamespace, kubeConfig: config.kubeConfig }),
-  ]);
+  const implicitLocal = localTarget({
+    name: clusterName,
+    agentNamespace,
+    kubeConfig: config.kubeConfig,
+  });
+  const registry = new ClusterRegistry([implicitLocal]);
+  const pending = new PendingCleanups();
   const core = config.kubeConfig.makeApiClient(CoreV1Api);
 
   let server: HealthServer | undefined;
   let elector: LeaderElector | undefined;
   let controller: MirrorController | undefined;
+  let clusterController: ClusterController | undefined;
   let running = false;
   const work = new Set<Promise<void>>();
   let startPromise: Promise<void> | undefined;
@@ -127,6 +147,28 @@ export function createHub(config: HubConfig): Hub {
       }
     }
     if (!hubSecret || signal.aborted) return;
+    const ref: { mirrors?: MirrorController } = {};
+    const clusters = new ClusterController({
+      kubeConfig: config.kubeConfig,
+      registry,
+      localTarget: implicitLocal,
+      hubClusterName: clusterName,
+      identity: config.identity,
+      logger,
+      metrics,
+      pending,
+      holds: (cluster, name) => ref.mirrors?.clusterHolds(cluster, name),
+      ...(config.aws ? { aws: config.aws } : {}),
+      ...(config.clusterHealthIntervalMs !== undefined
+        ? { healthIntervalMs: config.clusterHealthIntervalMs }
+        : {}),
+      ...(config.agentHeartbeatGraceMs !== undefined
+        ? { heartbeatGraceMs: config.agentHeartbeatGraceMs }
+        : {}),
+      ...(config.clusterRequestTimeoutMs !== undefined
+        ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
+        : {}),
+    });
     const c = new MirrorController({
       kubeConfig: config.kubeConfig,
       registry,
@@ -140,11 +182,24 @@ export function createHub(config: HubConfig): Hub {
       ...(config.unreachableAfterMs !== undefined
         ? { unreachableAfterMs: config.unreachableAfterMs }
         : {}),
+      ...(config.clusterRequestTimeoutMs !== undefined
+        ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
+        : {}),
+      ...(config.cleanupGraceMs !== undefined ? { cleanupGraceMs: config.cleanupGraceMs } : {}),
+      onCleanupAbandoned: (cluster, name, key) => pending.add(cluster, name, key),
     });
+    ref.mirrors = c;
     controller = c;
-    const stopController = () => void c.stop();
+    clusterController = clusters;
+    const stopController = () => {
+      void c.stop();
+      void clusters.stop();
+    };
     signal.addEventListener('abort', stopController, { once: true });
     try {
+      // MirrorClusters first: the mirrors' first plans see every registered cluster.
+      await clusters.start();
+      if (signal.aborted) return;
       await c.start();
       if (!signal.aborted) {
         running = true;
@@ -161,7 +216,9 @@ export function createHub(config: HubConfig): Hub {
       running = false;
       signal.removeEventListener('abort', stopController);
       await c.stop();
+      await clusters.stop();
       if (controller === c) controller = undefined;
+      if (clusterController === clusters) clusterController = undefined;
       log.info('controllers stopped');
     }
   }
@@ -198,7 +255,8 @@ export function createHub(config: HubConfig): Hub {
       server.addReadinessCheck('leader-election', () => elector?.check() ?? true);
       server.addReadinessCheck('caches', () => {
         if (elector && !elector.isLeader()) return true; // standby: nothing to sync
-        return controller?.hasSynced() ? true : 'mirror caches not synced';
+        if (!controller?.hasSynced()) return 'mirror caches not synced';
+        return clusterController?.hasSynced() ? true : 'MirrorCluster cache not synced';
       });
     }
     const le = config.leaderElection;

@@ -6,6 +6,7 @@ export {
   planMirror,
   planCleanup,
   deliveryUpToDate,
+  type CleanupPlan,
   type ClusterObservation,
   type DeliveryWrite,
   type MirrorPlan,
@@ -15,3 +16,17 @@ export {
 } from './controllers/mirror/plan.js';
 export { MirrorController, type MirrorControllerOptions } from './controllers/mirror/controller.js';
 export { configFromEnv } from './config.js';
+export {
+  ClusterController,
+  type ClusterControllerOptions,
+  type HubAwsConfig,
+} from './controllers/cluster/controller.js';
+export { PendingCleanups } from './controllers/cluster/pending.js';
+export {
+  planClusterStatus,
+  resolveAccess,
+  type AccessSpec,
+  type PendingCleanup,
+  type ProbeResult,
+} from './controllers/cluster/plan.js';
+export { parseKubeconfig } from './controllers/cluster/kubeconfig.js';

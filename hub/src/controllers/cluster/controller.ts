@@ -1,0 +1,725 @@
+// The MirrorCluster controller: turns every MirrorCluster into a ClusterTarget in the registry
+// (so mirrors with destination.clusters re-select at once), keeps one health loop per cluster
+// and reports what it finds in the MirrorCluster's status.
+//
+// Per MirrorCluster (by spec):
+//   eks                  one EksClusterAccess (AssumeRole + ExternalId -> DescribeCluster ->
+//                        token), replaced when the spec changes, destroyed on delete.
+//   kubeconfigSecretRef  the kubeconfig from that Secret in the hub cluster, in memory only; the
+//                        Secret is watched by name, so a rotated kubeconfig is used at once.
+//   inCluster            the hub's own cluster: its labels and agent namespace apply to the
+//                        local target (see plan.ts resolveAccess for the naming rule).
+//
+// Nothing here waits on a follower inside a reconcile: probes run in each cluster's own loop
+// (jittered, every request with a deadline) and hand their result to the reconcile, which only
+// talks to the hub cluster (status, Events).
+import { createHash } from 'node:crypto';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import {
+  childLogger,
+  createWatcher,
+  EksClusterAccess,
+  equalIgnoringTime,
+  errorMessage,
+  FIELD_MANAGER,
+  GROUP,
+  httpStatusOf,
+  instrumentWatcher,
+  labelValue,
+  mergePatchStatus,
+  MIRROR_CLUSTER,
+  realClock,
+  sleep,
+  VERSION,
+  WorkQueue,
+  type AwsCredentials,
+  type AwsCredentialsProvider,
+  type Clock,
+  type ControllerMetrics,
+  type Counter,
+  type Gauge,
+  type Logger,
+  type MirrorCluster,
+  type MirrorClusterStatus,
+  type Watcher,
+} from '@mirrorhub/shared';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
+import type { ClusterRegistry } from '../../clusters/registry.js';
+import type { ClusterTarget } from '../../clusters/target.js';
+import { EventRecorder } from '../../events.js';
+import { WriteOverlay } from '../../overlay.js';
+import { parseKubeconfig } from './kubeconfig.js';
+import type { PendingCleanups } from './pending.js';
+import {
+  CONDITION,
+  parsePendingCleanups,
+  planClusterStatus,
+  resolveAccess,
+  type AccessSpec,
+  type ClusterEvent,
+  type ProbeResult,
+} from './plan.js';
+import { probeCluster, type ProbeContext } from './probe.js';
+
+const CONTROLLER = 'cluster';
+
+/** How the hub reaches EKS followers (HubConfig.aws). */
+export interface HubAwsConfig {
+  /** The hub's own identity. Default: the AWS SDK's default chain (IRSA, Pod Identity, env). */
+  baseCredentials?: AwsCredentials | AwsCredentialsProvider;
+  /** STS endpoint for AssumeRole (emulators, VPC endpoints). */
+  stsEndpoint?: string;
+  /** EKS endpoint for DescribeCluster (emulators). */
+  eksEndpoint?: string;
+  /** Region of the AssumeRole calls. Default: each cluster's own region. */
+  region?: string;
+  /** Length of an assumed-role session, 900..3600 (default 3600). */
+  roleDurationSeconds?: number;
+  /** Re-assume the role when this much of the session is left (default 5 min). */
+  refreshBeforeMs?: number;
+  /** Re-mint the bearer token when this much of its 15 minutes is left (default 60 s). */
+  tokenRefreshBeforeMs?: number;
+  /** AssumeRole session name (default mirrorhub-hub-<host>); must contain "mirrorhub". */
+  roleSessionName?: string;
+}
+
+export interface ClusterControllerOptions {
+  /** The hub's own cluster: MirrorClusters, kubeconfig Secrets, status, Events. */
+  kubeConfig: KubeConfig;
+  registry: ClusterRegistry;
+  /** The hub's own cluster as it is without a MirrorCluster (restored when one goes away). */
+  localTarget: ClusterTarget;
+  hubClusterName: string;
+  /** Reporting instance of Events. */
+  identity: string;
+  logger: Logger;
+  metrics: ControllerMetrics;
+  pending: PendingCleanups;
+  /** Whether `cluster` still holds delivery `name` (undefined: not known yet). */
+  holds?: (cluster: string, name: string) => boolean | undefined;
+  aws?: HubAwsConfig;
+  /** Health probe period per cluster, jittered by ±10% (default 10 s). */
+  healthIntervalMs?: number;
+  /** An agent heartbeat older than this makes AgentHealthy Unknown (default 90 s). */
+  heartbeatGraceMs?: number;
+  /** Deadline of each probe request (default 10 s). */
+  requestTimeoutMs?: number;
+  /** MirrorClusters reconciled at once (default 4). */
+  concurrency?: number;
+  clock?: Clock;
+}
+
+export const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
+/** 3 x the agent's default 30 s heartbeat. */
+export const DEFAULT_HEARTBEAT_GRACE_MS = 90_000;
+
+interface Entry {
+  name: string;
+  access: AccessSpec;
+  abort: AbortController;
+  /** Wakes the probe loop early (a new kubeconfig). */
+  wake: () => void;
+  eks?: EksClusterAccess;
+  /** EKS: the KubeConfig last handed out (a new one means a new endpoint or CA). */
+  eksKubeConfig?: KubeConfig;
+  /** Kubeconfig: what the current kubeConfig function was built from. */
+  kubeconfigFingerprint?: string;
+  kubeConfig: () => Promise<KubeConfig>;
+  reportError: (err: unknown) => void;
+  target?: ClusterTarget;
+  probe?: ProbeResult;
+  loop?: Promise<void>;
+  seeded: boolean;
+}
+
+interface SecretWatch {
+  watcher: Watcher<V1Secret>;
+  clusters: Set<string>;
+  unsubscribe: () => void;
+}
+
+export class ClusterController {
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly custom: CustomObjectsApi;
+  private readonly queue: WorkQueue;
+  private readonly recorder: EventRecorder;
+  private readonly clusters: Watcher<MirrorCluster>;
+  private readonly entries = new Map<string, Entry>();
+  private readonly secretWatches = new Map<string, SecretWatch>();
+  private readonly written = new WriteOverlay<MirrorCluster>();
+  private readonly readiness = new Map<string, string>();
+  private readonly unsubscribe: (() => void)[] = [];
+  private readonly stateGauge: Gauge<'state'>;
+  private readonly requestErrors: Counter<'cluster' | 'code'>;
+  private readonly intervalMs: number;
+  private readonly graceMs: number;
+  private readonly timeoutMs: number;
+  private started = false;
+  private stopped = false;
+
+  constructor(private readonly opts: ClusterControllerOptions) {
+    this.log = childLogger(opts.logger, { controller: CONTROLLER });
+    this.clock = opts.clock ?? realClock;
+    this.intervalMs = opts.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS;
+    this.graceMs = opts.heartbeatGraceMs ?? DEFAULT_HEARTBEAT_GRACE_MS;
+    this.timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
+    const m = opts.metrics;
+    this.stateGauge = m.gauge(
+      'mirror_clusters',
+      'MirrorClusters by their Ready condition (ready, not_ready, unknown, invalid).',
+      ['state'],
+    );
+    this.requestErrors = m.counter(
+      'cluster_request_errors_total',
+      'Failed requests to delivery clusters (watches, writes, probes), by HTTP status or "network".',
+      ['cluster', 'code'],
+    );
+    this.recorder = new EventRecorder(opts.kubeConfig.makeApiClient(CoreV1Api), {
+      instance: opts.identity,
+      logger: this.log,
+      metrics: m,
+      now: () => new Date(this.clock.now()),
+    });
+    this.queue = new WorkQueue({
+      name: CONTROLLER,
+      concurrency: opts.concurrency ?? 4,
+      process: (key) => this.reconcile(key),
+      observe: (o) => {
+        m.reconcileTotal.inc({ controller: CONTROLLER, result: o.result });
+        m.reconcileDuration.observe({ controller: CONTROLLER }, o.durationMs / 1000);
+        if (o.result === 'error') {
+          m.queueRetriesTotal.inc({ controller: CONTROLLER });
+          this.log.warn(
+            { key: o.key, err: o.error, retryInMs: o.retryInMs },
+            'reconcile failed; retrying',
+          );
+        }
+      },
+      clock: this.clock,
+    });
+    m.observeQueue(CONTROLLER, this.queue);
+    this.clusters = createWatcher<MirrorCluster>(opts.kubeConfig, {
+      group: GROUP,
+      version: VERSION,
+      plural: MIRROR_CLUSTER.plural,
+    });
+  }
+
+  /**
+   * Start watching. Resolves once every MirrorCluster seen in the first list is registered (so
+   * the mirror controller's first plans see every cluster), or when stopped.
+   */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const w = this.clusters;
+    this.unsubscribe.push(
+      instrumentWatcher(w, { logger: this.log, metrics: this.opts.metrics }),
+      w.onEvent((e) => {
+        if (e.type === 'listed') this.written.clear();
+      }),
+      w.addHandler({
+        onAdd: (mc) => this.changed(mc),
+        onUpdate: (mc) => this.changed(mc),
+        onDelete: (mc) => {
+          this.written.deleted(mc.metadata.name ?? '');
+          this.queue.add(mc.metadata.name ?? '');
+        },
+      }),
+      this.opts.pending.onChange((cluster) => this.queue.add(cluster)),
+    );
+    w.start();
+    try {
+      await w.synced;
+    } catch {
+      return; // stopped
+    }
+    if (this.stopped) return;
+    // Kubeconfig Secrets are read before the first registration, so a cluster is not
+    // registered with "not read yet" and re-registered a moment later. A Secret the hub cannot
+    // list does not hold the start-up: its cluster reports why.
+    for (const mc of w.list()) {
+      const r = resolveAccess(mc, this.opts.hubClusterName);
+      if (r.ok && r.access.type === 'Kubeconfig')
+        this.watchSecret(r.access, mc.metadata.name ?? '');
+    }
+    await Promise.race([
+      Promise.all(
+        [...this.secretWatches.values()].map((s) => s.watcher.synced.catch(() => undefined)),
+      ),
+      sleep(this.clock, 10_000),
+    ]);
+    for (const mc of w.list()) {
+      if (this.stopped) return;
+      try {
+        await this.reconcile(mc.metadata.name ?? '');
+      } catch (err) {
+        this.log.warn(
+          { cluster: mc.metadata.name, err: errorMessage(err) },
+          'first reconcile failed',
+        );
+        this.queue.add(mc.metadata.name ?? '');
+      }
+    }
+    this.queue.start();
+    this.log.info({ clusters: this.entries.size }, 'cluster controller started');
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const u of this.unsubscribe.splice(0)) u();
+    await this.queue.shutdown({ timeoutMs: 10_000 });
+    const loops = [...this.entries.values()].map((e) => e.loop);
+    for (const name of [...this.entries.keys()]) this.teardown(name);
+    await Promise.all([
+      this.clusters.stop(),
+      ...[...this.secretWatches.values()].map((s) => {
+        s.unsubscribe();
+        return s.watcher.stop();
+      }),
+      ...loops,
+    ]);
+    this.secretWatches.clear();
+  }
+
+  /** The MirrorCluster cache is synced (readiness). */
+  hasSynced(): boolean {
+    return this.clusters.hasSynced();
+  }
+
+  /** Wait until nothing is queued or in flight (tests). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  // ---- events -> keys ---------------------------------------------------------------------------
+
+  private changed(mc: MirrorCluster): void {
+    const name = mc.metadata.name ?? '';
+    if (this.written.observed(name, mc.metadata.resourceVersion)) return; // our status echo
+    this.queue.add(name);
+  }
+
+  private current(name: string): MirrorCluster | undefined {
+    const cached = this.clusters.get(name);
+    if (!cached) return undefined;
+    const w = this.written.get(name);
+    return w && w.metadata.uid === cached.metadata.uid ? w : cached;
+  }
+
+  // ---- reconcile --------------------------------------------------------------------------------
+
+  private async reconcile(name: string): Promise<void> {
+    if (this.stopped) return;
+    const mc = this.current(name);
+    if (!mc) {
+      if (this.teardown(name))
+        this.log.info({ cluster: name }, 'MirrorCluster deleted; cluster unregistered');
+      this.opts.pending.clear(name);
+      this.readiness.delete(name);
+      this.updateGauge();
+      return;
+    }
+    const resolved = resolveAccess(mc, this.opts.hubClusterName);
+    let entry = this.entries.get(name);
+    if (!resolved.ok) {
+      if (this.teardown(name))
+        this.log.warn(
+          { cluster: name, err: resolved.error },
+          'MirrorCluster invalid; cluster unregistered',
+        );
+      await this.writeStatus(
+        mc,
+        planClusterStatus(this.statusInput(mc, undefined, resolved.error)),
+      );
+      return;
+    }
+    if (entry && entry.access.key !== resolved.access.key) {
+      this.log.info({ cluster: name }, 'MirrorCluster access changed; reconnecting');
+      this.teardown(name);
+      entry = undefined;
+    }
+    if (!entry) {
+      try {
+        entry = this.create(name, resolved.access);
+      } catch (err) {
+        // e.g. EksClusterAccess refusing an option: as good as an invalid spec.
+        await this.writeStatus(
+          mc,
+          planClusterStatus(this.statusInput(mc, undefined, errorMessage(err))),
+        );
+        return;
+      }
+    }
+    if (!entry.seeded) {
+      this.opts.pending.seed(name, parsePendingCleanups(mc.status));
+      entry.seeded = true;
+    }
+    if (entry.access.type === 'Kubeconfig') this.loadKubeconfig(entry);
+    this.register(entry, mc);
+    const holds = this.opts.holds;
+    if (holds) this.opts.pending.prune(name, (delivery) => holds(name, delivery) === false);
+    await this.writeStatus(mc, planClusterStatus(this.statusInput(mc, entry)));
+  }
+
+  private statusInput(mc: MirrorCluster, entry: Entry | undefined, invalid?: string) {
+    const name = mc.metadata.name ?? '';
+    const eks = entry?.eks?.health();
+    return {
+      cluster: mc,
+      invalid,
+      probe: entry?.probe,
+      eks: eks
+        ? {
+            credentialsExpireAt: eks.credentialsExpireAt,
+            lastError: eks.lastError ? { message: eks.lastError.message } : undefined,
+          }
+        : undefined,
+      pending: this.opts.pending.list(name),
+      agentNamespace: entry?.access.agentNamespace ?? mc.spec?.agentNamespace ?? 'mirrorhub-system',
+      heartbeatGraceMs: this.graceMs,
+      now: new Date(this.clock.now()),
+    };
+  }
+
+  /** A new entry: the access object, and the health loop (first probe at once). */
+  private create(name: string, access: AccessSpec): Entry {
+    const countError = (err: unknown) =>
+      this.requestErrors.inc({
+        cluster: labelValue(name),
+        code: String(httpStatusOf(err) ?? 'network'),
+      });
+    let entry: Entry;
+    if (access.type === 'EKS') {
+      const aws = this.opts.aws ?? {};
+      const eks = new EksClusterAccess({
+        cluster: access.eks,
+        ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
+        ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
+        ...(aws.eksEndpoint ? { eksEndpoint: aws.eksEndpoint } : {}),
+        ...(aws.region ? { stsRegion: aws.region } : {}),
+        ...(aws.roleDurationSeconds !== undefined
+          ? { roleDurationSeconds: aws.roleDurationSeconds }
+          : {}),
+        ...(aws.refreshBeforeMs !== undefined ? { refreshBeforeMs: aws.refreshBeforeMs } : {}),
+        ...(aws.tokenRefreshBeforeMs !== undefined
+          ? { tokenRefreshBeforeMs: aws.tokenRefreshBeforeMs }
+          : {}),
+        ...(aws.roleSessionName ? { roleSessionName: aws.roleSessionName } : {}),
+        requestTimeoutMs: this.timeoutMs,
+      });
+      entry = this.newEntry(
+        name,
+        access,
+        () => eks.kubeConfig(),
+        (err) => {
+          countError(err);
+          eks.reportRequestError(err);
+        },
+      );
+      entry.eks = eks;
+    } else if (access.type === 'InCluster') {
+      entry = this.newEntry(name, access, this.opts.localTarget.kubeConfig, countError);
+    } else {
+      this.watchSecret(access, name);
+      entry = this.newEntry(
+        name,
+        access,
+        () => Promise.reject(new Error('not read yet')),
+        countError,
+      );
+    }
+    this.entries.set(name, entry);
+    entry.loop = this.probeLoop(entry).catch((err: unknown) =>
+      this.log.error({ cluster: name, err }, 'health loop crashed'),
+    );
+    this.log.info({ cluster: name, type: access.type }, 'cluster registered');
+    return entry;
+  }
+
+  private newEntry(
+    name: string,
+    access: AccessSpec,
+    kubeConfig: () => Promise<KubeConfig>,
+    reportError: (err: unknown) => void,
+  ): Entry {
+    return {
+      name,
+      access,
+      abort: new AbortController(),
+      wake: () => {},
+      kubeConfig,
+      reportError,
+      seeded: false,
+    };
+  }
+
+  /** Add or replace the cluster's target when anything a mirror sees of it changed. */
+  private register(entry: Entry, mc: MirrorCluster): void {
+    const labels = { ...(mc.metadata.labels ?? {}) };
+    const t = entry.target;
+    if (
+      t &&
+      t.kubeConfig === entry.kubeConfig &&
+      t.agentNamespace === entry.access.agentNamespace &&
+      canonical(t.labels) === canonical(labels)
+    ) {
+      return;
+    }
+    const target: ClusterTarget = {
+      name: entry.name,
+      agentNamespace: entry.access.agentNamespace,
+      labels,
+      local: entry.access.type === 'InCluster',
+      type: entry.access.type,
+      kubeConfig: entry.kubeConfig,
+      reportError: entry.reportError,
+    };
+    entry.target = target;
+    this.opts.registry.set(target);
+  }
+
+  /** Stop the cluster's loop and access, and unregister it. Returns whether there was one. */
+  private teardown(name: string): boolean {
+    const e = this.entries.get(name);
+    if (!e) return false;
+    this.entries.delete(name);
+    e.abort.abort();
+    e.eks?.destroy();
+    if (e.access.type === 'Kubeconfig') this.unwatchSecret(e.access, name);
+    if (e.access.type === 'InCluster') this.opts.registry.set(this.opts.localTarget);
+    else this.opts.registry.remove(name);
+    return true;
+  }
+
+  // ---- kubeconfig Secrets -------------------------------------------------------------------------
+
+  private watchSecret(access: AccessSpec & { type: 'Kubeconfig' }, cluster: string): void {
+    const key = `${access.secret.namespace}/${access.secret.name}`;
+    let w = this.secretWatches.get(key);
+    if (!w) {
+      const watcher = createWatcher<V1Secret>(
+        this.opts.kubeConfig,
+        {
+          version: 'v1',
+          plural: 'secrets',
+          namespace: access.secret.namespace,
+          fieldSelector: `metadata.name=${access.secret.name}`,
+        },
+        { resource: 'kubeconfig-secrets' },
+      );
+      const clusters = new Set<string>();
+      const enqueue = () => {
+        for (const c of clusters) this.queue.add(c);
+      };
+      const unsubscribe = [
+        instrumentWatcher(watcher, { logger: this.log, metrics: this.opts.metrics }),
+        watcher.addHandler({ onAdd: enqueue, onUpdate: enqueue, onDelete: enqueue }),
+        watcher.onEvent((e) => {
+          if (e.type === 'listed') enqueue();
+        }),
+      ];
+      w = { watcher, clusters, unsubscribe: () => unsubscribe.forEach((u) => u()) };
+      this.secretWatches.set(key, w);
+      watcher.start();
+    }
+    w.clusters.add(cluster);
+  }
+
+  private unwatchSecret(access: AccessSpec & { type: 'Kubeconfig' }, cluster: string): void {
+    const key = `${access.secret.namespace}/${access.secret.name}`;
+    const w = this.secretWatches.get(key);
+    if (!w) return;
+    w.clusters.delete(cluster);
+    if (w.clusters.size > 0) return;
+    this.secretWatches.delete(key);
+    w.unsubscribe();
+    void w.watcher.stop();
+  }
+
+  /** Point the entry at the kubeconfig its Secret holds now (a new function when it changed). */
+  private loadKubeconfig(entry: Entry): void {
+    if (entry.access.type !== 'Kubeconfig') return;
+    const { namespace, name, key } = entry.access.secret;
+    const where = `Secret ${namespace}/${name}`;
+    const w = this.secretWatches.get(`${namespace}/${name}`);
+    let fingerprint: string;
+    let kubeConfig: () => Promise<KubeConfig>;
+    if (!w?.watcher.hasSynced()) {
+      if (entry.kubeconfigFingerprint !== undefined) return;
+      fingerprint = 'unread';
+      kubeConfig = () =>
+        Promise.reject(
+          new Error(
+            `the kubeconfig ${where} has not been read yet (can the hub list Secrets in ${namespace}?)`,
+          ),
+        );
+    } else {
+      const secret = w.watcher.get(name, namespace);
+      const data = secret?.data?.[key];
+      if (!secret) {
+        fingerprint = 'missing';
+        kubeConfig = rejecting(
+          `kubeconfig ${where} not found: create it in the hub cluster with the kubeconfig under key "${key}"`,
+        );
+      } else if (!data) {
+        fingerprint = `nokey`;
+        kubeConfig = rejecting(
+          `kubeconfig ${where} has no key "${key}" (spec.kubeconfigSecretRef.key)`,
+        );
+      } else {
+        fingerprint = createHash('sha256').update(data).digest('hex');
+        if (fingerprint === entry.kubeconfigFingerprint) return;
+        const parsed = parseKubeconfig(
+          Buffer.from(data, 'base64').toString('utf8'),
+          `${where} (key "${key}")`,
+        );
+        if (parsed.ok) {
+          const kc = parsed.kubeConfig;
+          kubeConfig = () => Promise.resolve(kc);
+        } else {
+          kubeConfig = rejecting(parsed.error);
+        }
+      }
+    }
+    if (fingerprint === entry.kubeconfigFingerprint) return;
+    const first =
+      entry.kubeconfigFingerprint === undefined || entry.kubeconfigFingerprint === 'unread';
+    entry.kubeconfigFingerprint = fingerprint;
+    entry.kubeConfig = kubeConfig;
+    if (!first)
+      this.log.info({ cluster: entry.name, secret: where }, 'kubeconfig changed; reconnecting');
+    entry.wake();
+  }
+
+  // ---- health -------------------------------------------------------------------------------------
+
+  private async probeLoop(entry: Entry): Promise<void> {
+    const signal = entry.abort.signal;
+    const a = entry.access;
+    const ctx: ProbeContext = {
+      cluster: entry.name,
+      type: a.type,
+      agentNamespace: a.agentNamespace,
+      timeoutMs: this.timeoutMs,
+      ...(a.type === 'EKS' ? { roleArn: a.eks.roleArn, eksName: a.eks.name } : {}),
+      ...(a.type === 'Kubeconfig' ? { secret: `${a.secret.namespace}/${a.secret.name}` } : {}),
+    };
+    while (!signal.aborted) {
+      const result = await probeCluster(
+        () => this.entryKubeConfig(entry),
+        ctx,
+        entry.reportError,
+        () => this.clock.now(),
+      );
+      if (signal.aborted) return;
+      entry.probe = result;
+      this.queue.add(entry.name);
+      const jittered = this.intervalMs * (0.9 + 0.2 * Math.random());
+      await new Promise<void>((resolve) => {
+        const wake = new AbortController();
+        entry.wake = () => wake.abort();
+        const both = AbortSignal.any([signal, wake.signal]);
+        void sleep(this.clock, jittered, both).then(() => resolve());
+      });
+      entry.wake = () => {};
+    }
+  }
+
+  /** The entry's KubeConfig; for EKS, a new KubeConfig (new endpoint or CA) re-registers it. */
+  private async entryKubeConfig(entry: Entry): Promise<KubeConfig> {
+    const kc = await entry.kubeConfig();
+    if (entry.eks) {
+      if (entry.eksKubeConfig && entry.eksKubeConfig !== kc) {
+        const eks = entry.eks;
+        // A new function: the target changes, so the cluster's connection is rebuilt with it.
+        entry.kubeConfig = () => eks.kubeConfig();
+        this.log.info({ cluster: entry.name }, 'EKS endpoint or CA changed; reconnecting');
+      }
+      entry.eksKubeConfig = kc;
+    }
+    return kc;
+  }
+
+  // ---- status -------------------------------------------------------------------------------------
+
+  private async writeStatus(
+    mc: MirrorCluster,
+    next: { status: MirrorClusterStatus; events: ClusterEvent[] },
+  ): Promise<void> {
+    const name = mc.metadata.name ?? '';
+    const ready = next.status.conditions?.find((c) => c.type === CONDITION.ready);
+    this.readiness.set(
+      name,
+      ready?.reason === 'InvalidSpec'
+        ? 'invalid'
+        : ready?.status === 'True'
+          ? 'ready'
+          : ready?.status === 'False'
+            ? 'not_ready'
+            : 'unknown',
+    );
+    this.updateGauge();
+    const prev = mc.status ?? {};
+    if (equalIgnoringTime(prev, next.status, [])) return;
+    const updated = await mergePatchStatus<MirrorCluster>(
+      this.custom,
+      { group: GROUP, version: VERSION, plural: MIRROR_CLUSTER.plural, name },
+      mergePatchBody(prev, next.status),
+      { fieldManager: FIELD_MANAGER.hub },
+    );
+    this.opts.metrics.writesTotal.inc({ kind: 'MirrorCluster', verb: 'patch' });
+    const rv = updated.metadata?.resourceVersion;
+    if (rv && rv !== mc.metadata.resourceVersion) this.written.wrote(name, rv, updated);
+    const was = prev.conditions?.find((c) => c.type === CONDITION.ready);
+    if (was?.status !== ready?.status || was?.reason !== ready?.reason) {
+      this.log.info(
+        { cluster: name, ready: ready?.status, reason: ready?.reason, message: ready?.message },
+        'cluster health changed',
+      );
+    }
+    for (const e of next.events) await this.recorder.record(updated, e);
+  }
+
+  private updateGauge(): void {
+    const counts: Record<string, number> = { ready: 0, not_ready: 0, unknown: 0, invalid: 0 };
+    for (const s of this.readiness.values()) counts[s] = (counts[s] ?? 0) + 1;
+    for (const [state, n] of Object.entries(counts)) this.stateGauge.set({ state }, n);
+  }
+}
+
+/**
+ * A JSON merge patch from `prev` to `next`: every field of next, and null for every field (at
+ * any depth of plain objects) that next no longer has. Arrays are replaced as a whole.
+ */
+export function mergePatchBody(prev: unknown, next: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const p = isPlain(prev) ? prev : {};
+  const n = isPlain(next) ? next : {};
+  for (const [k, v] of Object.entries(n)) {
+    if (v === undefined) continue;
+    out[k] = isPlain(v) && isPlain(p[k]) ? mergePatchBody(p[k], v) : v;
+  }
+  for (const k of Object.keys(p)) if (!(k in out)) out[k] = null;
+  return out;
+}
+
+function isPlain(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function canonical(labels: Readonly<Record<string, string>>): string {
+  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+function rejecting(message: string): () => Promise<KubeConfig> {
+  return () => Promise.reject(new Error(message));
+}

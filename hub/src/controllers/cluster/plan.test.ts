@@ -1,0 +1,340 @@
+import type { MirrorCluster, MirrorClusterStatus } from '@mirrorhub/shared';
+import { describe, expect, it } from 'vitest';
+import {
+  formatPendingCleanups,
+  parsePendingCleanups,
+  planClusterStatus,
+  resolveAccess,
+  type ClusterStatusInput,
+  type ProbeResult,
+} from './plan.js';
+
+const NOW = new Date('2026-01-02T03:04:05Z');
+const GRACE = 90_000;
+const ROLE = 'arn:aws:iam::222222222222:role/mirrorhub-follower';
+
+function mc(
+  spec: MirrorCluster['spec'],
+  name = 'follower-a',
+  status?: MirrorClusterStatus,
+): MirrorCluster {
+  return {
+    apiVersion: 'mirrorhub.io/v1alpha1',
+    kind: 'MirrorCluster',
+    metadata: { name, generation: 2, labels: { env: 'prod' } },
+    spec,
+    ...(status ? { status } : {}),
+  };
+}
+
+const eks = (o: Partial<NonNullable<MirrorCluster['spec']['eks']>> = {}) =>
+  mc({ eks: { name: 'follower-a', region: 'eu-west-1', roleArn: ROLE, externalId: 'x1', ...o } });
+
+describe('resolveAccess', () => {
+  it('eks, with the default agent namespace', () => {
+    const r = resolveAccess(eks(), 'hub');
+    expect(r).toMatchObject({
+      ok: true,
+      access: {
+        type: 'EKS',
+        agentNamespace: 'mirrorhub-system',
+        eks: { name: 'follower-a', externalId: 'x1' },
+      },
+    });
+  });
+
+  it('a kubeconfig Secret, key defaulted', () => {
+    const r = resolveAccess(
+      mc({ kubeconfigSecretRef: { namespace: 'ops', name: 'kc' }, agentNamespace: 'mh' }),
+      'hub',
+    );
+    expect(r).toMatchObject({
+      ok: true,
+      access: {
+        type: 'Kubeconfig',
+        agentNamespace: 'mh',
+        secret: { namespace: 'ops', name: 'kc', key: 'kubeconfig' },
+      },
+    });
+  });
+
+  it('the access key changes with the access, not with anything else', () => {
+    const key = (m: MirrorCluster) =>
+      (resolveAccess(m, 'hub') as { access: { key: string } }).access.key;
+    const a = eks();
+    expect(key({ ...a, metadata: { ...a.metadata, labels: { env: 'dev' } } })).toBe(key(a));
+    expect(key(eks({ externalId: 'x2' }))).not.toBe(key(a));
+    expect(key(eks({ roleArn: `${ROLE}-2` }))).not.toBe(key(a));
+    expect(key({ ...a, spec: { ...a.spec, agentNamespace: 'other' } })).not.toBe(key(a));
+  });
+
+  it.each<[string, MirrorCluster, RegExp]>([
+    [
+      'an inCluster MirrorCluster not named like the hub',
+      mc({ inCluster: true }, 'mgmt'),
+      /must be named like it: "hub"/,
+    ],
+    [
+      "a remote MirrorCluster with the hub's name",
+      mc({ kubeconfigSecretRef: { namespace: 'a', name: 'b' } }, 'hub'),
+      /only an inCluster MirrorCluster may use it/,
+    ],
+    ['a name that is not a DNS label', mc({ inCluster: true }, 'a.b'), /must be a DNS label/],
+    [
+      'two kinds of access',
+      mc({ inCluster: true, kubeconfigSecretRef: { namespace: 'a', name: 'b' } }, 'hub'),
+      /exactly one of/,
+    ],
+    ['no access', mc({}, 'x'), /exactly one of .*found none/],
+  ])('refuses %s', (_, cluster, error) => {
+    const r = resolveAccess(cluster, 'hub');
+    expect(r.ok).toBe(false);
+    expect((r as { error: string }).error).toMatch(error);
+  });
+
+  it("an inCluster MirrorCluster named like the hub is the hub's cluster", () => {
+    expect(resolveAccess(mc({ inCluster: true }, 'hub'), 'hub')).toMatchObject({
+      ok: true,
+      access: { type: 'InCluster' },
+    });
+  });
+});
+
+const lease = (renewTime: string, version = '0.1.0'): ProbeResult['lease'] => ({
+  ok: true,
+  lease: { renewTime, version },
+});
+const healthy: ProbeResult = {
+  at: NOW.getTime(),
+  version: { ok: true, gitVersion: 'v1.33.1' },
+  lease: lease('2026-01-02T03:03:50.123456Z'),
+};
+
+function plan(probe: ProbeResult | undefined, o: Partial<ClusterStatusInput> = {}) {
+  return planClusterStatus({
+    cluster: eks(),
+    probe,
+    agentNamespace: 'mirrorhub-system',
+    heartbeatGraceMs: GRACE,
+    now: NOW,
+    ...o,
+  });
+}
+const cond = (s: MirrorClusterStatus, type: string) => s.conditions?.find((c) => c.type === type);
+
+describe('planClusterStatus', () => {
+  it('a healthy cluster: every field, Ready True, one Normal Event', () => {
+    const expires = new Date(NOW.getTime() + 3_000_000);
+    const r = plan(healthy, { eks: { credentialsExpireAt: expires } });
+    expect(r.status).toMatchObject({
+      type: 'EKS',
+      observedGeneration: 2,
+      reachable: true,
+      authenticated: true,
+      kubernetesVersion: 'v1.33.1',
+      credentialsExpireAt: '2026-01-02T03:54:05Z',
+      agent: { present: true, version: '0.1.0', lastHeartbeat: '2026-01-02T03:03:50Z' },
+    });
+    expect(r.status.lastError).toBeUndefined();
+    expect(r.status.conditions?.map((c) => [c.type, c.status])).toEqual([
+      ['Ready', 'True'],
+      ['Reachable', 'True'],
+      ['Authenticated', 'True'],
+      ['AgentHealthy', 'True'],
+    ]);
+    expect(r.events).toEqual([expect.objectContaining({ type: 'Normal', reason: 'ClusterReady' })]);
+  });
+
+  it('nothing changes and nothing is announced when the next probe finds the same', () => {
+    const first = plan(healthy).status;
+    const again = plan(healthy, { cluster: eks() && { ...eks(), status: first } });
+    expect(again.status).toEqual(first);
+    expect(again.events).toEqual([]);
+  });
+
+  it.each<[string, ProbeResult, Partial<MirrorClusterStatus>, [string, string, string], RegExp]>([
+    [
+      'AssumeRole refused',
+      {
+        at: 0,
+        accessError: `AssumeRole ${ROLE} failed: AccessDenied: not authorized; check the role exists, its trust policy allows the hub role and the externalId matches`,
+      },
+      { reachable: false, authenticated: false },
+      ['False', 'AccessFailed', 'Authenticated:False'],
+      /AssumeRole .* failed: AccessDenied.*externalId/,
+    ],
+    [
+      'API server down',
+      {
+        at: 0,
+        version: {
+          ok: false,
+          failure: {
+            kind: 'unreachable',
+            message: 'GET /version failed: connect ECONNREFUSED; check that the hub can reach x',
+          },
+        },
+      },
+      { reachable: false },
+      ['False', 'Unreachable', 'Reachable:False'],
+      /ECONNREFUSED/,
+    ],
+    [
+      'token refused',
+      {
+        at: 0,
+        version: {
+          ok: false,
+          failure: {
+            kind: 'unauthorized',
+            status: 401,
+            message:
+              "GET /version: the API server refused the hub's credentials (401 Unauthorized); check ...",
+          },
+        },
+      },
+      { reachable: true, authenticated: false },
+      ['False', 'Unauthorized', 'Authenticated:False'],
+      /401/,
+    ],
+    [
+      'the Lease is forbidden (hub-access RBAC missing)',
+      {
+        at: 0,
+        version: { ok: true, gitVersion: 'v1.33.1' },
+        lease: {
+          ok: false,
+          failure: {
+            kind: 'forbidden',
+            status: 403,
+            message:
+              'reading Lease mirrorhub-system/mirrorhub-agent: 403 Forbidden; check hub-access',
+          },
+        },
+      },
+      { reachable: true, authenticated: false, kubernetesVersion: 'v1.33.1' },
+      ['False', 'Forbidden', 'Authenticated:False'],
+      /403 Forbidden; check hub-access/,
+    ],
+  ])('%s', (_, probe, fields, [readyStatus, readyReason, other], lastError) => {
+    const r = plan(probe);
+    expect(r.status).toMatchObject(fields);
+    if (!('authenticated' in fields)) expect(r.status.authenticated).toBeUndefined();
+    expect(cond(r.status, 'Ready')).toMatchObject({ status: readyStatus, reason: readyReason });
+    const [type, status] = other.split(':');
+    expect(cond(r.status, type!)?.status).toBe(status);
+    expect(r.status.lastError).toMatch(lastError);
+    expect(r.events).toEqual([expect.objectContaining({ type: 'Warning', reason: readyReason })]);
+  });
+
+  it('no agent: AgentMissing says what to install', () => {
+    const r = plan({ ...healthy, lease: { ok: true, lease: undefined } });
+    expect(r.status.agent).toEqual({ present: false });
+    expect(cond(r.status, 'AgentHealthy')).toMatchObject({
+      status: 'False',
+      reason: 'AgentMissing',
+    });
+    expect(cond(r.status, 'Ready')?.message).toMatch(/install the agent .*clusterName=follower-a/);
+  });
+
+  it('a heartbeat older than the grace period makes the agent Unknown, not gone', () => {
+    const r = plan({ ...healthy, lease: lease('2026-01-02T03:02:00Z') });
+    expect(r.status.agent).toEqual({
+      present: false,
+      version: '0.1.0',
+      lastHeartbeat: '2026-01-02T03:02:00Z',
+    });
+    expect(cond(r.status, 'AgentHealthy')).toMatchObject({
+      status: 'Unknown',
+      reason: 'HeartbeatStale',
+    });
+    expect(cond(r.status, 'Ready')).toMatchObject({ status: 'Unknown', reason: 'HeartbeatStale' });
+    expect(r.status.reachable).toBe(true);
+  });
+
+  it('while unreachable, keeps the last agent fields and lets them go stale', () => {
+    const down: ProbeResult = {
+      at: 0,
+      version: { ok: false, failure: { kind: 'unreachable', message: 'down' } },
+    };
+    const before = plan(healthy).status;
+    const soon = plan(down, { cluster: { ...eks(), status: before } });
+    expect(soon.status.agent).toEqual(before.agent);
+    expect(soon.status.kubernetesVersion).toBe('v1.33.1');
+    const later = plan(down, {
+      cluster: { ...eks(), status: before },
+      now: new Date(NOW.getTime() + GRACE),
+    });
+    expect(later.status.agent?.present).toBe(false);
+    expect(cond(later.status, 'AgentHealthy')).toMatchObject({
+      status: 'Unknown',
+      reason: 'Unreachable',
+    });
+  });
+
+  it('recovering announces Ready again', () => {
+    const down: ProbeResult = {
+      at: 0,
+      version: { ok: false, failure: { kind: 'unreachable', message: 'down' } },
+    };
+    const bad = plan(down, { cluster: { ...eks(), status: plan(healthy).status } }).status;
+    const r = plan(healthy, { cluster: { ...eks(), status: bad } });
+    expect(r.events.map((e) => e.reason)).toEqual(['ClusterReady']);
+    expect(r.status.lastError).toBeUndefined();
+  });
+
+  it('a failing credential refresh shows in lastError while the old session works', () => {
+    const r = plan(healthy, { eks: { lastError: { message: 'AssumeRole x failed: Throttling' } } });
+    expect(cond(r.status, 'Ready')?.status).toBe('True');
+    expect(r.status.lastError).toBe('AssumeRole x failed: Throttling');
+  });
+
+  it('an invalid spec: Ready False/InvalidSpec with the reason, nothing probed', () => {
+    const r = plan(undefined, {
+      cluster: mc({ inCluster: true }, 'mgmt'),
+      invalid: 'an inCluster MirrorCluster ... must be named "hub"',
+    });
+    expect(r.status).toMatchObject({
+      type: 'InCluster',
+      lastError: expect.stringContaining('must be named'),
+    });
+    expect(cond(r.status, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(r.events.map((e) => e.reason)).toEqual(['InvalidSpec']);
+  });
+
+  it('before the first probe: Unknown, no Event', () => {
+    const r = plan(undefined);
+    expect(cond(r.status, 'Ready')).toMatchObject({ status: 'Unknown', reason: 'Probing' });
+    expect(r.events).toEqual([]);
+  });
+});
+
+describe('cleanups left in a cluster', () => {
+  const pending = [
+    { delivery: 'csm-wildcard-tls-3f2a9c1b', mirror: 'ClusterSecretMirror//wildcard-tls' },
+    { delivery: 'sm-team-a-db-0123abcd', mirror: 'SecretMirror/team-a/db' },
+  ];
+
+  it('round-trips through the CleanupPending condition', () => {
+    const r = plan(healthy, { pending });
+    const c = cond(r.status, 'CleanupPending');
+    expect(c).toMatchObject({ status: 'True', reason: 'CleanupPending' });
+    expect(c?.message).toBe(formatPendingCleanups(pending));
+    expect(parsePendingCleanups(r.status)).toEqual(pending);
+  });
+
+  it('announces new ones and the end of them', () => {
+    const withOne = plan(healthy, { pending: pending.slice(0, 1) }).status;
+    const withTwo = plan(healthy, { cluster: { ...eks(), status: withOne }, pending });
+    expect(withTwo.events).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'CleanupPending',
+        message: expect.stringContaining('sm-team-a-db-0123abcd'),
+      }),
+    ]);
+    const done = plan(healthy, { cluster: { ...eks(), status: withTwo.status }, pending: [] });
+    expect(cond(done.status, 'CleanupPending')).toBeUndefined();
+    expect(done.events.map((e) => e.reason)).toEqual(['CleanupDone']);
+  });
+});

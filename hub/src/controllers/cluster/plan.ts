@@ -1,0 +1,581 @@
+// The MirrorCluster controller's decisions, with no I/O: how a MirrorCluster is reached (and
+// whether its spec can be used at all), and its status and Events from the latest health probe,
+// the EKS access's own health and the cleanups left there. controller.ts gathers and applies.
+//
+// Status semantics (docs/multicluster.md):
+// - reachable: the API server answered the last probe (GET /version), whatever it answered.
+//   False when it did not answer, or could not even be asked (the EKS access failed first).
+// - authenticated: the last answered probe request was authenticated and authorized (not 401
+//   or 403). Absent while unknown (the cluster did not answer).
+// - agent: the heartbeat Lease mirrorhub-agent in the agent namespace: present = it exists and
+//   was renewed within the grace period (default 3 x the agent's 30 s interval); version from
+//   its mirrorhub.io/agent-version annotation; lastHeartbeat = its renewTime. While the cluster
+//   cannot be read, the last known agent fields stay and present turns false once the last
+//   heartbeat is older than the grace period.
+// - conditions: Reachable, Authenticated, AgentHealthy (True / False / Unknown) and Ready (all
+//   three True). A heartbeat older than the grace period makes AgentHealthy and Ready Unknown:
+//   the agent may be working, it is just not saying so.
+// - Events: one per transition of Ready (reason or status), Warning unless Ready is True; one
+//   when cleanups of deleted mirrors are left in the cluster, one when they are done.
+import {
+  canonicalJson,
+  findCondition,
+  k8sTime,
+  removeCondition,
+  setCondition,
+  type ClusterAccessType,
+  type Condition,
+  type EksAccess,
+  type MirrorCluster,
+  type MirrorClusterStatus,
+} from '@mirrorhub/shared';
+import { validateClusterName } from '../../names.js';
+
+// ---- access -----------------------------------------------------------------------------------
+
+export interface KubeconfigRef {
+  namespace: string;
+  name: string;
+  key: string;
+}
+
+/** How the hub reaches one MirrorCluster, from its spec. `key` changes iff the access does. */
+export type AccessSpec = {
+  agentNamespace: string;
+  key: string;
+} & (
+  | { type: 'EKS'; eks: EksAccess }
+  | { type: 'Kubeconfig'; secret: KubeconfigRef }
+  | { type: 'InCluster' }
+);
+
+export type AccessResult = { ok: true; access: AccessSpec } | { ok: false; error: string };
+
+export const DEFAULT_AGENT_NAMESPACE = 'mirrorhub-system';
+
+/**
+ * The access a MirrorCluster asks for, or why it cannot be used. The API server already refuses
+ * a spec without exactly one of eks / kubeconfigSecretRef / inCluster; what only the hub can
+ * judge is checked here:
+ * - the name becomes a label value and part of status: it must be a DNS label;
+ * - `inCluster` is the hub's own cluster, which the hub knows by its cluster name
+ *   (MIRRORHUB_CLUSTER_NAME): the MirrorCluster must carry that name, and no other MirrorCluster
+ *   may (two targets writing the same agent namespace would deliver everything twice).
+ */
+export function resolveAccess(mc: MirrorCluster, hubClusterName: string): AccessResult {
+  const name = mc.metadata.name ?? '';
+  const invalidName = validateClusterName(name);
+  if (invalidName) return { ok: false, error: `MirrorCluster ${invalidName}` };
+  const spec = mc.spec ?? {};
+  const agentNamespace = spec.agentNamespace || DEFAULT_AGENT_NAMESPACE;
+  const set = [
+    spec.eks && 'eks',
+    spec.kubeconfigSecretRef && 'kubeconfigSecretRef',
+    spec.inCluster && 'inCluster',
+  ].filter(Boolean);
+  if (set.length !== 1) {
+    return {
+      ok: false,
+      error: `set exactly one of spec.eks, spec.kubeconfigSecretRef or spec.inCluster: true (found ${set.length === 0 ? 'none' : set.join(', ')})`,
+    };
+  }
+  if (spec.inCluster) {
+    if (name !== hubClusterName) {
+      return {
+        ok: false,
+        error: `an inCluster MirrorCluster is the hub's own cluster and must be named like it: "${hubClusterName}" (the hub's MIRRORHUB_CLUSTER_NAME), not "${name}"`,
+      };
+    }
+    return {
+      ok: true,
+      access: {
+        type: 'InCluster',
+        agentNamespace,
+        key: canonicalJson({ inCluster: true, agentNamespace }),
+      },
+    };
+  }
+  if (name === hubClusterName) {
+    return {
+      ok: false,
+      error: `"${name}" is the hub's own cluster name (MIRRORHUB_CLUSTER_NAME); only an inCluster MirrorCluster may use it`,
+    };
+  }
+  if (spec.eks) {
+    const eks: EksAccess = {
+      name: spec.eks.name,
+      region: spec.eks.region,
+      roleArn: spec.eks.roleArn,
+      ...(spec.eks.externalId ? { externalId: spec.eks.externalId } : {}),
+    };
+    return {
+      ok: true,
+      access: { type: 'EKS', eks, agentNamespace, key: canonicalJson({ eks, agentNamespace }) },
+    };
+  }
+  const ref = spec.kubeconfigSecretRef!;
+  const secret: KubeconfigRef = {
+    namespace: ref.namespace,
+    name: ref.name,
+    key: ref.key || 'kubeconfig',
+  };
+  return {
+    ok: true,
+    access: {
+      type: 'Kubeconfig',
+      secret,
+      agentNamespace,
+      key: canonicalJson({ secret, agentNamespace }),
+    },
+  };
+}
+
+/** status.type from the spec alone (also for a spec that cannot be used). */
+export function accessTypeOf(mc: MirrorCluster): ClusterAccessType | undefined {
+  const spec = mc.spec ?? {};
+  if (spec.eks) return 'EKS';
+  if (spec.kubeconfigSecretRef) return 'Kubeconfig';
+  if (spec.inCluster) return 'InCluster';
+  return undefined;
+}
+
+// ---- probe results ----------------------------------------------------------------------------
+
+export type ProbeFailureKind = 'unreachable' | 'unauthorized' | 'forbidden' | 'failed';
+
+export interface ProbeFailure {
+  kind: ProbeFailureKind;
+  /** HTTP status when the server answered. */
+  status?: number;
+  /** One line: what failed and what to check. */
+  message: string;
+}
+
+export interface AgentLease {
+  renewTime?: string;
+  version?: string;
+  holder?: string;
+}
+
+/** One health probe of a cluster (probe.ts). */
+export interface ProbeResult {
+  /** When the probe finished (hub clock, ms). */
+  at: number;
+  /** No client could be built: an EKS step failed, or the kubeconfig Secret is missing/invalid. */
+  accessError?: string;
+  /** GET /version. */
+  version?: { ok: true; gitVersion: string } | { ok: false; failure: ProbeFailure };
+  /** GET the agent's heartbeat Lease (only when /version answered). */
+  lease?: { ok: true; lease: AgentLease | undefined } | { ok: false; failure: ProbeFailure };
+}
+
+// ---- status -----------------------------------------------------------------------------------
+
+export const CONDITION = {
+  ready: 'Ready',
+  reachable: 'Reachable',
+  authenticated: 'Authenticated',
+  agentHealthy: 'AgentHealthy',
+  cleanupPending: 'CleanupPending',
+} as const;
+
+export const CLUSTER_REASON = {
+  ready: 'Ready',
+  probing: 'Probing',
+  invalidSpec: 'InvalidSpec',
+  accessFailed: 'AccessFailed',
+  reachable: 'Reachable',
+  unreachable: 'Unreachable',
+  probeFailed: 'ProbeFailed',
+  authenticated: 'Authenticated',
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  heartbeating: 'Heartbeating',
+  agentMissing: 'AgentMissing',
+  heartbeatStale: 'HeartbeatStale',
+  leaseUnreadable: 'LeaseUnreadable',
+  cleanupPending: 'CleanupPending',
+  cleanupDone: 'CleanupDone',
+} as const;
+
+export interface PendingCleanup {
+  /** MirrorDelivery (and payload Secret) name in the cluster's agent namespace. */
+  delivery: string;
+  /** The deleted mirror (`Kind/namespace/name`). */
+  mirror: string;
+}
+
+export interface ClusterStatusInput {
+  cluster: MirrorCluster;
+  /** Why the spec cannot be used (nothing else is looked at then). */
+  invalid?: string | undefined;
+  /** Latest probe; undefined before the first one finished. */
+  probe?: ProbeResult | undefined;
+  /** EKS only: the access's own view (credentials, the last failed step). */
+  eks?:
+    | { credentialsExpireAt?: Date | undefined; lastError?: { message: string } | undefined }
+    | undefined;
+  /** Deliveries of deleted mirrors still (possibly) in this cluster. */
+  pending?: readonly PendingCleanup[];
+  agentNamespace: string;
+  heartbeatGraceMs: number;
+  now: Date;
+}
+
+export interface ClusterEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+const MAX_MESSAGE = 4096;
+const MAX_CONDITION_MESSAGE = 1024;
+const MAX_PENDING_LISTED = 50;
+
+export function planClusterStatus(input: ClusterStatusInput): {
+  status: MirrorClusterStatus;
+  events: ClusterEvent[];
+} {
+  const { cluster, probe, now } = input;
+  const prev = cluster.status ?? {};
+  const generation = cluster.metadata.generation;
+  const type = accessTypeOf(cluster);
+  let conditions: Condition[] = [...(prev.conditions ?? [])];
+  const set = (
+    type: string,
+    status: 'True' | 'False' | 'Unknown',
+    reason: string,
+    message: string,
+  ) => {
+    conditions = setCondition(
+      conditions,
+      {
+        type,
+        status,
+        reason,
+        message: truncate(message, MAX_CONDITION_MESSAGE),
+        ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      },
+      now,
+    );
+  };
+  const base: MirrorClusterStatus = {
+    ...(type ? { type } : {}),
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+  };
+
+  if (input.invalid !== undefined) {
+    for (const c of [CONDITION.reachable, CONDITION.authenticated, CONDITION.agentHealthy]) {
+      set(c, 'Unknown', CLUSTER_REASON.invalidSpec, 'the spec cannot be used');
+    }
+    set(CONDITION.ready, 'False', CLUSTER_REASON.invalidSpec, input.invalid);
+    conditions = withPending(conditions, input.pending, now, generation);
+    const status = clean({
+      ...base,
+      lastError: truncate(input.invalid, MAX_MESSAGE),
+      conditions,
+    });
+    return { status, events: events(prev, status) };
+  }
+
+  const eksCredentials = input.eks?.credentialsExpireAt
+    ? { credentialsExpireAt: k8sTime(input.eks.credentialsExpireAt) }
+    : {};
+
+  if (!probe) {
+    for (const c of [CONDITION.reachable, CONDITION.authenticated, CONDITION.agentHealthy]) {
+      if (!findCondition(conditions, c))
+        set(c, 'Unknown', CLUSTER_REASON.probing, 'not checked yet');
+    }
+    if (!findCondition(conditions, CONDITION.ready)) {
+      set(CONDITION.ready, 'Unknown', CLUSTER_REASON.probing, 'waiting for the first health check');
+    }
+    conditions = withPending(conditions, input.pending, now, generation);
+    const status = clean({ ...prev, ...base, ...eksCredentials, conditions });
+    return { status, events: events(prev, status) };
+  }
+
+  let reachable: boolean;
+  let authenticated: boolean | undefined;
+  let kubernetesVersion = prev.kubernetesVersion;
+  let lastError: string | undefined;
+  let agent = prev.agent ? { ...prev.agent } : undefined;
+  // Ready: the first problem found, in the order a person would fix them.
+  let notReady: { status: 'False' | 'Unknown'; reason: string; message: string } | undefined;
+  const v = probe.version;
+
+  if (probe.accessError !== undefined || !v) {
+    const message = probe.accessError ?? 'the cluster was not probed';
+    reachable = false;
+    authenticated = false;
+    lastError = message;
+    set(
+      CONDITION.reachable,
+      'Unknown',
+      CLUSTER_REASON.accessFailed,
+      'not asked: the hub could not build credentials for it',
+    );
+    set(CONDITION.authenticated, 'False', CLUSTER_REASON.accessFailed, message);
+    notReady = { status: 'False', reason: CLUSTER_REASON.accessFailed, message };
+  } else if (!v.ok && v.failure.kind === 'unreachable') {
+    reachable = false;
+    lastError = v.failure.message;
+    set(CONDITION.reachable, 'False', CLUSTER_REASON.unreachable, v.failure.message);
+    set(
+      CONDITION.authenticated,
+      'Unknown',
+      CLUSTER_REASON.unreachable,
+      'the API server did not answer',
+    );
+    notReady = { status: 'False', reason: CLUSTER_REASON.unreachable, message: v.failure.message };
+  } else {
+    reachable = true;
+    set(
+      CONDITION.reachable,
+      'True',
+      CLUSTER_REASON.reachable,
+      v.ok
+        ? `the API server answered (${v.gitVersion})`
+        : `the API server answered (${v.failure.status ?? 'error'})`,
+    );
+    if (v.ok) kubernetesVersion = v.gitVersion;
+    // The first request that was refused decides "authenticated".
+    const refused = [
+      v.ok ? undefined : v.failure,
+      probe.lease && !probe.lease.ok ? probe.lease.failure : undefined,
+    ].find((f) => f && (f.kind === 'unauthorized' || f.kind === 'forbidden'));
+    if (refused) {
+      authenticated = false;
+      lastError = refused.message;
+      const reason =
+        refused.kind === 'unauthorized' ? CLUSTER_REASON.unauthorized : CLUSTER_REASON.forbidden;
+      set(CONDITION.authenticated, 'False', reason, refused.message);
+      notReady = { status: 'False', reason, message: refused.message };
+    } else if (!v.ok) {
+      lastError = v.failure.message;
+      set(CONDITION.authenticated, 'Unknown', CLUSTER_REASON.probeFailed, v.failure.message);
+      notReady = {
+        status: 'False',
+        reason: CLUSTER_REASON.probeFailed,
+        message: v.failure.message,
+      };
+    } else {
+      authenticated = true;
+      set(
+        CONDITION.authenticated,
+        'True',
+        CLUSTER_REASON.authenticated,
+        "the hub's requests are authenticated and authorized",
+      );
+    }
+  }
+
+  // The agent.
+  const lease = probe.lease;
+  const graceText = formatDuration(input.heartbeatGraceMs);
+  if (lease?.ok) {
+    const l = lease.lease;
+    if (!l) {
+      agent = { present: false };
+      const message = `no heartbeat Lease mirrorhub-agent in ${input.agentNamespace}: install the agent (chart mirrorhub-agent, clusterName=${cluster.metadata.name ?? ''}) in that namespace`;
+      set(CONDITION.agentHealthy, 'False', CLUSTER_REASON.agentMissing, message);
+      notReady ??= { status: 'False', reason: CLUSTER_REASON.agentMissing, message };
+    } else {
+      const renewed = l.renewTime ? Date.parse(l.renewTime) : NaN;
+      const fresh = Number.isFinite(renewed) && now.getTime() - renewed <= input.heartbeatGraceMs;
+      agent = {
+        present: fresh,
+        ...(l.version ? { version: l.version } : {}),
+        ...(Number.isFinite(renewed) ? { lastHeartbeat: k8sTime(new Date(renewed)) } : {}),
+      };
+      const who = `agent${l.version ? ` ${l.version}` : ''}`;
+      if (fresh) {
+        set(CONDITION.agentHealthy, 'True', CLUSTER_REASON.heartbeating, `${who} is heartbeating`);
+      } else {
+        const message = `${who} has not renewed its heartbeat Lease ${input.agentNamespace}/mirrorhub-agent for more than ${graceText}${agent.lastHeartbeat ? ` (last: ${agent.lastHeartbeat})` : ''}: check the agent's pods in that namespace`;
+        set(CONDITION.agentHealthy, 'Unknown', CLUSTER_REASON.heartbeatStale, message);
+        notReady ??= { status: 'Unknown', reason: CLUSTER_REASON.heartbeatStale, message };
+      }
+    }
+  } else {
+    // Not read: keep what was known, and let it go stale.
+    if (agent?.lastHeartbeat) {
+      const renewed = Date.parse(agent.lastHeartbeat);
+      if (!(now.getTime() - renewed <= input.heartbeatGraceMs)) agent.present = false;
+    }
+    const why =
+      lease && !lease.ok
+        ? lease.failure.message
+        : reachable
+          ? 'the heartbeat Lease was not read'
+          : 'the cluster cannot be read';
+    const reason =
+      lease && !lease.ok && lease.failure.kind !== 'unreachable'
+        ? CLUSTER_REASON.leaseUnreadable
+        : CLUSTER_REASON.unreachable;
+    set(CONDITION.agentHealthy, 'Unknown', reason, why);
+    if (lease && !lease.ok) {
+      lastError ??= lease.failure.message;
+      notReady ??= {
+        status: 'False',
+        reason: CLUSTER_REASON.probeFailed,
+        message: lease.failure.message,
+      };
+    }
+  }
+
+  // A failing credential refresh while the old session still works: not an outage, but say it.
+  lastError ??= input.eks?.lastError?.message;
+
+  if (notReady) {
+    set(CONDITION.ready, notReady.status, notReady.reason, notReady.message);
+  } else {
+    set(
+      CONDITION.ready,
+      'True',
+      CLUSTER_REASON.ready,
+      `reachable, authenticated, ${agent?.version ? `agent ${agent.version}` : 'agent'} heartbeating`,
+    );
+  }
+  conditions = withPending(conditions, input.pending, now, generation);
+  const status = clean({
+    ...base,
+    reachable,
+    ...(authenticated !== undefined ? { authenticated } : {}),
+    ...(agent ? { agent } : {}),
+    ...(kubernetesVersion ? { kubernetesVersion } : {}),
+    ...eksCredentials,
+    ...(lastError ? { lastError: truncate(lastError, MAX_MESSAGE) } : {}),
+    conditions: orderConditions(conditions),
+  });
+  return { status, events: events(prev, status) };
+}
+
+// ---- cleanups left in a cluster ---------------------------------------------------------------
+
+const PENDING_PREFIX =
+  'deliveries of deleted mirrors left in this cluster, removed when the hub reaches it again: ';
+
+/** The CleanupPending condition message for `pending` (the inverse of parsePendingCleanups). */
+export function formatPendingCleanups(pending: readonly PendingCleanup[]): string {
+  const sorted = [...pending].sort((a, b) =>
+    a.delivery < b.delivery ? -1 : a.delivery > b.delivery ? 1 : 0,
+  );
+  const shown = sorted.slice(0, MAX_PENDING_LISTED).map((p) => `${p.delivery} (${p.mirror})`);
+  const more = sorted.length - shown.length;
+  return `${PENDING_PREFIX}${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}`;
+}
+
+/**
+ * The cleanups recorded in a MirrorCluster's status (so a restarted hub still shows them until
+ * they are done). The schema has no field for them, so they live in the CleanupPending
+ * condition's message.
+ */
+export function parsePendingCleanups(status: MirrorClusterStatus | undefined): PendingCleanup[] {
+  const c = findCondition(status?.conditions, CONDITION.cleanupPending);
+  if (!c || c.status !== 'True' || !c.message.startsWith(PENDING_PREFIX)) return [];
+  const out: PendingCleanup[] = [];
+  const re = /([a-z0-9][a-z0-9.-]*) \(((?:Cluster)?SecretMirror\/[^()\s]*)\)/g;
+  for (const m of c.message.slice(PENDING_PREFIX.length).matchAll(re)) {
+    out.push({ delivery: m[1]!, mirror: m[2]! });
+  }
+  return out;
+}
+
+function withPending(
+  conditions: Condition[],
+  pending: readonly PendingCleanup[] | undefined,
+  now: Date,
+  generation: number | undefined,
+): Condition[] {
+  if (!pending || pending.length === 0)
+    return removeCondition(conditions, CONDITION.cleanupPending);
+  return setCondition(
+    conditions,
+    {
+      type: CONDITION.cleanupPending,
+      status: 'True',
+      reason: CLUSTER_REASON.cleanupPending,
+      message: formatPendingCleanups(pending),
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    },
+    now,
+  );
+}
+
+// ---- events -----------------------------------------------------------------------------------
+
+function events(prev: MirrorClusterStatus, next: MirrorClusterStatus): ClusterEvent[] {
+  const out: ClusterEvent[] = [];
+  const was = findCondition(prev.conditions, CONDITION.ready);
+  const is = findCondition(next.conditions, CONDITION.ready);
+  if (
+    is &&
+    is.reason !== CLUSTER_REASON.probing &&
+    (was?.status !== is.status || was?.reason !== is.reason)
+  ) {
+    out.push({
+      type: is.status === 'True' ? 'Normal' : 'Warning',
+      reason: is.status === 'True' ? 'ClusterReady' : is.reason,
+      message: is.message,
+    });
+  }
+  const before = parsePendingCleanups(prev).length;
+  const after = parsePendingCleanups(next);
+  const beforeNames = new Set(parsePendingCleanups(prev).map((p) => p.delivery));
+  const added = after.filter((p) => !beforeNames.has(p.delivery));
+  if (added.length > 0) {
+    out.push({
+      type: 'Warning',
+      reason: CLUSTER_REASON.cleanupPending,
+      message: truncate(
+        `${added.length} ${added.length === 1 ? 'delivery' : 'deliveries'} of deleted mirrors left in this cluster until the hub reaches it: ${added.map((p) => `${p.delivery} (${p.mirror})`).join(', ')}`,
+        MAX_CONDITION_MESSAGE,
+      ),
+    });
+  }
+  if (before > 0 && after.length === 0) {
+    out.push({
+      type: 'Normal',
+      reason: CLUSTER_REASON.cleanupDone,
+      message: 'the deliveries of deleted mirrors left in this cluster are removed',
+    });
+  }
+  return out;
+}
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+const ORDER: string[] = [
+  CONDITION.ready,
+  CONDITION.reachable,
+  CONDITION.authenticated,
+  CONDITION.agentHealthy,
+  CONDITION.cleanupPending,
+];
+
+function orderConditions(conditions: Condition[]): Condition[] {
+  const rank = (t: string) => {
+    const i = ORDER.indexOf(t);
+    return i < 0 ? ORDER.length : i;
+  };
+  return [...conditions].sort((a, b) => rank(a.type) - rank(b.type));
+}
+
+function clean(status: MirrorClusterStatus): MirrorClusterStatus {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(status)) if (v !== undefined) out[k] = v;
+  if (Array.isArray(out['conditions']))
+    out['conditions'] = orderConditions(out['conditions'] as Condition[]);
+  return out as MirrorClusterStatus;
+}
+
+function truncate(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
+}
