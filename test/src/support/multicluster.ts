@@ -1,0 +1,683 @@
+// A hub and three EKS followers on real parts, wired the way terraform/ and the charts wire
+// production, with the hub and every agent running in this process:
+//
+//   hub user (111111111111) --AssumeRole + ExternalId--> mirrorhub-follower role (222.../333.../444...)
+//     --DescribeCluster--> endpoint + CA --token--> kube-apiserver --TokenReview--> EKS emulator
+//
+// Per follower: a role trusting the hub user with an ExternalId; an EKS access entry for it with
+// kubernetesGroups [mirrorhub-hub] and no access policy; the agent chart's hub-access Role and
+// RoleBinding, rendered by `helm template` (so what is proven is the chart's RBAC), as the only
+// rights of that group; the MirrorDelivery CRD; an agent with that cluster's admin kubeconfig.
+// On the hub: every CRD, a MirrorCluster per follower (spec.eks + labels), and the hub with
+// `aws` pointing at the kit's STS and EKS and its base identity the hub user.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+import { CreateAccessEntryCommand, EKSClient } from '@aws-sdk/client-eks';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  type CoreV1Event,
+  type KubeConfig,
+  type V1Role,
+  type V1RoleBinding,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+
+import { createAgent, type Agent, type AgentConfig } from '@mirrorhub/agent/agent';
+import { createHub, type Hub, type HubConfig } from '@mirrorhub/hub/hub';
+import {
+  createRole,
+  createUserWithAccessKey,
+  trustPolicy,
+  type Principal,
+} from '@mirrorhub/infra/aws/moto';
+import { ensureHelm } from '@mirrorhub/infra/components/index';
+import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
+import {
+  createLogger,
+  mergePatchOptions,
+  type ClusterSecretMirror,
+  type Logger,
+  type MirrorCluster,
+  type MirrorClusterSpec,
+  type MirrorDelivery,
+  type SecretMirror,
+} from '@mirrorhub/shared';
+
+import { chartsDir, installCrds } from './crds.js';
+import { LogSink } from './engine.js';
+import { eventually } from './eventually.js';
+
+export const SYSTEM_NS = 'mirrorhub-system';
+export const HUB = 'hub';
+export const HUB_GROUP = 'mirrorhub-hub';
+const GROUP = 'mirrorhub.io';
+const VERSION = 'v1alpha1';
+const run = promisify(execFile);
+
+export interface FollowerSpec {
+  name: string;
+  labels: Record<string, string>;
+}
+
+/** follower-a (222222222222) and follower-b (333333333333) are prod, follower-c (444444444444) dev. */
+export const FOLLOWERS: readonly FollowerSpec[] = [
+  { name: 'follower-a', labels: { env: 'prod' } },
+  { name: 'follower-b', labels: { env: 'prod' } },
+  { name: 'follower-c', labels: { env: 'dev' } },
+];
+
+/** Short intervals, so outages and recoveries show in seconds. */
+export const HEARTBEAT_MS = 2_000;
+export const FAST: Partial<HubConfig> = {
+  clusterHealthIntervalMs: 1_000,
+  agentHeartbeatGraceMs: 3 * HEARTBEAT_MS,
+  unreachableAfterMs: 3_000,
+  clusterRequestTimeoutMs: 3_000,
+};
+
+export interface MultiClusterOptions {
+  followers?: readonly FollowerSpec[];
+  /** Hub config on top of the harness's (aws is merged, not replaced). */
+  hub?: Partial<HubConfig>;
+  agent?: Partial<AgentConfig>;
+  /** Register the followers as MirrorClusters (default true). */
+  registerFollowers?: boolean;
+}
+
+export interface FollowerAccess {
+  roleArn: string;
+  externalId: string;
+  accountId: string;
+}
+
+export class MultiCluster {
+  readonly logs = new LogSink();
+  hub: Hub | undefined;
+  readonly agents = new Map<string, Agent>();
+  /** The follower role, ExternalId and account of every follower. */
+  readonly access = new Map<string, FollowerAccess>();
+  hubUser!: Principal;
+
+  private constructor(
+    readonly kit: Kit,
+    readonly followers: readonly FollowerSpec[],
+    private readonly opts: MultiClusterOptions,
+  ) {}
+
+  static async start(opts: MultiClusterOptions = {}): Promise<MultiCluster> {
+    const followers = opts.followers ?? FOLLOWERS;
+    const kit = await startKit({ clusters: [HUB, ...followers.map((f) => f.name)] });
+    const m = new MultiCluster(kit, followers, opts);
+    try {
+      await m.setUp();
+    } catch (err) {
+      await kit.stop();
+      throw err;
+    }
+    return m;
+  }
+
+  private async setUp(): Promise<void> {
+    const { stsEndpoint, eksEndpoint, region } = this.kit.aws!;
+    await installCrds(this.kc(HUB), 'mirrorhub-hub');
+    await this.ensureNamespace(HUB, SYSTEM_NS);
+    this.hubUser = await createUserWithAccessKey(stsEndpoint, {
+      accountId: this.kit.cluster(HUB).accountId,
+      userName: 'mirrorhub-hub',
+    });
+    const rbac = await hubAccessRbac();
+    await Promise.all(
+      this.followers.map(async (f) => {
+        const cluster = this.kit.cluster(f.name);
+        await installCrds(cluster.kubeConfig(), 'mirrorhub-agent');
+        await this.ensureNamespace(f.name, SYSTEM_NS);
+        // terraform/'s follower module: a role the hub may assume with this ExternalId ...
+        const externalId = `mirrorhub-${f.name}`;
+        const role = await createRole(stsEndpoint, {
+          accountId: cluster.accountId,
+          roleName: 'mirrorhub-follower',
+          trustPolicy: trustPolicy({ principals: [this.hubUser.arn], externalId }),
+        });
+        this.access.set(f.name, { roleArn: role.arn, externalId, accountId: cluster.accountId });
+        // ... and an access entry that maps it to the group, with no access policy.
+        const admin = await createUserWithAccessKey(stsEndpoint, {
+          accountId: cluster.accountId,
+          userName: 'platform-admin',
+        });
+        const eks = new EKSClient({
+          endpoint: eksEndpoint,
+          region,
+          credentials: admin.credentials,
+        });
+        try {
+          await eks.send(
+            new CreateAccessEntryCommand({
+              clusterName: f.name,
+              principalArn: role.arn,
+              kubernetesGroups: [HUB_GROUP],
+            }),
+          );
+        } finally {
+          eks.destroy();
+        }
+        // The agent chart's hub-access Role + RoleBinding: the group's only rights.
+        const api = cluster.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+        await api.createNamespacedRole({ namespace: SYSTEM_NS, body: rbac.role });
+        await api.createNamespacedRoleBinding({ namespace: SYSTEM_NS, body: rbac.binding });
+      }),
+    );
+    for (const name of [HUB, ...this.followers.map((f) => f.name)]) await this.startAgent(name);
+    if (this.opts.registerFollowers ?? true) {
+      for (const f of this.followers) await this.registerEks(f.name, f.labels);
+    }
+    await this.startHub();
+  }
+
+  // ---- clusters ---------------------------------------------------------------------------------
+
+  kc(cluster: string): KubeConfig {
+    return this.kit.cluster(cluster).kubeConfig();
+  }
+
+  core(cluster: string): CoreV1Api {
+    return this.kc(cluster).makeApiClient(CoreV1Api);
+  }
+
+  custom(cluster: string): CustomObjectsApi {
+    return this.kc(cluster).makeApiClient(CustomObjectsApi);
+  }
+
+  /** Every cluster's name, the hub first. */
+  names(): string[] {
+    return [HUB, ...this.followers.map((f) => f.name)];
+  }
+
+  // ---- hub and agents ---------------------------------------------------------------------------
+
+  logger(component: string, cluster?: string): Logger {
+    return createLogger({
+      level: 'debug',
+      base: { component, ...(cluster ? { cluster } : {}) },
+      destination: this.logs,
+    });
+  }
+
+  hubConfig(extra: Partial<HubConfig> = {}): HubConfig {
+    const { stsEndpoint, eksEndpoint } = this.kit.aws!;
+    const over = { ...this.opts.hub, ...extra };
+    return {
+      kubeConfig: this.kc(HUB),
+      clusterName: HUB,
+      namespace: SYSTEM_NS,
+      agentNamespace: SYSTEM_NS,
+      identity: 'hub-test',
+      version: 'test',
+      logger: this.logger('hub'),
+      leaderElection: false,
+      ...FAST,
+      ...over,
+      aws: {
+        baseCredentials: this.hubUser.credentials,
+        stsEndpoint,
+        eksEndpoint,
+        ...over.aws,
+      },
+    };
+  }
+
+  async startHub(extra: Partial<HubConfig> = {}): Promise<Hub> {
+    this.hub = createHub(this.hubConfig(extra));
+    await this.hub.start();
+    return this.hub;
+  }
+
+  async stopHub(): Promise<void> {
+    await this.hub?.stop();
+    this.hub = undefined;
+  }
+
+  async startAgent(cluster: string): Promise<Agent> {
+    const agent = createAgent({
+      kubeConfig: this.kc(cluster),
+      namespace: SYSTEM_NS,
+      clusterName: cluster,
+      version: '0.1.0-test',
+      logger: this.logger('agent', cluster),
+      heartbeat: { intervalMs: HEARTBEAT_MS },
+      processMetrics: false,
+      ...this.opts.agent,
+    });
+    await agent.start();
+    this.agents.set(cluster, agent);
+    return agent;
+  }
+
+  async stopAgent(cluster: string): Promise<void> {
+    await this.agents.get(cluster)?.stop();
+    this.agents.delete(cluster);
+  }
+
+  async stop(): Promise<void> {
+    await this.stopHub().catch(() => undefined);
+    await Promise.all([...this.agents.keys()].map((c) => this.stopAgent(c).catch(() => undefined)));
+    await this.kit.stop();
+  }
+
+  // ---- MirrorClusters ---------------------------------------------------------------------------
+
+  /** A MirrorCluster for `cluster` as terraform's outputs would fill it in. */
+  eksSpec(
+    cluster: string,
+    over: Partial<NonNullable<MirrorClusterSpec['eks']>> = {},
+  ): MirrorClusterSpec {
+    const a = this.access.get(cluster);
+    if (!a) throw new Error(`no follower ${cluster}`);
+    return {
+      eks: {
+        name: cluster,
+        region: this.kit.aws!.region,
+        roleArn: a.roleArn,
+        externalId: a.externalId,
+        ...over,
+      },
+      agentNamespace: SYSTEM_NS,
+    };
+  }
+
+  async registerEks(cluster: string, labels: Record<string, string>): Promise<void> {
+    await this.applyMirrorCluster(cluster, this.eksSpec(cluster), labels);
+  }
+
+  async applyMirrorCluster(
+    name: string,
+    spec: MirrorClusterSpec,
+    labels: Record<string, string> = {},
+  ): Promise<void> {
+    const api = this.custom(HUB);
+    const ref = { group: GROUP, version: VERSION, plural: 'mirrorclusters' };
+    const body = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'MirrorCluster',
+      metadata: { name, labels },
+      spec,
+    };
+    try {
+      await api.createClusterCustomObject({ ...ref, body });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+      const cur = (await api.getClusterCustomObject({ ...ref, name })) as MirrorCluster;
+      await api.replaceClusterCustomObject({
+        ...ref,
+        name,
+        body: {
+          ...body,
+          metadata: { ...body.metadata, resourceVersion: cur.metadata.resourceVersion },
+        },
+      });
+    }
+  }
+
+  async labelMirrorCluster(name: string, labels: Record<string, string | null>): Promise<void> {
+    await this.custom(HUB).patchClusterCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: 'mirrorclusters',
+        name,
+        body: { metadata: { labels } },
+      },
+      mergePatchOptions(),
+    );
+  }
+
+  async deleteMirrorCluster(name: string): Promise<void> {
+    await this.custom(HUB).deleteClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'mirrorclusters',
+      name,
+    });
+  }
+
+  async getMirrorCluster(name: string): Promise<MirrorCluster | undefined> {
+    try {
+      return (await this.custom(HUB).getClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: 'mirrorclusters',
+        name,
+      })) as MirrorCluster;
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Waits until the MirrorCluster's status satisfies `check` (an expect inside). */
+  async mirrorClusterStatus(
+    name: string,
+    check: (mc: MirrorCluster) => void,
+    timeoutMs = 20_000,
+  ): Promise<MirrorCluster> {
+    return eventually(
+      async () => {
+        const mc = await this.getMirrorCluster(name);
+        if (!mc) throw new Error(`MirrorCluster ${name} not found`);
+        check(mc);
+        return mc;
+      },
+      { timeoutMs, intervalMs: 200 },
+    );
+  }
+
+  // ---- objects in any cluster -------------------------------------------------------------------
+
+  async ensureNamespace(
+    cluster: string,
+    name: string,
+    labels: Record<string, string> = {},
+  ): Promise<void> {
+    try {
+      await this.core(cluster).createNamespace({ body: { metadata: { name, labels } } });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+    }
+  }
+
+  async putSecret(
+    cluster: string,
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+  ): Promise<V1Secret> {
+    const core = this.core(cluster);
+    const body: V1Secret = { metadata: { name, namespace }, stringData: data };
+    try {
+      return await core.createNamespacedSecret({ namespace, body });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+      const cur = await core.readNamespacedSecret({ name, namespace });
+      return core.replaceNamespacedSecret({
+        name,
+        namespace,
+        body: {
+          ...body,
+          metadata: { ...body.metadata, resourceVersion: cur.metadata!.resourceVersion },
+        },
+      });
+    }
+  }
+
+  /** The decoded data of a Secret, or undefined when there is none. */
+  async secretData(
+    cluster: string,
+    namespace: string,
+    name: string,
+  ): Promise<Record<string, string> | undefined> {
+    try {
+      const s = await this.core(cluster).readNamespacedSecret({ name, namespace });
+      return Object.fromEntries(
+        Object.entries(s.data ?? {}).map(([k, v]) => [
+          k,
+          Buffer.from(v, 'base64').toString('utf8'),
+        ]),
+      );
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Namespaces of `cluster` holding a mirrorhub copy named `name`. */
+  async copies(cluster: string, name: string): Promise<string[]> {
+    const list = await this.core(cluster).listSecretForAllNamespaces({
+      labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
+    });
+    return list.items
+      .filter((s) => s.metadata?.name === name)
+      .map((s) => s.metadata!.namespace!)
+      .sort();
+  }
+
+  async deliveries(cluster: string): Promise<MirrorDelivery[]> {
+    const res = (await this.custom(cluster).listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: SYSTEM_NS,
+      plural: 'mirrordeliveries',
+    })) as { items: MirrorDelivery[] };
+    return res.items;
+  }
+
+  async payloads(cluster: string): Promise<string[]> {
+    const list = await this.core(cluster).listNamespacedSecret({
+      namespace: SYSTEM_NS,
+      labelSelector: 'mirrorhub.io/payload=true',
+    });
+    return list.items.map((s) => s.metadata!.name!).sort();
+  }
+
+  // ---- mirrors on the hub -----------------------------------------------------------------------
+
+  async applyMirror(m: SecretMirror | ClusterSecretMirror): Promise<void> {
+    const cluster = m.kind === 'ClusterSecretMirror';
+    const plural = cluster ? 'clustersecretmirrors' : 'secretmirrors';
+    const md = m.metadata ?? {};
+    const body = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: m.kind,
+      metadata: { name: md.name, namespace: md.namespace, labels: md.labels },
+      spec: m.spec,
+    };
+    const api = this.custom(HUB);
+    if (cluster)
+      await api.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body });
+    else
+      await api.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: md.namespace!,
+        plural,
+        body,
+      });
+  }
+
+  async getMirror(
+    kind: string,
+    name: string,
+    namespace?: string,
+  ): Promise<SecretMirror | undefined> {
+    const api = this.custom(HUB);
+    try {
+      if (kind === 'ClusterSecretMirror') {
+        return (await api.getClusterCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural: 'clustersecretmirrors',
+          name,
+        })) as SecretMirror;
+      }
+      return (await api.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: namespace!,
+        plural: 'secretmirrors',
+        name,
+      })) as SecretMirror;
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async deleteMirror(kind: string, name: string, namespace?: string): Promise<void> {
+    const api = this.custom(HUB);
+    if (kind === 'ClusterSecretMirror') {
+      await api.deleteClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: 'clustersecretmirrors',
+        name,
+      });
+    } else {
+      await api.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: namespace!,
+        plural: 'secretmirrors',
+        name,
+      });
+    }
+  }
+
+  async mirrorStatus(
+    kind: string,
+    name: string,
+    namespace: string | undefined,
+    check: (m: SecretMirror) => void,
+    timeoutMs = 20_000,
+  ): Promise<SecretMirror> {
+    return eventually(
+      async () => {
+        const m = await this.getMirror(kind, name, namespace);
+        if (!m) throw new Error(`${kind} ${namespace ?? ''}/${name} not found`);
+        check(m);
+        return m;
+      },
+      { timeoutMs, intervalMs: 200 },
+    );
+  }
+
+  /** Events in the hub cluster about one object. */
+  async events(namespace: string, name: string): Promise<CoreV1Event[]> {
+    const list = await this.core(HUB).listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.name=${name}`,
+    });
+    return list.items;
+  }
+
+  /** `kubectl <args>` against the hub cluster; stdout. */
+  async kubectl(...args: string[]): Promise<string> {
+    const { stdout } = await run(this.kit.kubectl, [
+      '--kubeconfig',
+      this.kit.cluster(HUB).kubeconfigPath,
+      ...args,
+    ]);
+    return stdout;
+  }
+
+  /** Value of a hub metric series (sum over matching label sets). */
+  async hubMetric(name: string, labels: Record<string, string> = {}): Promise<number> {
+    const text = await this.hub!.metrics.render();
+    let sum = 0;
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+      const ok = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`));
+      if (ok) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+    return sum;
+  }
+}
+
+/** A ClusterSecretMirror manifest. */
+export function clusterSecretMirror(
+  name: string,
+  spec: ClusterSecretMirror['spec'],
+): ClusterSecretMirror {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'ClusterSecretMirror',
+    metadata: { name },
+    spec,
+  } as ClusterSecretMirror;
+}
+
+export function secretMirror(
+  namespace: string,
+  name: string,
+  spec: SecretMirror['spec'],
+): SecretMirror {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'SecretMirror',
+    metadata: { name, namespace },
+    spec,
+  } as SecretMirror;
+}
+
+let rendered: Promise<{ role: V1Role; binding: V1RoleBinding }> | undefined;
+
+/**
+ * The agent chart's hub-access Role and RoleBinding, from `helm template` with the chart's
+ * defaults (release mirrorhub in mirrorhub-system): exactly what `helm install` would create.
+ */
+export function hubAccessRbac(): Promise<{ role: V1Role; binding: V1RoleBinding }> {
+  rendered ??= (async () => {
+    const helm = await ensureHelm();
+    const home = await mkdtemp(join(tmpdir(), 'mirrorhub-helm-'));
+    try {
+      const { stdout } = await run(
+        helm,
+        [
+          'template',
+          'mirrorhub',
+          join(chartsDir, 'mirrorhub-agent'),
+          '--namespace',
+          SYSTEM_NS,
+          '--set',
+          'clusterName=follower',
+        ],
+        {
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOME: home,
+            HELM_CACHE_HOME: join(home, 'cache'),
+            HELM_CONFIG_HOME: join(home, 'config'),
+            HELM_DATA_HOME: join(home, 'data'),
+          },
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      );
+      const objs = parseAllDocuments(stdout)
+        .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
+        .filter((o) => o !== null);
+      const pick = <T>(kind: string): T => {
+        const found = objs.filter(
+          (o) => o!.kind === kind && o!.metadata?.name === 'mirrorhub-agent-hub-access',
+        );
+        if (found.length !== 1)
+          throw new Error(
+            `helm template: expected one ${kind} mirrorhub-agent-hub-access, got ${found.length}`,
+          );
+        return found[0] as T;
+      };
+      const role = pick<V1Role>('Role');
+      const binding = pick<V1RoleBinding>('RoleBinding');
+      if (!binding.subjects?.some((s) => s.kind === 'Group' && s.name === HUB_GROUP)) {
+        throw new Error(`the chart's hub-access RoleBinding does not bind group ${HUB_GROUP}`);
+      }
+      return { role, binding };
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  })();
+  return rendered;
+}
+
+/** Reads condition `type` of a MirrorCluster. */
+export function condition(
+  mc: {
+    status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
+  },
+  type: string,
+) {
+  return mc.status?.conditions?.find((c) => c.type === type);
+}
