@@ -114,10 +114,10 @@ interface CopyObject extends KubernetesObject {
   metadata: {
     name: string;
     namespace: string;
-    uid?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
+    uid: string | undefined;
+    resourceVersion: string | undefined;
+    labels: Record<string, string> | undefined;
+    annotations: Record<string, string> | undefined;
   };
 }
 
@@ -141,6 +141,8 @@ interface DesiredCopy {
 }
 
 interface DeliveryState {
+  /** The delivery these notes are about: a delivery re-created under the same name starts clean. */
+  uid?: string | undefined;
   failures: Map<string, string>;
   conflicts: Map<string, { info: ConflictInfo; at: number }>;
   matcher?: { uid: string | undefined; generation: number | undefined; matcher: NamespaceMatcher };
@@ -182,19 +184,25 @@ function pickReserved(
   return out;
 }
 
-function slimCopy(kind: SourceKind, intern: Interner) {
+function slimCopy(
+  kind: SourceKind,
+  intern: Interner,
+  cachedUid: (name: string, namespace: string) => string | undefined,
+) {
   return (obj: KubernetesObject): CopyObject => {
     const m = obj.metadata ?? {};
+    // Every event parses a new uid string; keep the one the cache (and our indexes) hold.
+    const cached = m.name && m.namespace ? cachedUid(m.name, m.namespace) : undefined;
+    // One literal with every field: the object keeps its properties in-object (no separate
+    // property array per copy).
     const metadata: CopyObject['metadata'] = {
       name: intern.get(m.name ?? ''),
       namespace: intern.get(m.namespace ?? ''),
+      uid: cached !== undefined && cached === m.uid ? cached : m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: pickReserved(m.labels, intern),
+      annotations: pickReserved(m.annotations, intern),
     };
-    if (m.uid) metadata.uid = m.uid;
-    if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
-    const labels = pickReserved(m.labels, intern);
-    if (labels) metadata.labels = labels;
-    const annotations = pickReserved(m.annotations, intern);
-    if (annotations) metadata.annotations = annotations;
     return { apiVersion: 'v1', kind, metadata };
   };
 }
@@ -220,8 +228,6 @@ function sameLabels(a: Record<string, string> | undefined, b: Record<string, str
   return ka.length === Object.keys(b ?? {}).length && ka.every((k) => a?.[k] === b?.[k]);
 }
 
-const copyKey = (kind: string, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
-
 export class DeliveryController {
   private readonly opts: DeliveryControllerOptions;
   private readonly log: Logger;
@@ -238,10 +244,12 @@ export class DeliveryController {
   readonly copies: Record<SourceKind, Watcher<CopyObject>>;
   private readonly watchers: Watcher<KubernetesObject>[];
 
-  /** delivery name -> copy keys; namespace -> delivery -> number of its copies there. */
+  // Copies are keyed by uid everywhere, using the uid string the cache already holds: no key
+  // strings of our own per copy (at 20k copies they were ~4 MB).
+  /** delivery name -> uids of its copies; namespace -> delivery -> number of its copies there. */
   private readonly copyIndex = new Map<string, Set<string>>();
   private readonly nsIndex = new Map<string, Map<string, number>>();
-  /** copy key -> what we know about its content. */
+  /** copy uid -> what we know about its content (see `known`). */
   private readonly known = new Map<string, string>();
   private readonly intern = new Interner();
   /** uids of copies we are deleting or releasing (their watch events are our own doing). */
@@ -300,7 +308,15 @@ export class DeliveryController {
           labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`,
           metadataOnly: true,
         },
-        { resource: `copy-${plural}`, transform: slimCopy(kind, this.intern), clock: this.clock },
+        {
+          resource: `copy-${plural}`,
+          transform: slimCopy(
+            kind,
+            this.intern,
+            (name, ns) => this.copies[kind].get(name, ns)?.metadata.uid,
+          ),
+          clock: this.clock,
+        },
       );
     this.copies = {
       Secret: copyWatcher('Secret', 'secrets'),
@@ -466,10 +482,7 @@ export class DeliveryController {
       marks: want.marks,
     });
     if (!sameContent(copy, obj)) return false;
-    this.known.set(
-      copyKey(kind, m.namespace, m.name),
-      known(m.resourceVersion, want.payloadVersion),
-    );
+    this.setKnown(kind, m, known(m.resourceVersion, want.payloadVersion));
     return true;
   }
 
@@ -535,6 +548,13 @@ export class DeliveryController {
       this.copies[kind].addHandler({
         onAdd: (c) => {
           this.index(c, +1);
+          // Written before its watch event arrived: key what we know by the cached uid string.
+          const uid = c.metadata.uid;
+          const k = uid === undefined ? undefined : this.known.get(uid);
+          if (uid !== undefined && k !== undefined) {
+            this.known.delete(uid);
+            this.known.set(uid, k);
+          }
           if (!this.isOurWrite(c)) this.enqueue(c.metadata.labels?.[LABEL_DELIVERY]);
         },
         onUpdate: (c, old) => {
@@ -549,9 +569,8 @@ export class DeliveryController {
         },
         onDelete: (c) => {
           this.index(c, -1);
-          const key = copyKey(c.kind, c.metadata.namespace, c.metadata.name);
-          this.known.delete(key);
           const uid = c.metadata.uid;
+          if (uid) this.known.delete(uid);
           if (uid && this.removing.delete(uid)) return;
           this.enqueue(c.metadata.labels?.[LABEL_DELIVERY]);
         },
@@ -559,9 +578,23 @@ export class DeliveryController {
     }
   }
 
+  /**
+   * Record what we know about a copy, keyed by the uid string instance the cache holds when it
+   * has the copy already (a write's answer or a LIST carries its own copy of the same uid).
+   */
+  private setKnown(
+    kind: SourceKind,
+    m: { uid?: string | undefined; name?: string | undefined; namespace?: string | undefined },
+    value: string,
+  ): void {
+    if (!m.uid) return;
+    const cached = m.name && m.namespace ? this.copies[kind].get(m.name, m.namespace) : undefined;
+    this.known.set(cached?.metadata.uid === m.uid ? cached.metadata.uid : m.uid, value);
+  }
+
   /** A copy event whose resourceVersion is the one we wrote (or verified): our own echo. */
   private isOurWrite(c: CopyObject): boolean {
-    const k = this.known.get(copyKey(c.kind, c.metadata.namespace, c.metadata.name));
+    const k = c.metadata.uid === undefined ? undefined : this.known.get(c.metadata.uid);
     return k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
   }
 
@@ -587,8 +620,8 @@ export class DeliveryController {
 
   private index(c: CopyObject, delta: 1 | -1): void {
     const delivery = c.metadata.labels?.[LABEL_DELIVERY];
-    if (!delivery) return;
-    const key = copyKey(c.kind, c.metadata.namespace, c.metadata.name);
+    const key = c.metadata.uid;
+    if (!delivery || !key) return;
     let keys = this.copyIndex.get(delivery);
     if (delta > 0) {
       if (!keys) this.copyIndex.set(delivery, (keys = new Set()));
@@ -632,7 +665,12 @@ export class DeliveryController {
       this.state.delete(name);
       return;
     }
-    const st = this.stateOf(name);
+    let st = this.stateOf(name);
+    if (st.uid !== undefined && st.uid !== delivery.metadata.uid) {
+      this.state.delete(name);
+      st = this.stateOf(name);
+    }
+    st.uid = delivery.metadata.uid;
     // Our last patch may not be in the cache yet: use what the API server returned.
     if (st.patched) {
       if (st.patched.staleVersion === delivery.metadata.resourceVersion) delivery = st.patched.obj;
@@ -757,11 +795,10 @@ export class DeliveryController {
   ): { copies: CopyView[]; deferred: boolean } {
     let deferred = false;
     const out: CopyView[] = [];
-    for (const key of this.copyIndex.get(delivery) ?? []) {
-      const [kind, namespace, ...rest] = key.split('/');
-      const c = this.copies[kind as SourceKind]?.get(rest.join('/'), namespace);
+    for (const uid of this.copyIndex.get(delivery) ?? []) {
+      const c = this.copies.Secret.getByUid(uid) ?? this.copies.ConfigMap.getByUid(uid);
       if (!c) continue;
-      const k = this.known.get(key);
+      const k = this.known.get(uid);
       const untouched = k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
       const onlyPayloadMoved = untouched && knownPayload(k) !== (payloadVersion ?? '');
       if (onlyPayloadMoved && payloadSettling) deferred = true;
@@ -783,16 +820,12 @@ export class DeliveryController {
   private observer(payloadVersion: string | undefined): WriteObserver {
     return {
       wrote: (kind, obj) => {
-        const m = obj.metadata;
-        if (!m?.name || !m.namespace) return;
-        this.known.set(
-          copyKey(kind, m.namespace, m.name),
-          known(m.resourceVersion, payloadVersion),
-        );
+        if (obj.metadata)
+          this.setKnown(kind, obj.metadata, known(obj.metadata.resourceVersion, payloadVersion));
       },
-      removing: (kind, ref: ObjectRef) => {
-        this.known.delete(copyKey(kind, ref.namespace, ref.name));
+      removing: (_kind, ref: ObjectRef) => {
         if (!ref.uid) return;
+        this.known.delete(ref.uid);
         const now = this.clock.now();
         if (this.removing.size > 10_000) {
           for (const [uid, at] of this.removing) if (now - at > 600_000) this.removing.delete(uid);
