@@ -3,7 +3,7 @@
 // into one line that says what failed and what to check (plan.ts decides what it means).
 import { CoordinationV1Api, VersionApi, type KubeConfig } from '@kubernetes/client-node';
 import { errorMessage, httpStatusOf, isNotFound, type ClusterAccessType } from '@mirrorhub/shared';
-import { timedApiClient, withDeadline } from '../../clusters/client.js';
+import { RequestTimeoutError, timedApiClient, withDeadline } from '../../clusters/client.js';
 import type { AgentLease, ProbeFailure, ProbeResult } from './plan.js';
 
 /** The agent's heartbeat Lease (agent/src/heartbeat.ts). */
@@ -91,9 +91,11 @@ export function describeFailure(
   const status = httpStatusOf(err);
   const detail = errorMessage(err).replace(/\s+/g, ' ').slice(0, 400);
   if (status === undefined) {
+    // A deadline's error already names the request.
+    const failed = err instanceof RequestTimeoutError ? detail : `${what} failed: ${detail}`;
     return {
       kind: 'unreachable',
-      message: `${what} failed: ${detail}; check that the hub can reach ${server} (network, firewall/security groups, private endpoint access)`,
+      message: `${failed}; check that the hub can reach ${server} (network, firewall/security groups, private endpoint access)`,
     };
   }
   if (status === 401) {
