@@ -19,7 +19,10 @@ describe('a namespace created in a follower', () => {
         destination: { clusters: { names: ['follower-a'] }, namespaces: ['team-.+'] },
       }),
     );
-    await eventually(async () => expect(await m.copies('follower-a', 'wildcard-tls')).toEqual(['team-a']), { timeoutMs: 30_000 });
+    await eventually(
+      async () => expect(await m.copies('follower-a', 'wildcard-tls')).toEqual(['team-a']),
+      { timeoutMs: 30_000 },
+    );
   });
 
   afterAll(async () => {
@@ -30,7 +33,11 @@ describe('a namespace created in a follower', () => {
     await m.stopHub();
     const started = Date.now();
     await m.ensureNamespace('follower-a', 'team-new');
-    await eventually(async () => expect(await m.secretData('follower-a', 'team-new', 'wildcard-tls')).toEqual({ 'tls.crt': 'cert-1' }));
+    await eventually(async () =>
+      expect(await m.secretData('follower-a', 'team-new', 'wildcard-tls')).toEqual({
+        'tls.crt': 'cert-1',
+      }),
+    );
     const ms = Date.now() - started;
     console.error(`agent-alone: copy in a new follower namespace after ${ms} ms, hub stopped`);
     expect(ms).toBeLessThan(5_000);

@@ -18,10 +18,19 @@ describe('a follower whose API server is down', () => {
     await m.applyMirror(
       clusterSecretMirror('tls', {
         source: { kind: 'Secret', name: 'tls', namespace: 'certs' },
-        destination: { clusters: { selector: { matchLabels: { env: 'prod' } } }, namespaces: ['team-a'] },
+        destination: {
+          clusters: { selector: { matchLabels: { env: 'prod' } } },
+          namespaces: ['team-a'],
+        },
       }),
     );
-    await m.mirrorStatus(KIND, 'tls', undefined, (s) => expect(s.status?.phase).toBe('Active'), 30_000);
+    await m.mirrorStatus(
+      KIND,
+      'tls',
+      undefined,
+      (s) => expect(s.status?.phase).toBe('Active'),
+      30_000,
+    );
   });
 
   afterAll(async () => {
@@ -34,22 +43,42 @@ describe('a follower whose API server is down', () => {
       expect(mc.status?.reachable).toBe(false);
       expect(condition(mc, 'Ready')).toMatchObject({ status: 'False', reason: 'Unreachable' });
     });
-    expect(mc.status?.lastError).toMatch(/GET \/version failed: .*ECONNREFUSED.*check that the hub can reach https:\/\/127\.0\.0\.1:\d+/);
+    expect(mc.status?.lastError).toMatch(
+      /GET \/version failed: .*ECONNREFUSED.*check that the hub can reach https:\/\/127\.0\.0\.1:\d+/,
+    );
     expect(condition(mc, 'Reachable')?.status).toBe('False');
-    expect((await m.kubectl('get', 'mirrorclusters', 'follower-a'))).toMatch(/^follower-a\s+EKS\s+false\s/m);
+    expect(await m.kubectl('get', 'mirrorclusters', 'follower-a')).toMatch(
+      /^follower-a\s+EKS\s+false\s/m,
+    );
     expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain('Unreachable');
+    expect(
+      await m.hubMetric('mirrorhub_cluster_request_errors_total', {
+        cluster: 'follower-a',
+        code: 'network',
+      }),
+    ).toBeGreaterThan(0);
 
     const started = Date.now();
     await m.putSecret(HUB, 'certs', 'tls', { v: '2' });
-    await eventually(async () => expect(await m.secretData('follower-b', 'team-a', 'tls')).toEqual({ v: '2' }));
-    console.error(`outage: follower-b synced a source change in ${Date.now() - started} ms with follower-a down`);
+    await eventually(async () =>
+      expect(await m.secretData('follower-b', 'team-a', 'tls')).toEqual({ v: '2' }),
+    );
+    console.error(
+      `outage: follower-b synced a source change in ${Date.now() - started} ms with follower-a down`,
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
 
     const s = await m.mirrorStatus(KIND, 'tls', undefined, (s) => {
       expect(s.status?.phase).toBe('Degraded');
-      expect(s.status?.clusters?.find((c) => c.name === 'follower-a')).toMatchObject({ phase: 'Error', message: expect.stringMatching(/^cluster unreachable: /) });
+      expect(s.status?.clusters?.find((c) => c.name === 'follower-a')).toMatchObject({
+        phase: 'Error',
+        message: expect.stringMatching(/^cluster unreachable: /),
+      });
     });
-    expect(s.status?.clusters?.find((c) => c.name === 'follower-b')).toMatchObject({ phase: 'Active', synced: 1 });
+    expect(s.status?.clusters?.find((c) => c.name === 'follower-b')).toMatchObject({
+      phase: 'Active',
+      synced: 1,
+    });
     expect(s.status?.message).toMatch(/follower-a: cluster unreachable/);
     expect(await m.kubectl('get', 'clustersecretmirrors', 'tls')).toMatch(/Degraded/);
     expect((await m.mirrorClusterStatus('follower-b', () => {})).status?.reachable).toBe(true);
@@ -57,14 +86,29 @@ describe('a follower whose API server is down', () => {
 
   it('converges with no manual step when it returns', async () => {
     await m.kit.cluster('follower-a').startApiServer();
-    await eventually(async () => expect(await m.secretData('follower-a', 'team-a', 'tls')).toEqual({ v: '2' }), { timeoutMs: 60_000 });
-    await m.mirrorStatus(KIND, 'tls', undefined, (s) => {
-      expect(s.status?.phase).toBe('Active');
-      expect(s.status?.synced).toBe('2/2');
-    }, 60_000);
-    const mc = await m.mirrorClusterStatus('follower-a', (mc) => expect(condition(mc, 'Ready')?.status).toBe('True'), 30_000);
+    await eventually(
+      async () => expect(await m.secretData('follower-a', 'team-a', 'tls')).toEqual({ v: '2' }),
+      { timeoutMs: 60_000 },
+    );
+    await m.mirrorStatus(
+      KIND,
+      'tls',
+      undefined,
+      (s) => {
+        expect(s.status?.phase).toBe('Active');
+        expect(s.status?.synced).toBe('2/2');
+      },
+      60_000,
+    );
+    const mc = await m.mirrorClusterStatus(
+      'follower-a',
+      (mc) => expect(condition(mc, 'Ready')?.status).toBe('True'),
+      30_000,
+    );
     expect(mc.status?.reachable).toBe(true);
     expect(mc.status?.lastError).toBeUndefined();
-    expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain('ClusterReady');
+    expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
+      'ClusterReady',
+    );
   });
 });
