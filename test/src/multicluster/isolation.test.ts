@@ -148,12 +148,10 @@ describe('a silent follower and one that refuses the hub', () => {
     // A ServiceAccount in follower-c bound to the chart's hub-access Role (hubAccess.users).
     const c = m.kit.cluster('follower-c');
     const admin = c.kubeConfig();
-    await admin
-      .makeApiClient(CoreV1Api)
-      .createNamespacedServiceAccount({
-        namespace: SYSTEM_NS,
-        body: { metadata: { name: 'mirrorhub-hub' } },
-      });
+    await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccount({
+      namespace: SYSTEM_NS,
+      body: { metadata: { name: 'mirrorhub-hub' } },
+    });
     await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
       namespace: SYSTEM_NS,
       body: {
