@@ -1,0 +1,165 @@
+################################################################################
+# Role
+################################################################################
+
+variable "name" {
+  description = "Name of the follower role (the role the hub assumes in this account)."
+  type        = string
+  default     = "mirrorhub-follower"
+
+  validation {
+    condition     = can(regex("^[\\w+=,.@-]{1,64}$", var.name))
+    error_message = "name must be 1-64 characters of letters, digits and +=,.@_-."
+  }
+}
+
+variable "path" {
+  description = "IAM path of the role. Keep \"/\" if the cluster may ever use the aws-auth ConfigMap, which cannot match roles with a path."
+  type        = string
+  default     = "/"
+
+  validation {
+    condition     = can(regex("^/([\\x21-\\x7E]{0,510}/)?$", var.path))
+    error_message = "path must start and end with '/' (e.g. \"/\" or \"/mirrorhub/\")."
+  }
+}
+
+variable "description" {
+  description = "Description of the role."
+  type        = string
+  default     = "mirrorhub follower: assumed by the mirrorhub hub to deliver into the agent namespace"
+}
+
+variable "permissions_boundary_arn" {
+  description = "ARN of a permissions boundary for the role, if your organisation requires one."
+  type        = string
+  default     = null
+}
+
+variable "max_session_duration" {
+  description = "Maximum session duration in seconds. The hub's own credentials are a role session (IRSA, Pod Identity), so AWS caps its sessions at one hour whatever this says."
+  type        = number
+  default     = 3600
+
+  validation {
+    condition     = var.max_session_duration >= 3600 && var.max_session_duration <= 43200
+    error_message = "max_session_duration must be between 3600 and 43200 seconds."
+  }
+}
+
+variable "tags" {
+  description = "Tags for every resource this module creates."
+  type        = map(string)
+  default     = {}
+}
+
+################################################################################
+# Trust
+################################################################################
+
+variable "hub_role_arn" {
+  description = "ARN of the hub role (the hub module's role_arn output), the only principal trusted."
+  type        = string
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\\w+=,.@/-]+$", var.hub_role_arn))
+    error_message = "hub_role_arn must be a role ARN without wildcards: arn:aws:iam::<account>:role/<path/name>."
+  }
+}
+
+variable "external_id" {
+  description = "sts:ExternalId the hub must pass (MirrorCluster spec.eks.externalId). Not a secret, but unique per follower, so a MirrorCluster cannot be pointed at another tenant's role by mistake."
+  type        = string
+
+  validation {
+    # RE2 repeats at most 1000 times, hence the length check apart.
+    condition     = length(var.external_id) >= 2 && length(var.external_id) <= 1224 && can(regex("^[\\w+=,.@:/-]+$", var.external_id))
+    error_message = "external_id must be 2-1224 characters of letters, digits and +=,.@:/_-."
+  }
+}
+
+variable "allow_tag_session" {
+  description = "Also trust sts:TagSession (with the same ExternalId condition). Needed when the hub runs with EKS Pod Identity, whose sessions carry session tags."
+  type        = bool
+  default     = false
+}
+
+################################################################################
+# Cluster access
+################################################################################
+
+variable "cluster_name" {
+  description = "Name of this account's EKS cluster, in the provider's region."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", var.cluster_name))
+    error_message = "cluster_name must be a valid EKS cluster name (1-100 characters, starting with a letter or digit)."
+  }
+}
+
+variable "agent_namespace" {
+  description = "Namespace of the mirrorhub agent (agent chart release namespace): the only namespace the hub writes to."
+  type        = string
+  default     = "mirrorhub-system"
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", var.agent_namespace))
+    error_message = "agent_namespace must be a DNS-1123 label."
+  }
+}
+
+variable "kubernetes_groups" {
+  description = "Kubernetes groups of the access entry: the agent chart's hubAccess.group binds them with a Role in the agent namespace."
+  type        = list(string)
+  default     = ["mirrorhub-hub"]
+
+  validation {
+    condition     = length(var.kubernetes_groups) > 0 && alltrue([for g in var.kubernetes_groups : length(g) > 0 && !startswith(g, "system:") && !startswith(g, "eks:")])
+    error_message = "kubernetes_groups needs at least one group, none empty and none starting with system: (no system:masters) or eks:."
+  }
+}
+
+variable "create_access_entry" {
+  description = "Create the EKS access entry. Set false for a cluster whose authentication mode is still CONFIG_MAP and map the role with the aws_auth_map_roles output instead."
+  type        = bool
+  default     = true
+}
+
+variable "associate_access_policy" {
+  description = "Also associate an EKS access policy with the entry, scoped to agent_namespace only. Off by default: the agent chart's hub-access Role is the least-privilege grant, and no AWS-managed access policy covers mirrorhub's MirrorDelivery resources, so the Role is needed anyway."
+  type        = bool
+  default     = false
+}
+
+variable "access_policy_arn" {
+  description = "The EKS access policy for associate_access_policy (always namespace-scoped to agent_namespace)."
+  type        = string
+  default     = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:eks::aws:cluster-access-policy/Amazon[A-Za-z]+$", var.access_policy_arn)) && !endswith(var.access_policy_arn, "/AmazonEKSClusterAdminPolicy")
+    error_message = "access_policy_arn must be an EKS access policy ARN, and never AmazonEKSClusterAdminPolicy."
+  }
+}
+
+################################################################################
+# MirrorCluster
+################################################################################
+
+variable "mirror_cluster_name" {
+  description = "metadata.name of the MirrorCluster in the management cluster. Default: cluster_name lowercased."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.mirror_cluster_name == null || can(regex("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", var.mirror_cluster_name))
+    error_message = "mirror_cluster_name must be a DNS-1123 subdomain."
+  }
+}
+
+variable "mirror_cluster_labels" {
+  description = "Labels of the MirrorCluster (what destination.clusters.selector matches, e.g. env = \"prod\")."
+  type        = map(string)
+  default     = {}
+}
