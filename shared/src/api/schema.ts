@@ -742,7 +742,32 @@ export const mirrorCluster: KindDefinition = {
     }),
     kubernetesVersion: string('Kubernetes version of the cluster (gitVersion).', { maxLength: 64 }),
     credentialsExpireAt: dateTime('When the current credentials (assumed role, token) expire.'),
+    identity: string(
+      'EKS: the assumed-role ARN the hub acts as in this cluster (what its access entry must name).',
+      { maxLength: 2048 },
+    ),
+    server: string('API server URL the hub uses (EKS: from DescribeCluster).', { maxLength: 2048 }),
     lastError: string('Last error reaching the cluster; empty when healthy.', { maxLength: 4096 }),
+    pendingCleanup: array(
+      'Deliveries of deleted mirrors still in this cluster: the hub removes them (and the agent ' +
+        'their copies, per deletePolicy) as soon as it reaches the cluster again.',
+      object(
+        'PendingCleanup',
+        'One delivery left behind by a deleted mirror.',
+        {
+          delivery: string('MirrorDelivery (and payload Secret) name in the agent namespace.', {
+            maxLength: 63,
+          }),
+          mirror: string('The deleted mirror, Kind/namespace/name.', { maxLength: 512 }),
+        },
+        { required: ['delivery', 'mirror'] },
+      ),
+      {
+        maxItems: 500,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['delivery'],
+      },
+    ),
     conditions,
   }),
   printerColumns: [

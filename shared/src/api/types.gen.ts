@@ -653,8 +653,22 @@ export interface MirrorClusterStatus {
   /** When the current credentials (assumed role, token) expire. */
   credentialsExpireAt?: string;
 
+  /**
+   * EKS: the assumed-role ARN the hub acts as in this cluster (what its access entry must name).
+   */
+  identity?: string;
+
+  /** API server URL the hub uses (EKS: from DescribeCluster). */
+  server?: string;
+
   /** Last error reaching the cluster; empty when healthy. */
   lastError?: string;
+
+  /**
+   * Deliveries of deleted mirrors still in this cluster: the hub removes them (and the agent their
+   * copies, per deletePolicy) as soon as it reaches the cluster again.
+   */
+  pendingCleanup?: PendingCleanup[];
 
   /** Latest observations of the object, in the standard metav1.Condition form. */
   conditions?: Condition[];
@@ -674,6 +688,15 @@ export interface AgentStatus {
 
   /** Renew time of the heartbeat Lease. */
   lastHeartbeat?: string;
+}
+
+/** One delivery left behind by a deleted mirror. */
+export interface PendingCleanup {
+  /** MirrorDelivery (and payload Secret) name in the agent namespace. */
+  delivery: string;
+
+  /** The deleted mirror, Kind/namespace/name. */
+  mirror: string;
 }
 
 /** The delivery, fully resolved by the hub. */

@@ -91,6 +91,7 @@ describe('deleting a mirror while a follower is unreachable', () => {
     expect(condition(mc, 'CleanupPending')?.message).toContain(
       `${delivery} (ClusterSecretMirror//tls)`,
     );
+    expect(mc.status?.pendingCleanup).toEqual([{ delivery, mirror: 'ClusterSecretMirror//tls' }]);
     expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
       'CleanupPending',
     );
@@ -116,6 +117,7 @@ describe('deleting a mirror while a follower is unreachable', () => {
       'follower-a',
       (mc) => {
         expect(condition(mc, 'CleanupPending')).toBeUndefined();
+        expect(mc.status?.pendingCleanup).toBeUndefined();
         expect(condition(mc, 'Ready')?.status).toBe('True');
       },
       30_000,

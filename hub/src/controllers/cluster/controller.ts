@@ -380,6 +380,8 @@ export class ClusterController {
       eks: eks
         ? {
             credentialsExpireAt: eks.credentialsExpireAt,
+            identity: eks.identityArn,
+            server: eks.server,
             lastError: eks.lastError ? { message: eks.lastError.message } : undefined,
           }
         : undefined,

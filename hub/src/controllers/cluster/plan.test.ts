@@ -315,12 +315,29 @@ describe('cleanups left in a cluster', () => {
     { delivery: 'sm-team-a-db-0123abcd', mirror: 'SecretMirror/team-a/db' },
   ];
 
-  it('round-trips through the CleanupPending condition', () => {
-    const r = plan(healthy, { pending });
+  it('records them in status.pendingCleanup (read back after a restart) and says so in a condition', () => {
+    const r = plan(healthy, { pending: [...pending].reverse() });
+    expect(r.status.pendingCleanup).toEqual(pending);
     const c = cond(r.status, 'CleanupPending');
     expect(c).toMatchObject({ status: 'True', reason: 'CleanupPending' });
     expect(c?.message).toBe(formatPendingCleanups(pending));
     expect(parsePendingCleanups(r.status)).toEqual(pending);
+    // Done: the field goes with the condition.
+    const done = plan(healthy, { cluster: { ...eks(), status: r.status }, pending: [] });
+    expect(done.status.pendingCleanup).toBeUndefined();
+  });
+
+  it('shows the EKS identity and server the hub uses', () => {
+    const r = plan(healthy, {
+      eks: {
+        identity: 'arn:aws:sts::222222222222:assumed-role/mirrorhub/mirrorhub-hub-x',
+        server: 'https://abc.eks',
+      },
+    });
+    expect(r.status).toMatchObject({
+      identity: 'arn:aws:sts::222222222222:assumed-role/mirrorhub/mirrorhub-hub-x',
+      server: 'https://abc.eks',
+    });
   });
 
   it('announces new ones and the end of them', () => {

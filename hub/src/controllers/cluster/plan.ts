@@ -213,7 +213,12 @@ export interface ClusterStatusInput {
   probe?: ProbeResult | undefined;
   /** EKS only: the access's own view (credentials, the last failed step). */
   eks?:
-    | { credentialsExpireAt?: Date | undefined; lastError?: { message: string } | undefined }
+    | {
+        credentialsExpireAt?: Date | undefined;
+        identity?: string | undefined;
+        server?: string | undefined;
+        lastError?: { message: string } | undefined;
+      }
     | undefined;
   /** Deliveries of deleted mirrors still (possibly) in this cluster. */
   pending?: readonly PendingCleanup[];
@@ -273,14 +278,19 @@ export function planClusterStatus(input: ClusterStatusInput): {
     const status = clean({
       ...base,
       lastError: truncate(input.invalid, MAX_MESSAGE),
+      ...pendingField(input.pending),
       conditions,
     });
     return { status, events: events(prev, status) };
   }
 
-  const eksCredentials = input.eks?.credentialsExpireAt
-    ? { credentialsExpireAt: k8sTime(input.eks.credentialsExpireAt) }
-    : {};
+  const eksCredentials = {
+    ...(input.eks?.credentialsExpireAt
+      ? { credentialsExpireAt: k8sTime(input.eks.credentialsExpireAt) }
+      : {}),
+    ...(input.eks?.identity ? { identity: input.eks.identity } : {}),
+    ...(input.eks?.server ? { server: input.eks.server } : {}),
+  };
 
   if (!probe) {
     for (const c of [CONDITION.reachable, CONDITION.authenticated, CONDITION.agentHealthy]) {
@@ -291,7 +301,14 @@ export function planClusterStatus(input: ClusterStatusInput): {
       set(CONDITION.ready, 'Unknown', CLUSTER_REASON.probing, 'waiting for the first health check');
     }
     conditions = withPending(conditions, input.pending, now, generation);
-    const status = clean({ ...prev, ...base, ...eksCredentials, conditions });
+    const status = clean({
+      ...prev,
+      ...base,
+      ...eksCredentials,
+      pendingCleanup: undefined,
+      ...pendingField(input.pending),
+      conditions,
+    });
     return { status, events: events(prev, status) };
   }
 
@@ -446,6 +463,7 @@ export function planClusterStatus(input: ClusterStatusInput): {
     ...(kubernetesVersion ? { kubernetesVersion } : {}),
     ...eksCredentials,
     ...(lastError ? { lastError: truncate(lastError, MAX_MESSAGE) } : {}),
+    ...pendingField(input.pending),
     conditions: orderConditions(conditions),
   });
   return { status, events: events(prev, status) };
@@ -456,7 +474,7 @@ export function planClusterStatus(input: ClusterStatusInput): {
 const PENDING_PREFIX =
   'deliveries of deleted mirrors left in this cluster, removed when the hub reaches it again: ';
 
-/** The CleanupPending condition message for `pending` (the inverse of parsePendingCleanups). */
+/** The CleanupPending condition message for `pending`, for people (status.pendingCleanup is the record). */
 export function formatPendingCleanups(pending: readonly PendingCleanup[]): string {
   const sorted = [...pending].sort((a, b) =>
     a.delivery < b.delivery ? -1 : a.delivery > b.delivery ? 1 : 0,
@@ -466,20 +484,22 @@ export function formatPendingCleanups(pending: readonly PendingCleanup[]): strin
   return `${PENDING_PREFIX}${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}`;
 }
 
-/**
- * The cleanups recorded in a MirrorCluster's status (so a restarted hub still shows them until
- * they are done). The schema has no field for them, so they live in the CleanupPending
- * condition's message.
- */
+/** The cleanups recorded in a MirrorCluster's status, so a restarted hub still shows them. */
 export function parsePendingCleanups(status: MirrorClusterStatus | undefined): PendingCleanup[] {
-  const c = findCondition(status?.conditions, CONDITION.cleanupPending);
-  if (!c || c.status !== 'True' || !c.message.startsWith(PENDING_PREFIX)) return [];
-  const out: PendingCleanup[] = [];
-  const re = /([a-z0-9][a-z0-9.-]*) \(((?:Cluster)?SecretMirror\/[^()\s]*)\)/g;
-  for (const m of c.message.slice(PENDING_PREFIX.length).matchAll(re)) {
-    out.push({ delivery: m[1]!, mirror: m[2]! });
-  }
-  return out;
+  return (status?.pendingCleanup ?? []).map((p) => ({ delivery: p.delivery, mirror: p.mirror }));
+}
+
+/** status.pendingCleanup: sorted, so the same set never reads as a change. */
+function pendingField(
+  pending: readonly PendingCleanup[] | undefined,
+): Pick<MirrorClusterStatus, 'pendingCleanup'> {
+  if (!pending || pending.length === 0) return {};
+  const sorted = [...pending].sort((a, b) =>
+    a.delivery < b.delivery ? -1 : a.delivery > b.delivery ? 1 : 0,
+  );
+  return {
+    pendingCleanup: sorted.slice(0, 500).map((p) => ({ delivery: p.delivery, mirror: p.mirror })),
+  };
 }
 
 function withPending(
