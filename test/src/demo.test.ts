@@ -11,7 +11,7 @@ const root = resolve(import.meta.dirname, '../..');
 
 // What `npm run demo` runs, after the build the README's command does first.
 describe('the README demo', () => {
-  it('starts clusters, hub and agent, converges the sample mirrors, prints where to look and stops cleanly', async () => {
+  it('starts a hub and two EKS followers with agents, converges the sample mirrors, prints where to look and stops cleanly', async () => {
     await run(join(root, 'node_modules/.bin/tsc'), ['-b'], { cwd: root });
     const dir = await mkdtemp(join(tmpdir(), 'mirrorhub-demo-'));
     try {
@@ -23,12 +23,15 @@ describe('the README demo', () => {
           timeout: 180_000,
         },
       );
-      expect(stdout).toMatch(
-        /^cert-manager +wildcard-tls +Secret +wildcard-tls +.* Active +2\/2 /m,
-      );
-      expect(stdout).toMatch(
-        /^platform +feature-flags +ConfigMap +feature-flags +.* Active +1\/1 /m,
-      );
+      const tables = [
+        /^cert-manager +secretmirror\.mirrorhub\.io\/wildcard-tls +Secret +wildcard-tls +.* Active +2\/2 /m,
+        /^platform +secretmirror\.mirrorhub\.io\/feature-flags +ConfigMap +feature-flags +.* Active +1\/1 /m,
+        // Across clusters: two EKS followers in two accounts, selected by label.
+        /clustersecretmirror\.mirrorhub\.io\/registry-credentials +Secret +registry-credentials +\/team-\.\+\/ on env=prod .* Active +4\/4 /,
+        /^follower-a +EKS +true +0\.1\.0 /m,
+        /^follower-b +EKS +true +0\.1\.0 /m,
+      ];
+      for (const row of tables) expect(stdout).toMatch(row);
       expect(stdout).toContain(`export KUBECONFIG=${join(dir, 'hub', 'kubeconfig')}`);
       expect(stdout).toMatch(/\[demo\] demo converged; stopped/);
       const { stdout: ps } = await run('ps', ['-eo', 'args=']);

@@ -14,7 +14,10 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import { findFreePort } from '@mirrorhub/infra/components/cache';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
+import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
+
 import { installCrds } from '../support/crds.js';
+import { prepareFollower, type FollowerAccess } from '../support/multicluster.js';
 import { eventually } from '../support/eventually.js';
 
 const root = resolve(import.meta.dirname, '../../..');
@@ -34,10 +37,12 @@ async function main(): Promise<void> {
   say(
     'starting clusters hub, follower-a, follower-b (real kube-apiserver + etcd), moto and the EKS emulator...',
   );
+  // The emulators' per-request lines go to a file; the console gets the summary.
+  const kitLog = createWriteStream(join(dir, 'logs', 'kit.log'));
   const kit = await startKit({
     clusters: ['hub', 'follower-a', 'follower-b'],
     dir,
-    log: (l) => say(l),
+    log: (l) => (/cluster\(s\) ready/.test(l) ? say(l) : kitLog.write(`${l}\n`)),
   });
   const procs: ChildProcess[] = [];
   const stop = async () => {
@@ -55,16 +60,55 @@ async function main(): Promise<void> {
     const kc = hub.kubeConfig();
     await installCrds(kc, 'mirrorhub-hub');
     await ensureNamespace(kc, SYSTEM_NS);
-    const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
-    procs.push(
-      run('agent', 'agent/dist/main.js', hub.kubeconfigPath, dir, { PORT: String(agentPort) }),
-    );
+    // The hub's AWS identity (IRSA or Pod Identity in EKS) is a user in the hub's account here;
+    // each follower gets what terraform's follower module and the agent chart would create.
+    const hubUser = await createUserWithAccessKey(kit.aws!.stsEndpoint, {
+      accountId: hub.accountId,
+      userName: 'mirrorhub-hub',
+    });
+    const followers = ['follower-a', 'follower-b'];
+    const access = new Map<string, FollowerAccess>();
+    for (const f of followers) access.set(f, await prepareFollower(kit, f, hubUser.arn));
+    const ports = new Map<string, number>();
+    for (const c of kit.clusters) {
+      ports.set(c.name, await findFreePort());
+      procs.push(
+        run(`agent-${c.name}`, 'agent/dist/main.js', c.kubeconfigPath, dir, {
+          PORT: String(ports.get(c.name)),
+          MIRRORHUB_CLUSTER_NAME: c.name,
+        }),
+      );
+    }
+    const hubPort = await findFreePort();
     procs.push(
       run('hub', 'hub/dist/main.js', hub.kubeconfigPath, dir, {
         PORT: String(hubPort),
         POD_NAME: 'hub-demo',
+        AWS_ACCESS_KEY_ID: hubUser.credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: hubUser.credentials.secretAccessKey,
+        AWS_REGION: kit.aws!.region,
+        MIRRORHUB_STS_ENDPOINT: kit.aws!.stsEndpoint,
+        MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
       }),
     );
+    for (const f of followers) {
+      const a = access.get(f)!;
+      await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
+        group: 'mirrorhub.io',
+        version: 'v1alpha1',
+        plural: 'mirrorclusters',
+        body: {
+          apiVersion: 'mirrorhub.io/v1alpha1',
+          kind: 'MirrorCluster',
+          metadata: { name: f, labels: { env: 'prod', region: 'eu' } },
+          spec: {
+            eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
+            agentNamespace: SYSTEM_NS,
+          },
+        },
+      });
+      for (const ns of ['team-a', 'team-b']) await ensureNamespace(kit.cluster(f).kubeConfig(), ns);
+    }
     await applySamples(kc);
     say('waiting for the sample mirrors to converge...');
     await eventually(
@@ -73,6 +117,15 @@ async function main(): Promise<void> {
         await core.readNamespacedSecret({ name: 'wildcard-tls', namespace: 'project-a-web' });
         await core.readNamespacedSecret({ name: 'wildcard-tls', namespace: 'project-a-api' });
         await core.readNamespacedConfigMap({ name: 'feature-flags', namespace: 'team-blue' });
+        for (const f of ['follower-a', 'follower-b']) {
+          for (const ns of ['team-a', 'team-b']) {
+            await kit
+              .cluster(f)
+              .kubeConfig()
+              .makeApiClient(CoreV1Api)
+              .readNamespacedSecret({ name: 'registry-credentials', namespace: ns });
+          }
+        }
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     ).catch((err: unknown) => {
@@ -86,7 +139,13 @@ async function main(): Promise<void> {
       if (table.split('\n').filter((l) => / Active /.test(l)).length < 2)
         throw new Error('not Active yet');
     });
-    printGuide(kit, dir, hubPort, agentPort, await kubectl(kit, ['get', 'secretmirrors', '-A']));
+    printGuide(kit, dir, hubPort, [
+      [
+        'kubectl get secretmirrors,clustersecretmirrors -A',
+        await kubectl(kit, ['get', 'secretmirrors,clustersecretmirrors', '-A']),
+      ],
+      ['kubectl get mirrorclusters', await kubectl(kit, ['get', 'mirrorclusters'])],
+    ]);
     if (values.exit) {
       await stop();
       say('demo converged; stopped (--exit)');
@@ -146,6 +205,7 @@ async function ensureNamespace(
 }
 
 async function applySamples(kc: KubeConfig): Promise<void> {
+  // Registry credentials the platform team keeps on the hub, for every prod cluster's teams.
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   for (const ns of ['cert-manager', 'platform', 'project-a-web', 'project-a-api', 'project-b-web'])
@@ -167,8 +227,35 @@ async function applySamples(kc: KubeConfig): Promise<void> {
     namespace: 'platform',
     body: { metadata: { name: 'feature-flags' }, data: { 'flags.yaml': 'newCheckout: true\n' } },
   });
+  await core.createNamespacedSecret({
+    namespace: 'platform',
+    body: {
+      metadata: { name: 'registry-credentials' },
+      type: 'kubernetes.io/dockerconfigjson',
+      stringData: {
+        '.dockerconfigjson': '{"auths":{"registry.example.com":{"auth":"ZGVtbzpkZW1v"}}}',
+      },
+    },
+  });
   const group = 'mirrorhub.io';
   const version = 'v1alpha1';
+  await custom.createClusterCustomObject({
+    group,
+    version,
+    plural: 'clustersecretmirrors',
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: 'ClusterSecretMirror',
+      metadata: { name: 'registry-credentials' },
+      spec: {
+        source: { kind: 'Secret', name: 'registry-credentials', namespace: 'platform' },
+        destination: {
+          clusters: { selector: { matchLabels: { env: 'prod' } } },
+          namespaces: ['team-.+'],
+        },
+      },
+    },
+  });
   await custom.createNamespacedCustomObject({
     group,
     version,
@@ -212,36 +299,28 @@ async function kubectl(kit: Kit, args: string[]): Promise<string> {
   return stdout;
 }
 
-function printGuide(
-  kit: Kit,
-  dir: string,
-  hubPort: number,
-  agentPort: number,
-  table: string,
-): void {
+function printGuide(kit: Kit, dir: string, hubPort: number, tables: Array<[string, string]>): void {
   const hub = kit.cluster('hub');
-  const lines = [
-    '',
-    '$ kubectl get secretmirrors -A',
-    table.trimEnd(),
-    '',
-    'mirrorhub is running. In another terminal:',
+  const lines = [''];
+  for (const [cmd, out] of tables) lines.push(`$ ${cmd}`, out.trimEnd(), '');
+  lines.push(
+    'mirrorhub is running: a hub cluster and two EKS followers in two AWS accounts (emulated). In another terminal:',
     '',
     `  export KUBECONFIG=${hub.kubeconfigPath}`,
     `  alias kubectl=${kit.kubectl}`,
     '',
-    '  kubectl get secretmirrors -A                         # where each mirror landed',
-    '  kubectl get secrets -A -l mirrorhub.io/managed-by=mirrorhub',
-    '  kubectl create namespace project-a-new               # gets wildcard-tls at once',
-    '  kubectl get secret wildcard-tls -n project-a-new',
-    '  kubectl label namespace project-b-web flags.example.com/enabled=true   # gets feature-flags',
-    '  kubectl get mirrordeliveries -n mirrorhub-system     # what the hub asked the agent to do',
-    `  curl -s localhost:${hubPort}/metrics | grep mirrorhub_    # hub metrics (agent: ${agentPort})`,
+    '  kubectl get clustersecretmirror registry-credentials -o yaml   # per-cluster status',
+    '  kubectl get mirrorclusters -o wide                             # reachable, agent, heartbeat',
+    '  kubectl get secretmirrors -A                                   # in-cluster mirrors',
+    '  kubectl create namespace project-a-new                         # gets wildcard-tls at once',
+    `  kubectl --kubeconfig ${kit.cluster('follower-a').kubeconfigPath} create namespace team-c`,
+    `  kubectl --kubeconfig ${kit.cluster('follower-a').kubeconfigPath} get secret registry-credentials -n team-c`,
+    `  curl -s localhost:${hubPort}/metrics | grep mirrorhub_           # hub metrics`,
     '',
     `  clusters: ${kit.clusters.map((c) => `${c.name} ${c.server} (account ${c.accountId})`).join(', ')}`,
     `  logs: ${join(dir, 'logs')}`,
     '',
-  ];
+  );
   for (const l of lines) console.log(l);
 }
 

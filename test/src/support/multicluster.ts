@@ -125,52 +125,16 @@ export class MultiCluster {
   }
 
   private async setUp(): Promise<void> {
-    const { stsEndpoint, eksEndpoint, region } = this.kit.aws!;
+    const { stsEndpoint } = this.kit.aws!;
     await installCrds(this.kc(HUB), 'mirrorhub-hub');
     await this.ensureNamespace(HUB, SYSTEM_NS);
     this.hubUser = await createUserWithAccessKey(stsEndpoint, {
       accountId: this.kit.cluster(HUB).accountId,
       userName: 'mirrorhub-hub',
     });
-    const rbac = await hubAccessRbac();
     await Promise.all(
       this.followers.map(async (f) => {
-        const cluster = this.kit.cluster(f.name);
-        await installCrds(cluster.kubeConfig(), 'mirrorhub-agent');
-        await this.ensureNamespace(f.name, SYSTEM_NS);
-        // terraform/'s follower module: a role the hub may assume with this ExternalId ...
-        const externalId = `mirrorhub-${f.name}`;
-        const role = await createRole(stsEndpoint, {
-          accountId: cluster.accountId,
-          roleName: 'mirrorhub-follower',
-          trustPolicy: trustPolicy({ principals: [this.hubUser.arn], externalId }),
-        });
-        this.access.set(f.name, { roleArn: role.arn, externalId, accountId: cluster.accountId });
-        // ... and an access entry that maps it to the group, with no access policy.
-        const admin = await createUserWithAccessKey(stsEndpoint, {
-          accountId: cluster.accountId,
-          userName: 'platform-admin',
-        });
-        const eks = new EKSClient({
-          endpoint: eksEndpoint,
-          region,
-          credentials: admin.credentials,
-        });
-        try {
-          await eks.send(
-            new CreateAccessEntryCommand({
-              clusterName: f.name,
-              principalArn: role.arn,
-              kubernetesGroups: [HUB_GROUP],
-            }),
-          );
-        } finally {
-          eks.destroy();
-        }
-        // The agent chart's hub-access Role + RoleBinding: the group's only rights.
-        const api = cluster.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
-        await api.createNamespacedRole({ namespace: SYSTEM_NS, body: rbac.role });
-        await api.createNamespacedRoleBinding({ namespace: SYSTEM_NS, body: rbac.binding });
+        this.access.set(f.name, await prepareFollower(this.kit, f.name, this.hubUser.arn));
       }),
     );
     for (const name of [HUB, ...this.followers.map((f) => f.name)]) await this.startAgent(name);
@@ -614,6 +578,57 @@ export function secretMirror(
 }
 
 let rendered: Promise<{ role: V1Role; binding: V1RoleBinding }> | undefined;
+
+/**
+ * What terraform/'s follower module and the agent chart set up in one follower, for the hub
+ * identity `hubPrincipalArn`: the MirrorDelivery CRD and agent namespace; a role in the
+ * follower's account that the hub may assume with an ExternalId; an EKS access entry mapping
+ * that role to the group mirrorhub-hub with no access policy; and the chart's hub-access Role
+ * and RoleBinding, the group's only rights.
+ */
+export async function prepareFollower(
+  kit: Kit,
+  name: string,
+  hubPrincipalArn: string,
+): Promise<FollowerAccess> {
+  const { stsEndpoint, eksEndpoint, region } = kit.aws!;
+  const cluster = kit.cluster(name);
+  const kc = cluster.kubeConfig();
+  await installCrds(kc, 'mirrorhub-agent');
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name: SYSTEM_NS } } })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
+  const externalId = `mirrorhub-${name}`;
+  const role = await createRole(stsEndpoint, {
+    accountId: cluster.accountId,
+    roleName: 'mirrorhub-follower',
+    trustPolicy: trustPolicy({ principals: [hubPrincipalArn], externalId }),
+  });
+  const admin = await createUserWithAccessKey(stsEndpoint, {
+    accountId: cluster.accountId,
+    userName: 'platform-admin',
+  });
+  const eks = new EKSClient({ endpoint: eksEndpoint, region, credentials: admin.credentials });
+  try {
+    await eks.send(
+      new CreateAccessEntryCommand({
+        clusterName: name,
+        principalArn: role.arn,
+        kubernetesGroups: [HUB_GROUP],
+      }),
+    );
+  } finally {
+    eks.destroy();
+  }
+  const rbac = await hubAccessRbac();
+  const api = kc.makeApiClient(RbacAuthorizationV1Api);
+  await api.createNamespacedRole({ namespace: SYSTEM_NS, body: rbac.role });
+  await api.createNamespacedRoleBinding({ namespace: SYSTEM_NS, body: rbac.binding });
+  return { roleArn: role.arn, externalId, accountId: cluster.accountId };
+}
 
 /**
  * The agent chart's hub-access Role and RoleBinding, from `helm template` with the chart's
