@@ -106,8 +106,9 @@ export function validateClusterNames(names: string[]): void {
   }
 }
 
+/** 111111111111, 222222222222, ... 999999999999, then 100000000010, 100000000011, ... */
 export function defaultAccount(index: number): string {
-  return String(index + 1).repeat(12);
+  return index < 9 ? String(index + 1).repeat(12) : String(100_000_000_000 + index + 1);
 }
 
 /**
