@@ -1,0 +1,240 @@
+/**
+ * The multi-cluster benchmark: one hub and N EKS followers (each its own kube-apiserver, AWS
+ * account, role, access entry and agent process), M matching namespaces per follower, one
+ * ClusterSecretMirror selecting every follower by label. A source change must cost the hub
+ * O(clusters) writes and reach every copy in every follower within seconds.
+ */
+import { type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
+
+import { findFreePort } from '@mirrorhub/infra/components/cache';
+import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
+import type { Kit } from '@mirrorhub/infra/kit/index';
+import { createWatcher, type Watcher } from '@mirrorhub/shared';
+
+import { installCrds } from '../support/crds.js';
+import { prepareFollower } from '../support/multicluster.js';
+import { percentile, pool, rssMb } from './util.js';
+import { startMain, stopAll, until, waitHttp } from './procs.js';
+
+export interface MultiClusterBenchOptions {
+  followers: string[];
+  namespacesPerFollower: number;
+  updates: number;
+  root: string;
+  log: (line: string) => void;
+}
+
+export interface MultiClusterBenchResult {
+  followers: number;
+  namespacesPerFollower: number;
+  copies: number;
+  initialMs: number;
+  update: { p50: number; p99: number; samples: number };
+  hubWritesPerChange: number[];
+  hubRssMb: number;
+}
+
+const SYSTEM_NS = 'mirrorhub-system';
+const HASH = 'mirrorhub.io/content-hash';
+
+interface Meta extends KubernetesObject {
+  metadata?: { namespace?: string; name?: string; annotations?: Record<string, string> };
+}
+
+export async function runMultiClusterBench(
+  kit: Kit,
+  o: MultiClusterBenchOptions,
+): Promise<MultiClusterBenchResult> {
+  const log = o.log;
+  const hub = kit.cluster('hub');
+  const kc = hub.kubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  await installCrds(kc, 'mirrorhub-hub');
+  for (const ns of [SYSTEM_NS, 'platform'])
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+  const hubUser = await createUserWithAccessKey(kit.aws!.stsEndpoint, {
+    accountId: hub.accountId,
+    userName: 'mirrorhub-hub',
+  });
+
+  log(
+    `preparing ${o.followers.length} followers (role, access entry, RBAC) and ${o.namespacesPerFollower} namespaces each`,
+  );
+  const access = new Map<string, { roleArn: string; externalId: string }>();
+  await pool(o.followers, 4, async (f) => {
+    access.set(f, await prepareFollower(kit, f, hubUser.arn));
+    const fcore = kit.cluster(f).kubeConfig().makeApiClient(CoreV1Api);
+    const names = Array.from(
+      { length: o.namespacesPerFollower },
+      (_, i) => `team-${String(i).padStart(3, '0')}`,
+    );
+    await pool(names, 16, (name) => fcore.createNamespace({ body: { metadata: { name } } }));
+  });
+
+  const procs: ChildProcess[] = [];
+  try {
+    for (const f of o.followers) {
+      const port = await findFreePort();
+      procs.push(
+        startMain(o.root, 'agent', {
+          KUBECONFIG: kit.cluster(f).kubeconfigPath,
+          MIRRORHUB_CLUSTER_NAME: f,
+          PORT: String(port),
+        }),
+      );
+      await waitHttp(`http://127.0.0.1:${port}/readyz`);
+    }
+    const hubPort = await findFreePort();
+    const hubProc = startMain(o.root, 'hub', {
+      KUBECONFIG: hub.kubeconfigPath,
+      MIRRORHUB_CLUSTER_NAME: 'hub',
+      PORT: String(hubPort),
+      AWS_ACCESS_KEY_ID: hubUser.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: hubUser.credentials.secretAccessKey,
+      AWS_REGION: kit.aws!.region,
+      MIRRORHUB_STS_ENDPOINT: kit.aws!.stsEndpoint,
+      MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
+    });
+    procs.push(hubProc);
+    await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
+
+    // Every copy in every follower, through one metadata-only watch per follower.
+    const seen = new Map<string, { hash?: string; at: number }>();
+    const listeners = new Set<() => void>();
+    const watchers: Watcher<Meta>[] = [];
+    for (const f of o.followers) {
+      const w = createWatcher<Meta>(
+        kit.cluster(f).kubeConfig(),
+        {
+          version: 'v1',
+          plural: 'secrets',
+          labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
+          metadataOnly: true,
+        },
+        { resource: `bench-${f}` },
+      );
+      const record = (obj: Meta) => {
+        seen.set(`${f}/${obj.metadata?.namespace}/${obj.metadata?.name}`, {
+          hash: obj.metadata?.annotations?.[HASH],
+          at: Date.now(),
+        });
+        for (const l of listeners) l();
+      };
+      w.addHandler({ onAdd: record, onUpdate: record });
+      w.start();
+      await w.synced;
+      watchers.push(w);
+    }
+
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    for (const f of o.followers) {
+      const a = access.get(f)!;
+      await custom.createClusterCustomObject({
+        group: 'mirrorhub.io',
+        version: 'v1alpha1',
+        plural: 'mirrorclusters',
+        body: {
+          apiVersion: 'mirrorhub.io/v1alpha1',
+          kind: 'MirrorCluster',
+          metadata: { name: f, labels: { bench: 'true' } },
+          spec: {
+            eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
+            agentNamespace: SYSTEM_NS,
+          },
+        },
+      });
+    }
+    await core.createNamespacedSecret({
+      namespace: 'platform',
+      body: { metadata: { name: 'shared-tls' }, stringData: { 'tls.crt': 'v0' } },
+    });
+    const start = Date.now();
+    await custom.createClusterCustomObject({
+      group: 'mirrorhub.io',
+      version: 'v1alpha1',
+      plural: 'clustersecretmirrors',
+      body: {
+        apiVersion: 'mirrorhub.io/v1alpha1',
+        kind: 'ClusterSecretMirror',
+        metadata: { name: 'shared-tls' },
+        spec: {
+          source: { kind: 'Secret', name: 'shared-tls', namespace: 'platform' },
+          destination: {
+            clusters: { selector: { matchLabels: { bench: 'true' } } },
+            namespaces: ['team-.+'],
+          },
+        },
+      },
+    });
+    const copies = o.followers.length * o.namespacesPerFollower;
+    await until(
+      () => seen.size >= copies,
+      listeners,
+      300_000,
+      () => `${seen.size}/${copies} copies`,
+    );
+    const initialMs = Date.now() - start;
+    log(`${copies} copies in ${o.followers.length} followers in ${initialMs} ms`);
+    await sleep(3_000);
+
+    const hubWrites = async () =>
+      metricSum(
+        await (await fetch(`http://127.0.0.1:${hubPort}/metrics`)).text(),
+        'mirrorhub_writes_total',
+      );
+    const latencies: number[] = [];
+    const writesPerChange: number[] = [];
+    for (let k = 1; k <= o.updates; k++) {
+      const old = new Map([...seen.entries()].map(([key, v]) => [key, v.hash]));
+      const w0 = await hubWrites();
+      const t0 = Date.now();
+      const cur = await core.readNamespacedSecret({ name: 'shared-tls', namespace: 'platform' });
+      await core.replaceNamespacedSecret({
+        name: 'shared-tls',
+        namespace: 'platform',
+        body: { ...cur, data: undefined, stringData: { 'tls.crt': `v${k}` } },
+      });
+      const changed = () =>
+        [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
+      await until(
+        () => changed() >= old.size,
+        listeners,
+        120_000,
+        () => `${changed()}/${old.size} copies updated`,
+      );
+      latencies.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - t0);
+      await sleep(2_000); // let the hub's status writes for this change land before counting
+      writesPerChange.push((await hubWrites()) - w0);
+    }
+    const hubRssMb = rssMb(hubProc.pid!);
+    for (const w of watchers) await w.stop();
+    return {
+      followers: o.followers.length,
+      namespacesPerFollower: o.namespacesPerFollower,
+      copies,
+      initialMs,
+      update: {
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        samples: latencies.length,
+      },
+      hubWritesPerChange: writesPerChange,
+      hubRssMb,
+    };
+  } finally {
+    await stopAll(procs);
+  }
+}
+
+/** Sum of every series of a counter in Prometheus text format. */
+export function metricSum(text: string, name: string): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}

@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * Starts hub or agent as its real entry point (`node <name>/dist/main.js`), so RSS and request
+ * counts are the process's own. `env` adds to (and wins over) the defaults.
+ */
+export function startMain(
+  root: string,
+  name: 'hub' | 'agent',
+  env: Record<string, string>,
+): ChildProcess {
+  return spawn(process.execPath, [join(root, name, 'dist/main.js')], {
+    env: {
+      ...process.env,
+      MIRRORHUB_NAMESPACE: 'mirrorhub-system',
+      POD_NAME: `${name}-bench`,
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
+    if (Date.now() > deadline)
+      throw new Error(`${url} did not answer 200 within ${timeoutMs / 1000}s`);
+    await sleep(200);
+  }
+}
+
+/** Waits until `done()` holds, re-checking whenever a watch handler calls a listener. */
+export async function until(
+  done: () => boolean,
+  listeners: Set<() => void>,
+  timeoutMs: number,
+  progress: () => string,
+): Promise<void> {
+  if (done()) return;
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (!done()) return;
+      listeners.delete(check);
+      clearTimeout(timer);
+      clearInterval(tick);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      listeners.delete(check);
+      clearInterval(tick);
+      reject(new Error(`timed out: ${progress()}`));
+    }, timeoutMs);
+    const tick = setInterval(check, 500);
+    listeners.add(check);
+  });
+}
+
+/** SIGTERM every process and wait for all to exit (graceful shutdown releases their Leases). */
+export async function stopAll(procs: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    procs.map(
+      (p) =>
+        new Promise<void>((resolve) => {
+          if (p.exitCode !== null || p.signalCode !== null) return resolve();
+          p.once('exit', () => resolve());
+          p.kill('SIGTERM');
+        }),
+    ),
+  );
+}
