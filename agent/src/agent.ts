@@ -4,15 +4,22 @@
 
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { V1Lease } from '@kubernetes/client-node';
 import { childLogger, createLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import { createMetrics, type Registry } from '@mirrorhub/shared/runtime/metrics';
 import { startHealthServer, type HealthServer } from '@mirrorhub/shared/runtime/server';
-import type { LeaderElector, LeaseClient } from '@mirrorhub/shared/runtime/leader';
-import { DeliveryController, FIELD_MANAGER } from './controllers/delivery/controller.js';
+import {
+  createLeaderElector,
+  restLeaseClient,
+  type LeaderElector,
+} from '@mirrorhub/shared/runtime/leader';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { RestClient } from '@mirrorhub/shared/k8s/rest';
+import {
+  DeliveryController,
+  FIELD_MANAGER,
+  USER_AGENT,
+} from './controllers/delivery/controller.js';
 import { Heartbeat } from './heartbeat.js';
-import type { KubeAccess } from './kube/access.js';
-import { RestClient, groupPath, isNotFound } from './kube/rest.js';
 
 export interface LeaderElectionConfig {
   leaseName: string;
@@ -22,7 +29,7 @@ export interface LeaderElectionConfig {
 }
 
 export interface AgentConfig {
-  /** client-node's KubeConfig, or any KubeAccess (kube/access.ts: the in-cluster one is light). */
+  /** Any KubeAccess (`loadKubeAccess()` from shared/k8s/access), or client-node's KubeConfig. */
   kubeConfig: KubeAccess;
   /** The agent namespace (MirrorDeliveries, payload Secrets, the heartbeat Lease). */
   namespace: string;
@@ -38,10 +45,7 @@ export interface AgentConfig {
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */
   writeParallelism?: number;
-  /**
-   * Run the controller only while holding this Lease (default false: always run). Note: the
-   * shared elector loads client-node (~70 MB resident) when enabled.
-   */
+  /** Run the controller only while holding this Lease (default false: always run). */
   leaderElection?: false | LeaderElectionConfig;
   /** Heartbeat Lease renewal (default every 30 s); false = no heartbeat. */
   heartbeat?: false | { intervalMs?: number };
@@ -87,7 +91,7 @@ export function createAgent(config: AgentConfig): Agent {
     writeParallelism: config.writeParallelism ?? 16,
     eventsInstance: identity,
   });
-  const rest = new RestClient(config.kubeConfig);
+  const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT });
   const heartbeat =
     config.heartbeat === false
       ? undefined
@@ -134,9 +138,6 @@ export function createAgent(config: AgentConfig): Agent {
     if (running.signal.aborted) return;
     if (config.leaderElection) {
       const le = config.leaderElection;
-      // Loaded only when used: the elector module imports client-node.
-      const { createLeaderElector } = await import('@mirrorhub/shared/runtime/leader');
-      if (running.signal.aborted) return;
       elector = createLeaderElector({
         client: restLeaseClient(rest),
         namespace: config.namespace,
@@ -188,23 +189,5 @@ export function createAgent(config: AgentConfig): Agent {
     },
     ready: () => controller.hasSynced(),
     idle: () => controller.idle(),
-  };
-}
-
-/** The elector's three Lease calls over the agent's REST client. */
-function restLeaseClient(rest: RestClient): LeaseClient {
-  const path = (namespace: string, name?: string) =>
-    groupPath('coordination.k8s.io', 'v1', 'leases', namespace, name);
-  return {
-    async get(namespace, name) {
-      try {
-        return await rest.get<V1Lease>(path(namespace, name));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
-    },
-    create: (namespace, lease) => rest.post<V1Lease>(path(namespace), lease),
-    replace: (namespace, name, lease) => rest.put<V1Lease>(path(namespace, name), lease),
   };
 }

@@ -6,7 +6,7 @@ import { jitterUp } from '@mirrorhub/shared/runtime/backoff';
 import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
 import { errorMessage } from '@mirrorhub/shared/runtime/errors';
 import type { Logger } from '@mirrorhub/shared/runtime/log';
-import { CONTENT_TYPE, groupPath, type RestClient } from './kube/rest.js';
+import { CONTENT_TYPE, groupPath, microTime, type RestClient } from '@mirrorhub/shared/k8s/rest';
 
 export const HEARTBEAT_LEASE = 'mirrorhub-agent';
 export const ANNOTATION_AGENT_VERSION = 'mirrorhub.io/agent-version';
@@ -24,11 +24,6 @@ export interface HeartbeatOptions {
   fieldManager: string;
   logger?: Logger;
   clock?: Clock;
-}
-
-/** RFC 3339 with microseconds, as metav1.MicroTime is written. */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
 export class Heartbeat {

@@ -1,13 +1,7 @@
 // @mirrorhub/agent: the agent as a library (tests and the demo run it in-process).
 export { createAgent, type Agent, type AgentConfig, type LeaderElectionConfig } from './agent.js';
 export { readConfig, type MainConfig } from './config.js';
-export {
-  inClusterAccess,
-  kubeConfigAccess,
-  loadKubeAccess,
-  type KubeAccess,
-} from './kube/access.js';
-export { KubeApiError, RestClient } from './kube/rest.js';
+// The API access (KubeAccess, loadKubeAccess, RestClient) lives in @mirrorhub/shared/k8s/*.
 export {
   ANNOTATION_AGENT_VERSION,
   ANNOTATION_CLUSTER_NAME,

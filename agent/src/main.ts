@@ -17,7 +17,7 @@ import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/r
 import { createShutdown } from '@mirrorhub/shared/runtime/shutdown';
 import { createAgent } from './agent.js';
 import { readConfig, type MainConfig } from './config.js';
-import { loadKubeAccess, type KubeAccess } from './kube/access.js';
+import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/k8s/access';
 
 async function main(): Promise<void> {
   let log: Logger;

@@ -23,7 +23,7 @@ import {
 } from '@kubernetes/client-node';
 import { backoffDelay } from '../runtime/backoff.js';
 import { realClock, sleep, type Clock } from '../runtime/clock.js';
-import { httpStatusOf, reasonOf } from '../runtime/errors.js';
+import { isConflict } from './rest.js';
 
 export { ApiException, PatchStrategy } from '@kubernetes/client-node';
 
@@ -56,40 +56,19 @@ export function makeClients(kc: KubeConfig): KubeClients {
   };
 }
 
-// ---- error predicates (ApiException.code, or our transport's K8sHttpError.code) -------------
+// ---- error predicates: one implementation, in the lean REST client -----------------------------
 
-export function isNotFound(err: unknown): boolean {
-  return httpStatusOf(err) === 404;
-}
-/** 409 caused by a stale resourceVersion (optimistic concurrency), not by a name clash. */
-export function isConflict(err: unknown): boolean {
-  return httpStatusOf(err) === 409 && reasonOf(err) !== 'AlreadyExists';
-}
-export function isAlreadyExists(err: unknown): boolean {
-  return httpStatusOf(err) === 409 && reasonOf(err) === 'AlreadyExists';
-}
-/** 410: the resourceVersion is too old (watch/list continue expired): re-list. */
-export function isGone(err: unknown): boolean {
-  return httpStatusOf(err) === 410;
-}
-export function isForbidden(err: unknown): boolean {
-  return httpStatusOf(err) === 403;
-}
-export function isUnauthorized(err: unknown): boolean {
-  return httpStatusOf(err) === 401;
-}
-export function isInvalid(err: unknown): boolean {
-  return httpStatusOf(err) === 422;
-}
-export function isTooManyRequests(err: unknown): boolean {
-  return httpStatusOf(err) === 429;
-}
-/** Worth retrying as is: throttling, server errors, timeouts, network failures. */
-export function isRetriable(err: unknown): boolean {
-  const code = httpStatusOf(err);
-  if (code === undefined) return true; // network-level failure
-  return code === 429 || code >= 500 || code === 408;
-}
+export {
+  isAlreadyExists,
+  isConflict,
+  isForbidden,
+  isGone,
+  isInvalid,
+  isNotFound,
+  isRetriable,
+  isTooManyRequests,
+  isUnauthorized,
+} from './rest.js';
 
 // ---- retry on conflict ------------------------------------------------------------------------
 

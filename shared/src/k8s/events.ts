@@ -1,14 +1,14 @@
-// Kubernetes Events (events.k8s.io/v1) about the agent's objects, for `kubectl describe` and
+// Kubernetes Events (events.k8s.io/v1) about a controller's objects, for `kubectl describe` and
 // `kubectl get events`. Best effort: a failed Event is logged at debug and otherwise ignored.
 // Callers emit only on transitions, so a steady cluster writes none. Notes carry names and
 // API messages, never payload data.
 
 import { randomBytes } from 'node:crypto';
-import { errorMessage } from '@mirrorhub/shared/runtime/errors';
-import type { Logger } from '@mirrorhub/shared/runtime/log';
-import { groupPath, type RestClient } from './rest.js';
+import type { Logger } from 'pino';
+import { errorMessage } from '../runtime/errors.js';
+import { groupPath, microTime, type RestClient } from './rest.js';
 
-export interface EventTarget {
+export interface EventRegarding {
   apiVersion: string;
   kind: string;
   name: string;
@@ -27,7 +27,7 @@ export class EventRecorder {
   ) {}
 
   async record(
-    target: EventTarget,
+    target: EventRegarding,
     type: EventType,
     reason: string,
     action: string,
@@ -41,7 +41,7 @@ export class EventRecorder {
         name: `${target.name}.${now.getTime().toString(16)}${randomBytes(2).toString('hex')}`,
         namespace: target.namespace,
       },
-      eventTime: now.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z'),
+      eventTime: microTime(now.getTime()),
       reportingController: this.controller,
       reportingInstance: this.instance.slice(0, 128),
       action: action.slice(0, 128),

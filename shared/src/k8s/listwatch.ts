@@ -1,5 +1,5 @@
 /**
- * List and watch any resource over HTTP, with the KubeConfig's TLS and auth.
+ * List and watch any resource over HTTP, with a KubeAccess's TLS and auth.
  *
  * Why not client-node's `Watch`/`ListWatch` (read in 1.4.0, dist/watch.js and dist/cache.js):
  * - `Watch` overwrites its own 30 s AbortSignal.timeout with the plain controller signal, so a
@@ -12,15 +12,16 @@
  *   function so a throwing handler becomes an unhandled rejection (which kills Node), and lists
  *   in one request without pagination.
  * So this module does the two HTTP calls itself (node:http/https, line-delimited JSON) and
- * `watcher.ts` does the cache and the retry policy. Auth still comes from client-node:
- * `KubeConfig.applyToHTTPSOptions` runs on *every* request, so rotating credentials (the EKS
- * token authenticator, exec plugins, projected service-account tokens) are picked up on each
- * list and each watch reconnect.
+ * `watcher.ts` does the cache and the retry policy. Auth comes from a `KubeAccess` (access.ts;
+ * client-node's KubeConfig is one): `applyToHTTPSOptions` runs on *every* request, so rotating
+ * credentials (the EKS token authenticator, exec plugins, projected service-account tokens) are
+ * picked up on each list and each watch reconnect.
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { StatusLike } from '../runtime/errors.js';
+import type { KubeAccess } from './access.js';
 
 /** What to list and watch. */
 export interface ResourceTarget {
@@ -131,7 +132,7 @@ export interface KubeListerWatcherOptions {
 
 /** List/watch `target` on the cluster of `kc`. */
 export function kubeListerWatcher<T extends KubernetesObject>(
-  kc: KubeConfig,
+  kc: KubeAccess,
   target: ResourceTarget,
   opts: KubeListerWatcherOptions = {},
 ): ListerWatcher<T> {

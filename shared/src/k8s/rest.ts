@@ -1,5 +1,6 @@
-// A small JSON REST client for the few calls the agent makes (read, create, replace, patch,
-// delete), over node:https with one keep-alive connection pool per client.
+// A small JSON REST client (read, create, replace, patch, delete) over node:https with one
+// keep-alive connection pool per client. The agent makes all its calls with it, leader election
+// its Lease calls, the EventRecorder its Events.
 //
 // Why not client-node's generated APIs: see access.ts (memory). A side benefit: client-node
 // 1.x builds a new https.Agent for every request, so every call pays a TLS handshake; a pool
@@ -7,7 +8,7 @@
 
 import http from 'node:http';
 import https from 'node:https';
-import { httpStatusOf, reasonOf, type StatusLike } from '@mirrorhub/shared/runtime/errors';
+import { httpStatusOf, reasonOf, type StatusLike } from '../runtime/errors.js';
 import type { KubeAccess } from './access.js';
 
 /** An error answer of the API server. `code` and `body` have client-node's ApiException shape. */
@@ -24,18 +25,39 @@ export class KubeApiError extends Error {
   }
 }
 
+// ---- error predicates (KubeApiError, client-node's ApiException, listwatch's K8sHttpError) ---
+
 export function isNotFound(err: unknown): boolean {
   return httpStatusOf(err) === 404;
 }
-/** 409 from a stale resourceVersion or a failed precondition, not a name clash. */
+/** 409 caused by a stale resourceVersion (optimistic concurrency), not by a name clash. */
 export function isConflict(err: unknown): boolean {
   return httpStatusOf(err) === 409 && reasonOf(err) !== 'AlreadyExists';
 }
 export function isAlreadyExists(err: unknown): boolean {
   return httpStatusOf(err) === 409 && reasonOf(err) === 'AlreadyExists';
 }
+/** 410: the resourceVersion is too old (watch/list continue expired): re-list. */
+export function isGone(err: unknown): boolean {
+  return httpStatusOf(err) === 410;
+}
+export function isForbidden(err: unknown): boolean {
+  return httpStatusOf(err) === 403;
+}
+export function isUnauthorized(err: unknown): boolean {
+  return httpStatusOf(err) === 401;
+}
 export function isInvalid(err: unknown): boolean {
   return httpStatusOf(err) === 422;
+}
+export function isTooManyRequests(err: unknown): boolean {
+  return httpStatusOf(err) === 429;
+}
+/** Worth retrying as is: throttling, server errors, timeouts, network failures. */
+export function isRetriable(err: unknown): boolean {
+  const code = httpStatusOf(err);
+  if (code === undefined) return true; // network-level failure
+  return code === 429 || code >= 500 || code === 408;
 }
 
 export const CONTENT_TYPE = {
@@ -44,7 +66,7 @@ export const CONTENT_TYPE = {
   apply: 'application/apply-patch+yaml',
 } as const;
 
-export interface RequestOptions {
+export interface RestRequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
@@ -55,12 +77,15 @@ export interface RestClientOptions {
   timeoutMs?: number;
   /** Connections to the API server at most (default 32). */
   maxSockets?: number;
+  /** User-Agent header (default `mirrorhub`). */
+  userAgent?: string;
 }
 
 export class RestClient {
   private readonly httpsAgent: https.Agent;
   private readonly httpAgent: http.Agent;
   private readonly timeoutMs: number;
+  private readonly userAgent: string;
 
   constructor(
     private readonly access: KubeAccess,
@@ -70,22 +95,23 @@ export class RestClient {
     this.httpsAgent = new https.Agent(agentOptions);
     this.httpAgent = new http.Agent(agentOptions);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.userAgent = opts.userAgent ?? 'mirrorhub';
   }
 
-  get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+  get<T>(path: string, opts: RestRequestOptions = {}): Promise<T> {
     return this.request<T>('GET', path, opts);
   }
-  post<T>(path: string, body: unknown, query?: RequestOptions['query']): Promise<T> {
+  post<T>(path: string, body: unknown, query?: RestRequestOptions['query']): Promise<T> {
     return this.request<T>('POST', path, { body, query });
   }
-  put<T>(path: string, body: unknown, query?: RequestOptions['query']): Promise<T> {
+  put<T>(path: string, body: unknown, query?: RestRequestOptions['query']): Promise<T> {
     return this.request<T>('PUT', path, { body, query });
   }
   patch<T>(
     path: string,
     body: unknown,
     contentType: string,
-    query?: RequestOptions['query'],
+    query?: RestRequestOptions['query'],
   ): Promise<T> {
     return this.request<T>('PATCH', path, { body, contentType, query });
   }
@@ -99,7 +125,7 @@ export class RestClient {
     this.httpAgent.destroy();
   }
 
-  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  async request<T>(method: string, path: string, opts: RestRequestOptions = {}): Promise<T> {
     const cluster = this.access.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
@@ -112,7 +138,7 @@ export class RestClient {
     const headers: Record<string, string> = {
       ...(reqOpts.headers as Record<string, string>),
       Accept: 'application/json',
-      'User-Agent': 'mirrorhub-agent',
+      'User-Agent': this.userAgent,
     };
     if (reqOpts.auth) {
       headers['Authorization'] = `Basic ${Buffer.from(reqOpts.auth).toString('base64')}`;
@@ -162,6 +188,11 @@ function parseStatus(body: string): StatusLike {
   } catch {
     return body ? { message: body.slice(0, 200) } : {};
   }
+}
+
+/** RFC 3339 with microseconds, as metav1.MicroTime is written (the API server refuses less). */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
 // ---- paths ------------------------------------------------------------------------------------

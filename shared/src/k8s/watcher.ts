@@ -20,7 +20,8 @@
  * - Lifecycle events (`listed`, `connected`, `restarted`, `error`, `handlerError`, `gaveUp`,
  *   `event`) are typed; the caller logs and counts them (`instrumentWatcher` does both).
  */
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeAccess } from './access.js';
 import type { Logger } from 'pino';
 import { Backoff, jitterUp } from '../runtime/backoff.js';
 import { realClock, sleep, type Clock, type Timer } from '../runtime/clock.js';
@@ -586,7 +587,7 @@ export interface CreateWatcherOptions<T> extends Omit<
 
 /** A watcher over `target` on the cluster of `kc` (not started). */
 export function createWatcher<T extends KubernetesObject>(
-  kc: KubeConfig,
+  kc: KubeAccess,
   target: ResourceTarget,
   opts: CreateWatcherOptions<T> = {},
 ): Watcher<T> {

@@ -1,7 +1,13 @@
-import type { V1Lease } from '@kubernetes/client-node';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, settle } from './clock.js';
-import { LeaderElector, type LeaseClient, type LeaderElectionOptions } from './leader.js';
+import {
+  LeaderElector,
+  type Lease,
+  type LeaseClient,
+  type LeaderElectionOptions,
+} from './leader.js';
 
 class ApiError extends Error {
   constructor(readonly code: number) {
@@ -11,17 +17,17 @@ class ApiError extends Error {
 
 /** An in-memory Lease store with resourceVersion checks, like the API server. */
 class MemoryLeases implements LeaseClient {
-  lease: V1Lease | undefined;
+  lease: Lease | undefined;
   private rv = 1;
   down = false;
   writes: string[] = [];
 
-  async get(): Promise<V1Lease | undefined> {
+  async get(): Promise<Lease | undefined> {
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
     return this.lease ? this.roundTrip(this.lease) : undefined;
   }
-  async create(_ns: string, lease: V1Lease): Promise<V1Lease> {
+  async create(_ns: string, lease: Lease): Promise<Lease> {
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
     if (this.lease) throw new ApiError(409);
@@ -32,7 +38,7 @@ class MemoryLeases implements LeaseClient {
     this.writes.push(`create ${lease.spec?.holderIdentity}`);
     return this.roundTrip(this.lease);
   }
-  async replace(_ns: string, _name: string, lease: V1Lease): Promise<V1Lease> {
+  async replace(_ns: string, _name: string, lease: Lease): Promise<Lease> {
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
     if (lease.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion)
@@ -45,8 +51,8 @@ class MemoryLeases implements LeaseClient {
     return this.roundTrip(this.lease);
   }
   /** JSON round trip, as over the wire: MicroTimes become strings. */
-  private roundTrip(l: V1Lease): V1Lease {
-    return JSON.parse(JSON.stringify(l)) as V1Lease;
+  private roundTrip(l: Lease): Lease {
+    return JSON.parse(JSON.stringify(l)) as Lease;
   }
 }
 
@@ -192,5 +198,92 @@ describe('LeaderElector', () => {
     { leaseDurationMs: 500, renewDeadlineMs: 300, retryPeriodMs: 100 },
   ])('rejects inconsistent timings %o', (t) => {
     expect(() => elector('a', new MemoryLeases(), new FakeClock(), [], t)).toThrow();
+  });
+});
+
+/**
+ * The Lease over HTTP the way the API server answers: 404 until created, 409 AlreadyExists on a
+ * second create, 409 Conflict on a replace with a stale resourceVersion.
+ */
+async function leaseServer() {
+  let lease: Lease | undefined;
+  let rv = 100;
+  const calls: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      calls.push(`${req.method} ${req.url}`);
+      const send = (code: number, obj: unknown) => {
+        res.writeHead(code, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(obj));
+      };
+      const status = (code: number, reason: string) =>
+        send(code, { kind: 'Status', code, reason, message: reason });
+      const sent = body ? (JSON.parse(body) as Lease) : undefined;
+      if (req.method === 'GET') return lease ? send(200, lease) : status(404, 'NotFound');
+      if (req.method === 'POST') {
+        if (lease) return status(409, 'AlreadyExists');
+        lease = { ...sent, metadata: { ...sent?.metadata, resourceVersion: String(++rv) } };
+        return send(201, lease);
+      }
+      if (req.method === 'PUT') {
+        if (sent?.metadata?.resourceVersion !== lease?.metadata?.resourceVersion)
+          return status(409, 'Conflict');
+        lease = { ...sent, metadata: { ...sent?.metadata, resourceVersion: String(++rv) } };
+        return send(200, lease);
+      }
+      status(405, 'MethodNotAllowed');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    access: {
+      getCurrentCluster: () => ({ server: url }),
+      applyToHTTPSOptions: () => Promise.resolve(),
+    },
+    calls,
+    lease: () => lease,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+describe('LeaderElector over the REST client (a KubeAccess, no client-node)', () => {
+  it('creates, renews with the resourceVersion it read, and releases the Lease', async () => {
+    const api = await leaseServer();
+    const started: string[] = [];
+    const a = new LeaderElector({
+      namespace: 'ns',
+      name: 'hub',
+      identity: 'a',
+      kubeConfig: api.access,
+      leaseDurationMs: 1_000,
+      renewDeadlineMs: 600,
+      retryPeriodMs: 100,
+      onStartedLeading: () => void started.push('a'),
+    }).start();
+    try {
+      const deadline = Date.now() + 5_000;
+      while (!api.calls.some((c) => c.startsWith('PUT')) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(a.isLeader()).toBe(true);
+      expect(started).toEqual(['a']);
+      const path = '/apis/coordination.k8s.io/v1/namespaces/ns/leases';
+      expect(api.calls.slice(0, 4)).toEqual([
+        `GET ${path}/hub`,
+        `POST ${path}`,
+        `GET ${path}/hub`,
+        `PUT ${path}/hub`,
+      ]);
+      expect(api.lease()?.spec).toMatchObject({ holderIdentity: 'a', leaseDurationSeconds: 1 });
+      expect(api.lease()?.spec?.renewTime).toMatch(/\.\d{6}Z$/);
+    } finally {
+      await a.stop();
+      await api.close();
+    }
+    expect(api.lease()?.spec?.holderIdentity).toBe('');
   });
 });

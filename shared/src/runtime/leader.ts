@@ -17,41 +17,70 @@
  *   candidate again.
  * - `stop()` ends leadership and, unless told otherwise, releases the lease (empty holder) so a
  *   standby takes over within one retryPeriod instead of waiting out leaseDuration.
+ *
+ * The Lease calls go over the lean REST client (k8s/rest.ts), not client-node's generated
+ * CoordinationV1Api: importing client-node costs ~70 MB resident, which a process that needs
+ * three Lease calls should not pay (the agent's budget is 80 MB). A client-node KubeConfig
+ * still works as `kubeConfig`: it is a KubeAccess.
  */
-import {
-  CoordinationV1Api,
-  V1MicroTime,
-  type KubeConfig,
-  type V1Lease,
-} from '@kubernetes/client-node';
+import type { V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { KubeAccess } from '../k8s/access.js';
+import { groupPath, isNotFound, microTime, RestClient } from '../k8s/rest.js';
 import { jitterUp } from './backoff.js';
 import { realClock, sleep, type Clock } from './clock.js';
 import { errorMessage, httpStatusOf } from './errors.js';
 import type { ControllerMetrics } from './metrics.js';
 import type { CheckResult } from './server.js';
 
-/** The three Lease calls the elector makes; `get` resolves undefined on 404. */
-export interface LeaseClient {
-  get(namespace: string, name: string): Promise<V1Lease | undefined>;
-  create(namespace: string, lease: V1Lease): Promise<V1Lease>;
-  replace(namespace: string, name: string, lease: V1Lease): Promise<V1Lease>;
+/** A coordination.k8s.io/v1 Lease as it is on the wire (MicroTimes are RFC 3339 strings). */
+export interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: V1ObjectMeta;
+  spec?: LeaseSpec;
 }
 
-export function leaseClient(kc: KubeConfig): LeaseClient {
-  const api = kc.makeApiClient(CoordinationV1Api);
+export interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  /** metav1.MicroTime: `2024-01-02T03:04:05.123456Z`. */
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+
+/** The three Lease calls the elector makes; `get` resolves undefined on 404. */
+export interface LeaseClient {
+  get(namespace: string, name: string): Promise<Lease | undefined>;
+  create(namespace: string, lease: Lease): Promise<Lease>;
+  /** A replace carrying `metadata.resourceVersion`: 409 when the Lease changed since the read. */
+  replace(namespace: string, name: string, lease: Lease): Promise<Lease>;
+}
+
+/** The elector's Lease calls over a REST client (to share the caller's connection pool). */
+export function restLeaseClient(rest: RestClient): LeaseClient {
+  const path = (namespace: string, name?: string) =>
+    groupPath('coordination.k8s.io', 'v1', 'leases', namespace, name);
   return {
     async get(namespace, name) {
       try {
-        return await api.readNamespacedLease({ namespace, name });
+        return await rest.get<Lease>(path(namespace, name));
       } catch (err) {
-        if (httpStatusOf(err) === 404) return undefined;
+        if (isNotFound(err)) return undefined;
         throw err;
       }
     },
-    create: (namespace, body) => api.createNamespacedLease({ namespace, body }),
-    replace: (namespace, name, body) => api.replaceNamespacedLease({ namespace, name, body }),
+    create: (namespace, lease) => rest.post<Lease>(path(namespace), lease),
+    replace: (namespace, name, lease) => rest.put<Lease>(path(namespace, name), lease),
   };
+}
+
+const USER_AGENT = 'mirrorhub-leader-election';
+
+/** The elector's Lease calls on the cluster of `access` (any KubeAccess, or a KubeConfig). */
+export function leaseClient(access: KubeAccess): LeaseClient {
+  return restLeaseClient(new RestClient(access, { userAgent: USER_AGENT }));
 }
 
 export interface LeaderElectionOptions {
@@ -59,8 +88,9 @@ export interface LeaderElectionOptions {
   name: string;
   /** Unique per process: pod name (+ a random suffix if pods can restart in place). */
   identity: string;
-  /** A KubeConfig, or a LeaseClient (tests). */
-  kubeConfig?: KubeConfig;
+  /** Where the Lease lives: any KubeAccess (client-node's KubeConfig is one)... */
+  kubeConfig?: KubeAccess;
+  /** ...or the Lease calls themselves (a shared REST client: `restLeaseClient(rest)`; tests). */
   client?: LeaseClient;
   /** How long a non-renewed lease keeps standbys away (default 15 s). */
   leaseDurationMs?: number;
@@ -88,6 +118,8 @@ export interface LeaderElectionOptions {
 
 export class LeaderElector {
   private readonly client: LeaseClient;
+  /** The REST client we made from `kubeConfig` (closed on stop). */
+  private readonly ownedRest: RestClient | undefined;
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly leaseDurationMs: number;
@@ -106,9 +138,6 @@ export class LeaderElector {
   private stepDown = false;
 
   constructor(private readonly opts: LeaderElectionOptions) {
-    const client = opts.client ?? (opts.kubeConfig ? leaseClient(opts.kubeConfig) : undefined);
-    if (!client) throw new Error('leader election needs kubeConfig or client');
-    this.client = client;
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
     this.leaseDurationMs = opts.leaseDurationMs ?? 15_000;
@@ -126,6 +155,19 @@ export class LeaderElector {
         'leader election: leaseDuration must be at least 1 s (the Lease counts seconds)',
       );
     }
+    if (opts.client) {
+      this.client = opts.client;
+    } else if (opts.kubeConfig) {
+      // Like client-go, no single Lease call may outlast the renew deadline.
+      this.ownedRest = new RestClient(opts.kubeConfig, {
+        userAgent: USER_AGENT,
+        timeoutMs: this.renewDeadlineMs,
+        maxSockets: 2,
+      });
+      this.client = restLeaseClient(this.ownedRest);
+    } else {
+      throw new Error('leader election needs kubeConfig or client');
+    }
   }
 
   /** Start campaigning (idempotent). */
@@ -142,6 +184,7 @@ export class LeaderElector {
   async stop(): Promise<void> {
     this.stopController.abort();
     await this.loopDone;
+    this.ownedRest?.close();
   }
 
   isLeader(): boolean {
@@ -281,9 +324,9 @@ export class LeaderElector {
     return r;
   }
 
-  private noteObserved(lease: V1Lease, now: number): void {
+  private noteObserved(lease: Lease, now: number): void {
     const spec = lease.spec ?? {};
-    const key = `${spec.holderIdentity ?? ''}|${String(spec.renewTime ?? '')}|${lease.metadata?.resourceVersion ?? ''}`;
+    const key = `${spec.holderIdentity ?? ''}|${spec.renewTime ?? ''}|${lease.metadata?.resourceVersion ?? ''}`;
     if (key !== this.observedKey) {
       this.observedKey = key;
       this.observedTime = now;
@@ -307,8 +350,8 @@ export class LeaderElector {
     const now = this.clock.now();
     const { namespace, name, identity } = this.opts;
     const leaseDurationSeconds = Math.ceil(this.leaseDurationMs / 1000);
-    const stamp = new V1MicroTime(now);
-    let lease: V1Lease | undefined;
+    const stamp = microTime(now);
+    let lease: Lease | undefined;
     try {
       lease = await this.client.get(namespace, name);
     } catch (err) {
@@ -350,14 +393,14 @@ export class LeaderElector {
       if (this.observedTime + durMs > now) return false; // someone else holds a live lease
     }
     const mine = holder === identity;
-    const next: V1Lease = {
+    const next: Lease = {
       ...lease,
       spec: {
         ...spec,
         holderIdentity: identity,
         leaseDurationSeconds,
         renewTime: stamp,
-        acquireTime: mine && spec.acquireTime ? asMicroTime(spec.acquireTime) : stamp,
+        acquireTime: mine && spec.acquireTime ? spec.acquireTime : stamp,
         leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
       },
     };
@@ -387,7 +430,7 @@ export class LeaderElector {
     try {
       const lease = await this.client.get(namespace, name);
       if (!lease || lease.spec?.holderIdentity !== identity) return;
-      const now = new V1MicroTime(this.clock.now());
+      const now = microTime(this.clock.now());
       await this.client.replace(namespace, name, {
         ...lease,
         spec: {
@@ -407,15 +450,6 @@ export class LeaderElector {
       );
     }
   }
-}
-
-/**
- * client-node 1.4 declares MicroTime fields as Date but deserialises them as strings (the
- * serializer does not know the `V1MicroTime` type), and a plain Date would serialise with
- * millisecond precision, which the API server rejects for MicroTime. Normalise both ways.
- */
-function asMicroTime(v: Date | string): V1MicroTime {
-  return new V1MicroTime(typeof v === 'string' ? Date.parse(v) : v.getTime());
 }
 
 export function createLeaderElector(opts: LeaderElectionOptions): LeaderElector {

@@ -23,7 +23,7 @@ import {
   isConflict,
   isNotFound,
   type RestClient,
-} from '../../kube/rest.js';
+} from '@mirrorhub/shared/k8s/rest';
 import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
 
 type StringMap = Record<string, string>;

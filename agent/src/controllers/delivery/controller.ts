@@ -16,10 +16,10 @@
 // to verify it (GET + compare; write only if it differs). The payload Secret's resourceVersion is
 // part of that knowledge, so a payload that changes under an unchanged contentHash is caught too.
 
-import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { Gauge } from 'prom-client';
-// Subpath imports only: the root of @mirrorhub/shared also loads client-node and the AWS SDK,
-// which the agent does not need (see kube/access.ts on memory).
+// Subpath imports only: the root of @mirrorhub/shared also loads client-node, which the agent
+// does not need (see shared/src/k8s/access.ts on memory).
 import {
   MIRROR_DELIVERY,
   type MirrorDelivery,
@@ -44,9 +44,15 @@ import { realClock, type Clock } from '@mirrorhub/shared/runtime/clock';
 import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
 import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
-import type { KubeAccess } from '../../kube/access.js';
-import { EventRecorder } from '../../kube/events.js';
-import { CONTENT_TYPE, RestClient, groupPath, isConflict, isNotFound } from '../../kube/rest.js';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { EventRecorder } from '@mirrorhub/shared/k8s/events';
+import {
+  CONTENT_TYPE,
+  RestClient,
+  groupPath,
+  isConflict,
+  isNotFound,
+} from '@mirrorhub/shared/k8s/rest';
 import {
   applyActions,
   restCopyClient,
@@ -72,9 +78,11 @@ export const CONTROLLER_NAME = 'delivery';
 
 /** `fieldManager` of the agent's writes (managedFields). */
 export const FIELD_MANAGER = 'mirrorhub-agent';
+/** User-Agent of the agent's requests (the API server's audit log and metrics show it). */
+export const USER_AGENT = 'mirrorhub-agent';
 
 export interface DeliveryControllerOptions {
-  /** client-node's KubeConfig, or any KubeAccess (kube/access.ts). */
+  /** Any KubeAccess (shared/src/k8s/access.ts), or client-node's KubeConfig. */
   kubeConfig: KubeAccess;
   /** The agent namespace: MirrorDeliveries and payload Secrets live here. */
   namespace: string;
@@ -268,15 +276,14 @@ export class DeliveryController {
     this.log = childLogger(opts.logger, { controller: CONTROLLER_NAME });
     this.metrics = opts.metrics;
     this.clock = opts.clock ?? realClock;
-    this.rest = new RestClient(opts.kubeConfig);
+    this.rest = new RestClient(opts.kubeConfig, { userAgent: USER_AGENT });
     this.copyClient = restCopyClient(this.rest, FIELD_MANAGER);
     this.events =
       opts.eventsInstance === undefined
         ? undefined
         : new EventRecorder(this.rest, FIELD_MANAGER, opts.eventsInstance, this.log);
     this.resyncMs = opts.resyncMs ?? 300_000;
-    // The shared list/watch transport uses only getCurrentCluster() and applyToHTTPSOptions().
-    const kc = opts.kubeConfig as unknown as KubeConfig;
+    const kc = opts.kubeConfig;
     const ns = opts.namespace;
 
     this.deliveries = createWatcher<MirrorDelivery>(
@@ -420,7 +427,7 @@ export class DeliveryController {
         ['Secret', 'secrets'],
         ['ConfigMap', 'configmaps'],
       ] as const) {
-        const lw = kubeListerWatcher<V1Secret | V1ConfigMap>(this.opts.kubeConfig as KubeConfig, {
+        const lw = kubeListerWatcher<V1Secret | V1ConfigMap>(this.opts.kubeConfig, {
           version: 'v1',
           plural,
           labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`,
