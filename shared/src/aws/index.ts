@@ -1,0 +1,5 @@
+// AWS and EKS: STS/EKS clients, EKS token minting, per-cluster access. Not re-exported by the
+// package root, because loading it loads the AWS SDK (~20 MB resident): import it as
+// `@mirrorhub/shared/aws/index` where it is needed.
+export * from './eks-token.js';
+export * from './cluster-access.js';
