@@ -203,10 +203,13 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     };
 
     log(`new namespace -> copy, ${o.newNamespaceSamples} samples`);
-    const perNs = o.mirrors / o.shards;
+    // Mirror i selects shard i % shards: a shard gets ceil or floor of mirrors / shards.
+    const mirrorsOf = (shard: number) =>
+      Math.floor(o.mirrors / o.shards) + (shard < o.mirrors % o.shards ? 1 : 0);
     const newNs: number[] = [];
     for (let k = 0; k < o.newNamespaceSamples; k++) {
       const name = `bench-new-${k}`;
+      const perNs = mirrorsOf(k % o.shards);
       const start = Date.now();
       await core.createNamespace({
         body: { metadata: { name, labels: { shard: String(k % o.shards) } } },
