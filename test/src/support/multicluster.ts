@@ -21,11 +21,9 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   RbacAuthorizationV1Api,
-  type CoreV1Event,
   type KubeConfig,
   type V1Role,
   type V1RoleBinding,
-  type V1Secret,
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 
@@ -46,15 +44,15 @@ import {
   type Logger,
   type MirrorCluster,
   type MirrorClusterSpec,
-  type MirrorDelivery,
   type SecretMirror,
 } from '@mirrorhub/shared';
 
 import { chartsDir, installCrds } from './crds.js';
 import { LogSink } from './engine.js';
+import { ClusterObjects, SYSTEM_NS } from './objects.js';
 import { eventually } from './eventually.js';
 
-export const SYSTEM_NS = 'mirrorhub-system';
+export { SYSTEM_NS };
 export const HUB = 'hub';
 export const HUB_GROUP = 'mirrorhub-hub';
 const GROUP = 'mirrorhub.io';
@@ -343,189 +341,62 @@ export class MultiCluster {
 
   // ---- objects in any cluster -------------------------------------------------------------------
 
-  async ensureNamespace(
-    cluster: string,
-    name: string,
-    labels: Record<string, string> = {},
-  ): Promise<void> {
-    try {
-      await this.core(cluster).createNamespace({ body: { metadata: { name, labels } } });
-    } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
-    }
+  /** Objects in one cluster (namespaces, Secrets, deliveries, copies); mirrors live on the hub. */
+  on(cluster: string): ClusterObjects {
+    return new ClusterObjects(this.kc(cluster));
   }
 
-  async putSecret(
-    cluster: string,
-    namespace: string,
-    name: string,
-    data: Record<string, string>,
-  ): Promise<V1Secret> {
-    const core = this.core(cluster);
-    const body: V1Secret = { metadata: { name, namespace }, stringData: data };
-    try {
-      return await core.createNamespacedSecret({ namespace, body });
-    } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
-      const cur = await core.readNamespacedSecret({ name, namespace });
-      return core.replaceNamespacedSecret({
-        name,
-        namespace,
-        body: {
-          ...body,
-          metadata: { ...body.metadata, resourceVersion: cur.metadata!.resourceVersion },
-        },
-      });
-    }
+  ensureNamespace(cluster: string, name: string, labels: Record<string, string> = {}) {
+    return this.on(cluster).ensureNamespace(name, labels);
   }
 
-  /** The decoded data of a Secret, or undefined when there is none. */
-  async secretData(
-    cluster: string,
-    namespace: string,
-    name: string,
-  ): Promise<Record<string, string> | undefined> {
-    try {
-      const s = await this.core(cluster).readNamespacedSecret({ name, namespace });
-      return Object.fromEntries(
-        Object.entries(s.data ?? {}).map(([k, v]) => [
-          k,
-          Buffer.from(v, 'base64').toString('utf8'),
-        ]),
-      );
-    } catch (err) {
-      if ((err as { code?: number }).code === 404) return undefined;
-      throw err;
-    }
+  putSecret(cluster: string, namespace: string, name: string, data: Record<string, string>) {
+    return this.on(cluster).putSecret(namespace, name, data);
   }
 
-  /** Namespaces of `cluster` holding a mirrorhub copy named `name`. */
-  async copies(cluster: string, name: string): Promise<string[]> {
-    const list = await this.core(cluster).listSecretForAllNamespaces({
-      labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
-    });
-    return list.items
-      .filter((s) => s.metadata?.name === name)
-      .map((s) => s.metadata!.namespace!)
-      .sort();
+  secretData(cluster: string, namespace: string, name: string) {
+    return this.on(cluster).secretData(namespace, name);
   }
 
-  async deliveries(cluster: string): Promise<MirrorDelivery[]> {
-    const res = (await this.custom(cluster).listNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace: SYSTEM_NS,
-      plural: 'mirrordeliveries',
-    })) as { items: MirrorDelivery[] };
-    return res.items;
+  copies(cluster: string, name: string) {
+    return this.on(cluster).copies(name);
   }
 
-  async payloads(cluster: string): Promise<string[]> {
-    const list = await this.core(cluster).listNamespacedSecret({
-      namespace: SYSTEM_NS,
-      labelSelector: 'mirrorhub.io/payload=true',
-    });
-    return list.items.map((s) => s.metadata!.name!).sort();
+  deliveries(cluster: string) {
+    return this.on(cluster).deliveries();
+  }
+
+  payloads(cluster: string) {
+    return this.on(cluster).payloads();
   }
 
   // ---- mirrors on the hub -----------------------------------------------------------------------
 
-  async applyMirror(m: SecretMirror | ClusterSecretMirror): Promise<void> {
-    const cluster = m.kind === 'ClusterSecretMirror';
-    const plural = cluster ? 'clustersecretmirrors' : 'secretmirrors';
-    const md = m.metadata ?? {};
-    const body = {
-      apiVersion: `${GROUP}/${VERSION}`,
-      kind: m.kind,
-      metadata: { name: md.name, namespace: md.namespace, labels: md.labels },
-      spec: m.spec,
-    };
-    const api = this.custom(HUB);
-    if (cluster)
-      await api.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body });
-    else
-      await api.createNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: md.namespace!,
-        plural,
-        body,
-      });
+  applyMirror(m: SecretMirror | ClusterSecretMirror) {
+    return this.on(HUB).applyMirror(m);
   }
 
-  async getMirror(
-    kind: string,
-    name: string,
-    namespace?: string,
-  ): Promise<SecretMirror | undefined> {
-    const api = this.custom(HUB);
-    try {
-      if (kind === 'ClusterSecretMirror') {
-        return (await api.getClusterCustomObject({
-          group: GROUP,
-          version: VERSION,
-          plural: 'clustersecretmirrors',
-          name,
-        })) as SecretMirror;
-      }
-      return (await api.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: namespace!,
-        plural: 'secretmirrors',
-        name,
-      })) as SecretMirror;
-    } catch (err) {
-      if ((err as { code?: number }).code === 404) return undefined;
-      throw err;
-    }
+  getMirror(kind: string, name: string, namespace?: string) {
+    return this.on(HUB).getMirror(kind, name, namespace);
   }
 
-  async deleteMirror(kind: string, name: string, namespace?: string): Promise<void> {
-    const api = this.custom(HUB);
-    if (kind === 'ClusterSecretMirror') {
-      await api.deleteClusterCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: 'clustersecretmirrors',
-        name,
-      });
-    } else {
-      await api.deleteNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: namespace!,
-        plural: 'secretmirrors',
-        name,
-      });
-    }
+  deleteMirror(kind: string, name: string, namespace?: string) {
+    return this.on(HUB).deleteMirror(kind, name, namespace);
   }
 
-  async mirrorStatus(
+  mirrorStatus(
     kind: string,
     name: string,
     namespace: string | undefined,
     check: (m: SecretMirror) => void,
     timeoutMs = 20_000,
-  ): Promise<SecretMirror> {
-    return eventually(
-      async () => {
-        const m = await this.getMirror(kind, name, namespace);
-        if (!m) throw new Error(`${kind} ${namespace ?? ''}/${name} not found`);
-        check(m);
-        return m;
-      },
-      { timeoutMs, intervalMs: 200 },
-    );
+  ) {
+    return this.on(HUB).mirrorStatus(kind, name, namespace, check, timeoutMs);
   }
 
   /** Events in the hub cluster about one object. */
-  async events(namespace: string, name: string): Promise<CoreV1Event[]> {
-    const list = await this.core(HUB).listNamespacedEvent({
-      namespace,
-      fieldSelector: `involvedObject.name=${name}`,
-    });
-    return list.items;
+  events(namespace: string, name: string) {
+    return this.on(HUB).events(namespace, name);
   }
 
   /** `kubectl <args>` against the hub cluster; stdout. */
@@ -551,31 +422,7 @@ export class MultiCluster {
   }
 }
 
-/** A ClusterSecretMirror manifest. */
-export function clusterSecretMirror(
-  name: string,
-  spec: ClusterSecretMirror['spec'],
-): ClusterSecretMirror {
-  return {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'ClusterSecretMirror',
-    metadata: { name },
-    spec,
-  } as ClusterSecretMirror;
-}
-
-export function secretMirror(
-  namespace: string,
-  name: string,
-  spec: SecretMirror['spec'],
-): SecretMirror {
-  return {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'SecretMirror',
-    metadata: { name, namespace },
-    spec,
-  } as SecretMirror;
-}
+export { clusterSecretMirror, secretMirror } from './objects.js';
 
 let rendered: Promise<{ role: V1Role; binding: V1RoleBinding }> | undefined;
 
