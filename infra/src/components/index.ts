@@ -52,6 +52,7 @@ export {
   ensureAwsProvider,
   ensureTerraform,
   ensureTerraformSetup,
+  keepProviderSource,
   terraformCliConfig,
   terraformEnv,
   terraformPlatform,

@@ -13,6 +13,7 @@ import {
   ensureAwsProvider,
   ensureTerraform,
   ensureTerraformSetup,
+  keepProviderSource,
   terraformCliConfig,
   terraformEnv,
   terraformPlatform,
@@ -253,6 +254,24 @@ describe('the trimmed provider build', () => {
     expect(out).toContain('"github.com/aws/aws-sdk-go-v2/service/s3"');
     expect(out).toContain('internal/errs"');
     expect(() => trimAwsClients(CLIENTS, ['eks'])).toThrow(/AWS client list has no eks/);
+  });
+
+  it('copies the module without the services it does not compile, and without the docs', () => {
+    const keep = (rel: string) => keepProviderSource(rel.split('/').join(path.sep));
+    expect(keep('')).toBe(true);
+    expect(keep('go.mod')).toBe(true);
+    expect(keep('internal/conns/awsclient_gen.go')).toBe(true);
+    expect(keep('internal/service')).toBe(true);
+    expect(keep('internal/service/iam')).toBe(true);
+    expect(keep('internal/service/eks/access_entry.go')).toBe(true);
+    expect(keep('internal/service/s3/bucket.go')).toBe(false);
+    // internal/embed.go embeds every service's smarterr.hcl.
+    expect(keep('internal/service/cloudtrail')).toBe(true);
+    expect(keep('internal/service/cloudtrail/smarterr.hcl')).toBe(true);
+    expect(keep('internal/service/cloudtrail/trail.go')).toBe(false);
+    expect(keep('internal/service/cloudtrail/testdata')).toBe(false);
+    expect(keep('website')).toBe(false);
+    expect(keep('names/data')).toBe(true);
   });
 
   it('drops the aws_regions data source and nothing else', () => {

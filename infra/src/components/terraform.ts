@@ -233,34 +233,75 @@ async function buildAwsProvider(
   const moduleDir = (JSON.parse(download) as { Dir?: string }).Dir;
   if (!moduleDir) throw new Error(`go mod download gave no directory for ${AWS_PROVIDER_MODULE}`);
 
-  const args = ['build', '-trimpath', '-buildvcs=false', '-mod=readonly'];
+  let buildDir = moduleDir;
   if (flavour === 'trimmed') {
-    // The module cache is read-only and checksummed: the trimmed files go into an overlay
-    // (go build -overlay), and the sources stay exactly what go.sum says.
-    const overlay: Record<string, string> = {};
+    // Go refuses overlays of files in the module cache, so the build runs in a copy of the
+    // module (taken from the checksummed cache) without the ~250 MB of service packages it
+    // will not compile, with the trimmed files written over the generated ones.
+    buildDir = path.join(destDir, 'src');
+    await fs.cp(moduleDir, buildDir, {
+      recursive: true,
+      filter: (src) => keepProviderSource(path.relative(moduleDir, src)),
+    });
+    await makeWritable(buildDir); // the module cache's files and folders are read-only
     for (const [rel, text] of Object.entries(await trimmedSources(moduleDir))) {
-      const abs = path.join(moduleDir, rel);
-      if (text === null) {
-        overlay[abs] = '';
-      } else {
-        const file = path.join(destDir, 'overlay', rel);
-        await fs.mkdir(path.dirname(file), { recursive: true });
-        await fs.writeFile(file, text);
-        overlay[abs] = file;
-      }
+      const file = path.join(buildDir, rel);
+      if (text === null) await fs.rm(file);
+      else await fs.writeFile(file, text);
+      await fs.appendFile(logFile, `trimmed: ${rel}${text === null ? ' (left out)' : ''}\n`);
     }
-    const overlayFile = path.join(destDir, 'overlay.json');
-    await fs.writeFile(overlayFile, `${JSON.stringify({ Replace: overlay }, null, 2)}\n`);
-    args.push(`-overlay=${overlayFile}`);
   }
-  args.push(`-ldflags=${awsProviderLdflags()}`, '-o', target, '.');
-  await runLogged(go, args, {
-    logFile,
-    cwd: moduleDir,
-    env: goEnv(),
-    timeoutMs: (flavour === 'full' ? 180 : 40) * 60_000,
-    hint,
-  });
+  try {
+    await runLogged(
+      go,
+      [
+        'build',
+        '-trimpath',
+        '-buildvcs=false',
+        '-mod=readonly',
+        `-ldflags=${awsProviderLdflags()}`,
+        '-o',
+        target,
+        '.',
+      ],
+      {
+        logFile,
+        cwd: buildDir,
+        env: goEnv(),
+        timeoutMs: (flavour === 'full' ? 180 : 40) * 60_000,
+        hint,
+      },
+    );
+  } finally {
+    if (buildDir !== moduleDir) await fs.rm(buildDir, { recursive: true, force: true });
+  }
+}
+
+/** What the trimmed build copies of the module: all but the code of unused services and docs. */
+export function keepProviderSource(rel: string): boolean {
+  const parts = rel.split(path.sep);
+  if (
+    parts.length === 1 &&
+    ['website', '.archive', '.changelog', 'docs', 'examples'].includes(parts[0]!)
+  ) {
+    return false;
+  }
+  if (parts[0] === 'internal' && parts[1] === 'service' && parts[2] !== undefined) {
+    if (AWS_PROVIDER_SERVICES.includes(parts[2])) return true;
+    // internal/embed.go embeds service/*/smarterr.hcl (error-message configuration): keep
+    // those, so the provider's error texts are the same as a complete build's.
+    return parts.length === 3 || (parts.length === 4 && parts[3] === 'smarterr.hcl');
+  }
+  return true;
+}
+
+async function makeWritable(dir: string): Promise<void> {
+  await fs.chmod(dir, 0o755);
+  for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) await makeWritable(p);
+    else await fs.chmod(p, 0o644);
+  }
 }
 
 /**
