@@ -1,0 +1,812 @@
+// terraform/ on real tools: terraform and the hashicorp/aws provider built from Go modules
+// (infra/src/components/terraform.ts), the provider installed from a local filesystem mirror.
+//
+// 1. `terraform fmt -check -recursive`, and `terraform validate` of each module and the example.
+// 2. Variable validation refuses what must never be applied (system:masters, cluster admin).
+// 3. `terraform apply` of examples/multi-account against the kit: moto is IAM/STS for accounts
+//    111111111111 (management), 222222222222 and 333333333333 (followers), the EKS emulator
+//    holds the clusters follower-a and follower-b. Then the roles are used as the hub uses
+//    them: a real ServiceAccount token of the hub cluster -> AssumeRoleWithWebIdentity into the
+//    hub role -> AssumeRole with the ExternalId into each follower role -> DescribeCluster ->
+//    an EKS token the follower's kube-apiserver accepts, as group mirrorhub-hub and nothing
+//    more. moto does not enforce trust policies, so each trust policy terraform wrote is also
+//    read back and evaluated against the real request (token claims, caller, ExternalId).
+// 4. The outputs feed the charts (helm template) and the MirrorCluster CRD (the API server
+//    validates them); a second plan is empty; `terraform destroy` leaves nothing behind.
+import { spawn } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import {
+  DescribeAccessEntryCommand,
+  DescribeClusterCommand,
+  EKSClient,
+  ListAccessEntriesCommand,
+  ListAssociatedAccessPoliciesCommand,
+} from '@aws-sdk/client-eks';
+import { AssumeRoleWithWebIdentityCommand, STSClient } from '@aws-sdk/client-sts';
+import {
+  AuthenticationV1Api,
+  AuthorizationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+} from '@kubernetes/client-node';
+import {
+  AwsQueryError,
+  assumeRole,
+  createRole,
+  createUserWithAccessKey,
+  getCallerIdentity,
+  iamCall,
+  trustPolicy,
+  type Principal,
+} from '@mirrorhub/infra/aws/moto';
+import {
+  AWS_PROVIDER_VERSION,
+  TERRAFORM_VERSION,
+  ensureHelm,
+  ensureTerraformSetup,
+  type TerraformSetup,
+} from '@mirrorhub/infra/components/index';
+import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
+import {
+  kubeConfigForCluster,
+  mintEksToken,
+  type AwsCredentials,
+} from '@mirrorhub/shared/aws/eks-token';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+
+import { installCrds } from './support/crds.js';
+
+const repo = resolve(import.meta.dirname, '../..');
+const TERRAFORM_DIR = join(repo, 'terraform');
+const NS = 'mirrorhub-system';
+const HUB_SA = 'mirrorhub-hub';
+const FOLLOWERS = [
+  { key: 'a', cluster: 'follower-a', externalId: 'mirrorhub-follower-a-7f3c' },
+  { key: 'b', cluster: 'follower-b', externalId: 'mirrorhub-follower-b-19d2' },
+] as const;
+
+// ---- running terraform ---------------------------------------------------------------------
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let tf: TerraformSetup;
+let work: string;
+
+/** Runs terraform; rejects with its stderr unless `allowFailure`. */
+function terraform(
+  cwd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; allowFailure?: boolean; timeoutMs?: number } = {},
+): Promise<Run> {
+  return new Promise((resolvePromise, reject) => {
+    // Plain output for the commands that colour it (version, output and state have no flag).
+    const color = ['init', 'validate', 'plan', 'apply', 'destroy'].includes(args[0]!)
+      ? ['-no-color']
+      : [];
+    const child = spawn(tf.terraform, [...args, ...color], {
+      cwd,
+      env: { ...tf.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 600_000);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      const run = { code: code ?? -1, stdout, stderr };
+      if (run.code !== 0 && !opts.allowFailure) {
+        reject(
+          new Error(
+            `terraform ${args.join(' ')} in ${cwd} exited ${run.code}:\n${stderr || stdout}`.slice(
+              0,
+              6000,
+            ),
+          ),
+        );
+      } else resolvePromise(run);
+    });
+  });
+}
+
+/** A private copy of terraform/ (init writes .terraform/ and a lock file next to the code). */
+async function copyOfTerraformDir(): Promise<string> {
+  const dir = await mkdtemp(join(work, 'tree-'));
+  for (const sub of ['modules', 'examples']) {
+    await cp(join(TERRAFORM_DIR, sub), join(dir, sub), {
+      recursive: true,
+      filter: (src) => !/[/\\](\.terraform|terraform\.tfstate[^/\\]*)$/.test(src),
+    });
+  }
+  return dir;
+}
+
+// ---- IAM, as the administrator of an account -----------------------------------------------
+
+function xmlValue(xml: string, tag: string): string | undefined {
+  const m = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(xml);
+  return m?.[1]
+    ?.replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&#39;|&apos;/g, "'")
+    .replace(/&amp;/g, '&');
+}
+
+/** A policy document as IAM returns it (URL-encoded JSON on the real service). */
+function policyJson(text: string | undefined): PolicyDocument {
+  if (!text) throw new Error('no policy document in the IAM response');
+  try {
+    return JSON.parse(text) as PolicyDocument;
+  } catch {
+    return JSON.parse(decodeURIComponent(text)) as PolicyDocument;
+  }
+}
+
+async function getRole(
+  account: string,
+  name: string,
+): Promise<{ arn: string; trust: PolicyDocument }> {
+  const xml = await iamCall(kit.aws!.stsEndpoint, account, 'GetRole', { RoleName: name });
+  return {
+    arn: xmlValue(xml, 'Arn') ?? '',
+    trust: policyJson(xmlValue(xml, 'AssumeRolePolicyDocument')),
+  };
+}
+
+async function getRolePolicy(
+  account: string,
+  role: string,
+  policy: string,
+): Promise<PolicyDocument> {
+  const xml = await iamCall(kit.aws!.stsEndpoint, account, 'GetRolePolicy', {
+    RoleName: role,
+    PolicyName: policy,
+  });
+  return policyJson(xmlValue(xml, 'PolicyDocument'));
+}
+
+async function roleExists(account: string, name: string): Promise<boolean> {
+  try {
+    await iamCall(kit.aws!.stsEndpoint, account, 'GetRole', { RoleName: name });
+    return true;
+  } catch (err) {
+    if (err instanceof AwsQueryError && err.code === 'NoSuchEntity') return false;
+    throw err;
+  }
+}
+
+// ---- a small evaluator for the trust and permission policies terraform wrote ----------------
+// moto does not evaluate trust policies, so the test does, for exactly the subset the modules
+// emit: Allow statements, Action (string or list, no wildcards), Principal AWS / Federated /
+// Service, Resource (ARNs or "*"), and StringEquals conditions.
+
+type OneOrMany = string | string[];
+interface Statement {
+  Sid?: string;
+  Effect: 'Allow' | 'Deny';
+  Action: OneOrMany;
+  Principal?: Record<string, OneOrMany>;
+  Resource?: OneOrMany;
+  Condition?: Record<string, Record<string, OneOrMany>>;
+}
+interface PolicyDocument {
+  Version: string;
+  Statement: Statement[];
+}
+
+const many = (v: OneOrMany | undefined): string[] => (v === undefined ? [] : [v].flat());
+
+interface Request {
+  action: string;
+  principal?: { type: 'AWS' | 'Federated' | 'Service'; id: string };
+  resource?: string;
+  context?: Record<string, string>;
+}
+
+function allows(doc: PolicyDocument, req: Request): boolean {
+  const matching = doc.Statement.filter((s) => {
+    if (!many(s.Action).includes(req.action)) return false;
+    if (req.principal && !many(s.Principal?.[req.principal.type]).includes(req.principal.id))
+      return false;
+    if (req.resource) {
+      const res = many(s.Resource);
+      if (!res.includes('*') && !res.includes(req.resource)) return false;
+    }
+    for (const [op, kv] of Object.entries(s.Condition ?? {})) {
+      if (op !== 'StringEquals') throw new Error(`the test's evaluator does not know ${op}`);
+      for (const [key, values] of Object.entries(kv)) {
+        const got = req.context?.[key];
+        if (got === undefined || !many(values).includes(got)) return false;
+      }
+    }
+    return true;
+  });
+  return matching.some((s) => s.Effect === 'Allow') && !matching.some((s) => s.Effect === 'Deny');
+}
+
+function jwtClaims(token: string): { iss: string; sub: string; aud: string[] } {
+  const payload = token.split('.')[1] ?? '';
+  return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
+    iss: string;
+    sub: string;
+    aud: string[];
+  };
+}
+
+// ---- the kit and the accounts ----------------------------------------------------------------
+
+let kit: Kit;
+/** terraform's base identity: an IAM user in the management account. */
+let operator: Principal;
+/** Per follower account: an administrator user (for EKS reads the hub never makes). */
+const followerAdmins = new Map<string, Principal>();
+let oidcProviderArn: string;
+let issuerHost: string;
+
+function account(cluster: string): string {
+  return kit.cluster(cluster).accountId;
+}
+
+async function serviceAccountToken(name: string): Promise<string> {
+  const core = kit.cluster('hub').kubeConfig().makeApiClient(CoreV1Api);
+  await core
+    .createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name } } })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
+  const tr = await core.createNamespacedServiceAccountToken({
+    namespace: NS,
+    name,
+    body: { spec: { audiences: ['sts.amazonaws.com'], expirationSeconds: 3600 } },
+  });
+  return tr.status!.token!;
+}
+
+beforeAll(
+  async () => {
+    work = await mkdtemp(join(tmpdir(), 'mirrorhub-terraform-test-'));
+    // The builds (once per machine) come before the kit, so no API server idles meanwhile.
+    const started = Date.now();
+    tf = await ensureTerraformSetup(work);
+    console.error(
+      `timing: terraform + aws provider (${tf.provider.flavour} build) ready in ${((Date.now() - started) / 1000).toFixed(1)}s`,
+    );
+    kit = await startKit({ clusters: ['hub', 'follower-a', 'follower-b'] });
+    const sts = kit.aws!.stsEndpoint;
+
+    operator = await createUserWithAccessKey(sts, {
+      accountId: account('hub'),
+      userName: 'terraform',
+    });
+    // The usual AWS Organizations set-up: from the management account, terraform assumes an
+    // administration role in each member account.
+    for (const f of FOLLOWERS) {
+      await createRole(sts, {
+        accountId: account(f.cluster),
+        roleName: 'OrganizationAccountAccessRole',
+        trustPolicy: trustPolicy({ principals: [operator.arn] }),
+      });
+      followerAdmins.set(
+        f.cluster,
+        await createUserWithAccessKey(sts, {
+          accountId: account(f.cluster),
+          userName: 'platform-admin',
+        }),
+      );
+    }
+    // The management cluster's IAM OIDC provider, for the kit hub cluster's real issuer.
+    issuerHost = 'hub.kit.mirrorhub.local';
+    const xml = await iamCall(sts, account('hub'), 'CreateOpenIDConnectProvider', {
+      Url: `https://${issuerHost}`,
+      'ClientIDList.member.1': 'sts.amazonaws.com',
+      'ThumbprintList.member.1': '9e99a48a9960b14926bb7f3b02e22da2b0ab7280',
+    });
+    oidcProviderArn = xmlValue(xml, 'OpenIDConnectProviderArn') ?? '';
+    expect(oidcProviderArn).toBe(`arn:aws:iam::${account('hub')}:oidc-provider/${issuerHost}`);
+    await kit
+      .cluster('hub')
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: NS } } });
+  },
+  // A cold build of the provider is long (docs/terraform.md); warm, this is the kit's ~10 s.
+  150 * 60_000,
+);
+
+afterAll(async () => {
+  await kit?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+// ---- 1. static checks ------------------------------------------------------------------------
+
+describe('terraform/ passes fmt and validate', () => {
+  it(`uses terraform ${TERRAFORM_VERSION} and hashicorp/aws ${AWS_PROVIDER_VERSION} from the local mirror`, async () => {
+    const v = JSON.parse((await terraform(work, ['version', '-json'])).stdout) as {
+      terraform_version: string;
+    };
+    expect(`v${v.terraform_version}`).toBe(TERRAFORM_VERSION);
+    expect(await readFile(tf.cliConfigFile, 'utf8')).toContain(tf.provider.mirrorDir);
+  });
+
+  it('is formatted (terraform fmt -check -recursive)', async () => {
+    const run = await terraform(TERRAFORM_DIR, ['fmt', '-check', '-recursive', '-diff'], {
+      allowFailure: true,
+    });
+    expect(run.stdout, 'run `terraform fmt -recursive terraform/`').toBe('');
+    expect(run.code).toBe(0);
+  });
+
+  it.each(['modules/hub', 'modules/follower', 'examples/multi-account'])(
+    '%s validates with no errors and no warnings',
+    async (sub) => {
+      const dir = join(await copyOfTerraformDir(), sub);
+      const init = await terraform(dir, ['init', '-backend=false', '-input=false']);
+      expect(init.stdout).toContain(`Installed hashicorp/aws v${AWS_PROVIDER_VERSION}`);
+      const lock = await readFile(join(dir, '.terraform.lock.hcl'), 'utf8');
+      expect(lock).toContain(`version     = "${AWS_PROVIDER_VERSION}"`);
+      const run = await terraform(dir, ['validate', '-json'], { allowFailure: true });
+      const result = JSON.parse(run.stdout) as {
+        valid: boolean;
+        error_count: number;
+        warning_count: number;
+        diagnostics: Array<{ severity: string; summary: string; detail?: string }>;
+      };
+      expect(result.diagnostics).toEqual([]);
+      expect(result.valid).toBe(true);
+    },
+  );
+});
+
+// ---- 2. what variable validation refuses ----------------------------------------------------
+
+describe('the modules refuse dangerous inputs', () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = join(await copyOfTerraformDir(), 'refuse');
+    await cp(join(root, '..', 'modules'), join(root, 'modules'), { recursive: true });
+  });
+
+  const follower = (extra: string) => `
+module "follower" {
+  source       = "./modules/follower"
+  hub_role_arn = "arn:aws:iam::111111111111:role/mirrorhub-hub"
+  external_id  = "abc-123"
+  cluster_name = "follower-a"
+  ${extra}
+}
+`;
+
+  it.each([
+    {
+      name: 'system:masters as a Kubernetes group',
+      hcl: follower('kubernetes_groups = ["system:masters"]'),
+      error: 'none starting with system: (no system:masters)',
+    },
+    {
+      name: 'a cluster-admin access policy',
+      hcl: follower(
+        'associate_access_policy = true\n  access_policy_arn = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"',
+      ),
+      error: 'never AmazonEKSClusterAdminPolicy',
+    },
+    {
+      name: 'a trusted hub "role" that is a wildcard',
+      hcl: follower('').replace('role/mirrorhub-hub', 'role/*'),
+      error: 'hub_role_arn must be a role ARN without wildcards',
+    },
+    {
+      name: 'a wildcard follower role for the hub',
+      hcl: `module "hub" {
+  source             = "./modules/hub"
+  oidc_provider_arn  = "arn:aws:iam::111111111111:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/X"
+  follower_role_arns = ["arn:aws:iam::*:role/mirrorhub-follower"]
+}
+`,
+      error: 'Each follower_role_arns entry must be a role ARN without wildcards',
+    },
+  ])('refuses $name', async ({ hcl, error }) => {
+    await writeFile(join(root, 'main.tf'), hcl);
+    await terraform(root, ['init', '-backend=false', '-input=false']);
+    const run = await terraform(root, ['validate', '-json'], { allowFailure: true });
+    const result = JSON.parse(run.stdout) as {
+      valid: boolean;
+      diagnostics: Array<{ detail?: string }>;
+    };
+    expect(result.valid).toBe(false);
+    expect(result.diagnostics.map((d) => d.detail ?? '').join('\n')).toContain(error);
+  });
+});
+
+// ---- 3. apply against the kit ----------------------------------------------------------------
+
+describe('examples/multi-account applied to moto and the EKS emulator', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let outputs: Record<string, { value: unknown }>;
+  const hubRoleArn = () => `arn:aws:iam::${account('hub')}:role/mirrorhub-hub`;
+  const followerRoleArn = (cluster: string) =>
+    `arn:aws:iam::${account(cluster)}:role/mirrorhub-follower`;
+
+  beforeAll(async () => {
+    dir = join(await copyOfTerraformDir(), 'examples/multi-account');
+    const { stsEndpoint, eksEndpoint, region } = kit.aws!;
+    // The example as a user applies it, plus one override file: every provider talks to the
+    // kit's emulators (IAM and STS are moto, EKS is the emulator) and never to the metadata API.
+    const endpoints = (alias: string) => `provider "aws" {
+  alias                   = "${alias}"
+  skip_metadata_api_check = true
+  endpoints {
+    iam = "${stsEndpoint}"
+    sts = "${stsEndpoint}"
+    eks = "${eksEndpoint}"
+  }
+}
+`;
+    await writeFile(
+      join(dir, 'kit_override.tf'),
+      ['management', 'follower_a', 'follower_b'].map(endpoints).join('\n'),
+    );
+    const follower = (f: (typeof FOLLOWERS)[number]) => ({
+      region,
+      cluster_name: f.cluster,
+      external_id: f.externalId,
+      assume_role_arn: `arn:aws:iam::${account(f.cluster)}:role/OrganizationAccountAccessRole`,
+      labels: { env: 'test', follower: f.key },
+    });
+    await writeFile(
+      join(dir, 'terraform.tfvars.json'),
+      JSON.stringify({
+        management: { region, oidc_provider_arn: oidcProviderArn, enable_pod_identity: true },
+        follower_a: follower(FOLLOWERS[0]),
+        follower_b: follower(FOLLOWERS[1]),
+      }),
+    );
+    // Only the operator's keys: no profile, no shared config, no instance metadata.
+    env = {
+      AWS_ACCESS_KEY_ID: operator.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: operator.credentials.secretAccessKey,
+      AWS_SESSION_TOKEN: '',
+      AWS_PROFILE: '',
+      AWS_CONFIG_FILE: join(work, 'no-aws-config'),
+      AWS_SHARED_CREDENTIALS_FILE: join(work, 'no-aws-credentials'),
+      AWS_EC2_METADATA_DISABLED: 'true',
+    };
+    await terraform(dir, ['init', '-input=false'], { env });
+    const started = Date.now();
+    await terraform(dir, ['apply', '-auto-approve', '-input=false'], { env });
+    console.error(`timing: terraform apply in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    outputs = JSON.parse((await terraform(dir, ['output', '-json'], { env })).stdout) as Record<
+      string,
+      { value: unknown }
+    >;
+  }, 600_000);
+
+  it('created each role in its own account', () => {
+    expect(outputs.hub_role_arn?.value).toBe(hubRoleArn());
+    expect(outputs.follower_role_arns?.value).toEqual({
+      a: followerRoleArn('follower-a'),
+      b: followerRoleArn('follower-b'),
+    });
+    expect(outputs.external_ids?.value).toEqual({
+      a: FOLLOWERS[0].externalId,
+      b: FOLLOWERS[1].externalId,
+    });
+  });
+
+  it("trusts only the hub's ServiceAccount (IRSA and Pod Identity), as a real token shows", async () => {
+    const { trust } = await getRole(account('hub'), 'mirrorhub-hub');
+    const token = await serviceAccountToken(HUB_SA);
+    const claims = jwtClaims(token);
+    expect(claims.iss).toBe(`https://${issuerHost}`);
+    const webIdentity = (c: { sub: string; aud: string }): Request => ({
+      action: 'sts:AssumeRoleWithWebIdentity',
+      principal: { type: 'Federated', id: oidcProviderArn },
+      context: { [`${issuerHost}:sub`]: c.sub, [`${issuerHost}:aud`]: c.aud },
+    });
+    expect(allows(trust, webIdentity({ sub: claims.sub, aud: claims.aud[0]! }))).toBe(true);
+    const other = jwtClaims(await serviceAccountToken('someone-else'));
+    expect(allows(trust, webIdentity({ sub: other.sub, aud: other.aud[0]! }))).toBe(false);
+    expect(allows(trust, webIdentity({ sub: claims.sub, aud: 'another-audience' }))).toBe(false);
+
+    const podIdentity = (ns: string, sa: string) => ({
+      principal: { type: 'Service' as const, id: 'pods.eks.amazonaws.com' },
+      context: {
+        'aws:RequestTag/kubernetes-namespace': ns,
+        'aws:RequestTag/kubernetes-service-account': sa,
+      },
+    });
+    for (const action of ['sts:AssumeRole', 'sts:TagSession']) {
+      expect(allows(trust, { action, ...podIdentity(NS, HUB_SA) })).toBe(true);
+      expect(allows(trust, { action, ...podIdentity(NS, 'someone-else') })).toBe(false);
+      expect(allows(trust, { action, ...podIdentity('default', HUB_SA) })).toBe(false);
+    }
+  });
+
+  it('lets the hub assume exactly the follower roles and describe clusters', async () => {
+    const policy = await getRolePolicy(account('hub'), 'mirrorhub-hub', 'mirrorhub-hub');
+    for (const f of FOLLOWERS) {
+      for (const action of ['sts:AssumeRole', 'sts:TagSession']) {
+        expect(allows(policy, { action, resource: followerRoleArn(f.cluster) })).toBe(true);
+      }
+    }
+    const stranger = `arn:aws:iam::${account('follower-a')}:role/OrganizationAccountAccessRole`;
+    expect(allows(policy, { action: 'sts:AssumeRole', resource: stranger })).toBe(false);
+    expect(allows(policy, { action: 'eks:DescribeCluster', resource: '*' })).toBe(true);
+    expect(policy.Statement.flatMap((s) => many(s.Action)).sort()).toEqual([
+      'eks:DescribeCluster',
+      'eks:ListClusters',
+      'sts:AssumeRole',
+      'sts:TagSession',
+    ]);
+  });
+
+  it.each(FOLLOWERS)(
+    'follower $cluster trusts only the hub role with its ExternalId, and may describe only its cluster',
+    async (f) => {
+      const { trust } = await getRole(account(f.cluster), 'mirrorhub-follower');
+      const asHub = (externalId: string | undefined, id = hubRoleArn()): Request => ({
+        action: 'sts:AssumeRole',
+        principal: { type: 'AWS', id },
+        context: externalId === undefined ? {} : { 'sts:ExternalId': externalId },
+      });
+      expect(allows(trust, asHub(f.externalId))).toBe(true);
+      expect(allows(trust, asHub(undefined))).toBe(false);
+      expect(allows(trust, asHub('guessed'))).toBe(false);
+      expect(allows(trust, asHub(f.externalId, operator.arn))).toBe(false);
+
+      const policy = await getRolePolicy(
+        account(f.cluster),
+        'mirrorhub-follower',
+        'mirrorhub-follower',
+      );
+      const arn = `arn:aws:eks:${kit.aws!.region}:${account(f.cluster)}:cluster/${f.cluster}`;
+      expect(policy.Statement).toEqual([
+        expect.objectContaining({ Action: 'eks:DescribeCluster', Resource: arn }),
+      ]);
+    },
+  );
+
+  it.each(FOLLOWERS)(
+    'the hub, from its ServiceAccount token, reaches $cluster as group mirrorhub-hub and nothing more',
+    async (f) => {
+      const { stsEndpoint, eksEndpoint, region } = kit.aws!;
+      // IRSA: what the AWS SDK's web-identity provider does in the hub's pod.
+      const sts = new STSClient({ endpoint: stsEndpoint, region });
+      const web = await sts.send(
+        new AssumeRoleWithWebIdentityCommand({
+          RoleArn: hubRoleArn(),
+          RoleSessionName: 'mirrorhub-hub-test',
+          WebIdentityToken: await serviceAccountToken(HUB_SA),
+        }),
+      );
+      sts.destroy();
+      const hub: AwsCredentials = {
+        accessKeyId: web.Credentials!.AccessKeyId!,
+        secretAccessKey: web.Credentials!.SecretAccessKey!,
+        sessionToken: web.Credentials!.SessionToken!,
+      };
+      expect((await getCallerIdentity(stsEndpoint, hub)).arn).toBe(
+        `arn:aws:sts::${account('hub')}:assumed-role/mirrorhub-hub/mirrorhub-hub-test`,
+      );
+
+      const session = await assumeRole(stsEndpoint, {
+        credentials: hub,
+        roleArn: followerRoleArn(f.cluster),
+        sessionName: 'mirrorhub-hub-test',
+        externalId: f.externalId,
+        region,
+      });
+      expect((await getCallerIdentity(stsEndpoint, session)).arn).toBe(
+        `arn:aws:sts::${account(f.cluster)}:assumed-role/mirrorhub-follower/mirrorhub-hub-test`,
+      );
+
+      const eks = new EKSClient({ endpoint: eksEndpoint, region, credentials: session });
+      const { cluster } = await eks.send(new DescribeClusterCommand({ name: f.cluster }));
+      eks.destroy();
+      expect(cluster?.endpoint).toBe(kit.cluster(f.cluster).server);
+
+      const kc = kubeConfigForCluster({
+        name: f.cluster,
+        server: cluster!.endpoint!,
+        caPem: Buffer.from(cluster!.certificateAuthority!.data!, 'base64').toString('utf8'),
+        token: async () =>
+          (await mintEksToken({ clusterName: f.cluster, region, credentials: session })).token,
+      });
+      const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
+        body: {},
+      });
+      const user = review.status!.userInfo!;
+      expect(user.username).toBe(
+        `arn:aws:sts::${account(f.cluster)}:assumed-role/mirrorhub-follower/mirrorhub-hub-test`,
+      );
+      expect(user.groups).toContain('mirrorhub-hub');
+      expect(user.groups).not.toContain('system:masters');
+
+      // No access policy: without the agent chart's Role the group may do nothing at all.
+      const can = async (verb: string, resource: string, namespace?: string) =>
+        (
+          await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
+            body: { spec: { resourceAttributes: { verb, resource, namespace } } },
+          })
+        ).status?.allowed;
+      expect(await can('list', 'secrets')).toBe(false);
+      expect(await can('create', 'secrets', NS)).toBe(false);
+      expect(await can('list', 'namespaces')).toBe(false);
+    },
+  );
+
+  it.each(FOLLOWERS)(
+    'the access entry in $cluster maps the follower role to mirrorhub-hub, with no access policy',
+    async (f) => {
+      const eks = new EKSClient({
+        endpoint: kit.aws!.eksEndpoint,
+        region: kit.aws!.region,
+        credentials: followerAdmins.get(f.cluster)!.credentials,
+      });
+      try {
+        const { accessEntry } = await eks.send(
+          new DescribeAccessEntryCommand({
+            clusterName: f.cluster,
+            principalArn: followerRoleArn(f.cluster),
+          }),
+        );
+        expect(accessEntry?.kubernetesGroups).toEqual(['mirrorhub-hub']);
+        expect(accessEntry?.type).toBe('STANDARD');
+        expect(accessEntry?.tags).toEqual({ 'app.kubernetes.io/part-of': 'mirrorhub' });
+        const { associatedAccessPolicies } = await eks.send(
+          new ListAssociatedAccessPoliciesCommand({
+            clusterName: f.cluster,
+            principalArn: followerRoleArn(f.cluster),
+          }),
+        );
+        expect(associatedAccessPolicies).toEqual([]);
+      } finally {
+        eks.destroy();
+      }
+    },
+  );
+
+  it('outputs MirrorClusters that the hub cluster accepts as they are', async () => {
+    const manifest = outputs.mirror_clusters_manifest?.value as string;
+    const docs = parseAllDocuments(manifest).map((d) => d.toJS() as Record<string, unknown>);
+    expect(docs).toEqual(
+      FOLLOWERS.map((f) => ({
+        apiVersion: 'mirrorhub.io/v1alpha1',
+        kind: 'MirrorCluster',
+        metadata: { name: f.cluster, labels: { env: 'test', follower: f.key } },
+        spec: {
+          eks: {
+            name: f.cluster,
+            region: kit.aws!.region,
+            roleArn: followerRoleArn(f.cluster),
+            externalId: f.externalId,
+          },
+          agentNamespace: NS,
+        },
+      })),
+    );
+    const hub = kit.cluster('hub');
+    await installCrds(hub.kubeConfig());
+    const manifestFile = join(work, 'mirrorclusters.yaml');
+    await writeFile(manifestFile, manifest);
+    await new Promise<void>((ok, fail) => {
+      const child = spawn(
+        kit.kubectl,
+        ['--kubeconfig', hub.kubeconfigPath, 'apply', '-f', manifestFile],
+        {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
+      let err = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+      child.once('close', (code) => (code === 0 ? ok() : fail(new Error(`kubectl apply: ${err}`))));
+    });
+    const stored = (await hub.kubeConfig().makeApiClient(CustomObjectsApi).getClusterCustomObject({
+      group: 'mirrorhub.io',
+      version: 'v1alpha1',
+      plural: 'mirrorclusters',
+      name: 'follower-a',
+    })) as { spec: unknown };
+    expect(stored.spec).toEqual(docs[0]!.spec);
+  });
+
+  it('outputs the legacy aws-auth entry: the role without path, the group, never system:masters', () => {
+    const entries = outputs.aws_auth_map_roles?.value as Record<string, string>;
+    for (const f of FOLLOWERS) {
+      expect(parseYaml(entries[f.key]!)).toEqual([
+        {
+          rolearn: followerRoleArn(f.cluster),
+          username: 'mirrorhub-hub:{{SessionName}}',
+          groups: ['mirrorhub-hub'],
+        },
+      ]);
+    }
+  });
+
+  it('outputs Helm values the charts render: IRSA on the hub, the group on the agents', async () => {
+    const helm = await ensureHelm();
+    const render = async (chart: string, values: string, extra: string[] = []) => {
+      const file = join(work, `${chart}-values.yaml`);
+      await writeFile(file, values);
+      const child = spawn(
+        helm,
+        ['template', 'x', join(repo, 'charts', chart), '-n', NS, '-f', file, ...extra],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let out = '';
+      let err = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+      const code = await new Promise<number | null>((ok) => child.once('close', ok));
+      if (code !== 0) throw new Error(`helm template ${chart}: ${err}`);
+      return parseAllDocuments(out)
+        .map((d) => d.toJS() as { kind?: string; metadata?: Record<string, unknown> } | null)
+        .filter((d): d is NonNullable<typeof d> => d !== null);
+    };
+    const hub = await render('mirrorhub-hub', outputs.hub_helm_values?.value as string);
+    const sa = hub.find((d) => d.kind === 'ServiceAccount');
+    expect(sa?.metadata?.name).toBe(HUB_SA);
+    expect(sa?.metadata?.annotations).toMatchObject({ 'eks.amazonaws.com/role-arn': hubRoleArn() });
+
+    const agentValues = outputs.agent_helm_values?.value as Record<string, string>;
+    for (const f of FOLLOWERS) {
+      expect(parseYaml(agentValues[f.key]!)).toEqual({
+        clusterName: f.cluster,
+        hubAccess: { enabled: true, group: 'mirrorhub-hub' },
+      });
+      const agent = await render('mirrorhub-agent', agentValues[f.key]!);
+      const binding = agent.find(
+        (d) => d.kind === 'RoleBinding' && String(d.metadata?.name).endsWith('hub-access'),
+      ) as { subjects?: Array<{ kind: string; name: string }> } | undefined;
+      expect(binding?.subjects).toContainEqual(
+        expect.objectContaining({ kind: 'Group', name: 'mirrorhub-hub' }),
+      );
+    }
+  });
+
+  it('has nothing left to change (a second plan is empty)', async () => {
+    const run = await terraform(dir, ['plan', '-detailed-exitcode', '-input=false'], {
+      env,
+      allowFailure: true,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('destroys everything it created', async () => {
+    const started = Date.now();
+    await terraform(dir, ['destroy', '-auto-approve', '-input=false'], { env });
+    console.error(`timing: terraform destroy in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    expect(await roleExists(account('hub'), 'mirrorhub-hub')).toBe(false);
+    for (const f of FOLLOWERS) {
+      expect(await roleExists(account(f.cluster), 'mirrorhub-follower')).toBe(false);
+      // What the test itself made stays.
+      expect(await roleExists(account(f.cluster), 'OrganizationAccountAccessRole')).toBe(true);
+      const eks = new EKSClient({
+        endpoint: kit.aws!.eksEndpoint,
+        region: kit.aws!.region,
+        credentials: followerAdmins.get(f.cluster)!.credentials,
+      });
+      const { accessEntries } = await eks.send(
+        new ListAccessEntriesCommand({ clusterName: f.cluster }),
+      );
+      eks.destroy();
+      expect(accessEntries).toEqual([]);
+    }
+    const state = await terraform(dir, ['state', 'list'], { env, allowFailure: true });
+    expect(state.stdout.trim()).toBe('');
+  });
+});
