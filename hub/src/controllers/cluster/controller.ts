@@ -23,7 +23,6 @@ import {
 import {
   childLogger,
   createWatcher,
-  EksClusterAccess,
   equalIgnoringTime,
   errorMessage,
   FIELD_MANAGER,
@@ -37,8 +36,6 @@ import {
   sleep,
   VERSION,
   WorkQueue,
-  type AwsCredentials,
-  type AwsCredentialsProvider,
   type Clock,
   type ControllerMetrics,
   type Counter,
@@ -48,6 +45,11 @@ import {
   type MirrorClusterStatus,
   type Watcher,
 } from '@mirrorhub/shared';
+import type {
+  AwsCredentials,
+  AwsCredentialsProvider,
+  EksClusterAccess,
+} from '@mirrorhub/shared/aws/index';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
@@ -69,6 +71,10 @@ import { probeCluster, type ProbeContext } from './probe.js';
 const CONTROLLER = 'cluster';
 
 /** How the hub reaches EKS followers (HubConfig.aws). */
+
+type AwsModule = typeof import('@mirrorhub/shared/aws/index');
+let awsModule: Promise<AwsModule> | undefined;
+
 export interface HubAwsConfig {
   /** The hub's own identity. Default: the AWS SDK's default chain (IRSA, Pod Identity, env). */
   baseCredentials?: AwsCredentials | AwsCredentialsProvider;
@@ -349,7 +355,13 @@ export class ClusterController {
     }
     if (!entry) {
       try {
-        entry = this.create(name, resolved.access);
+        // The AWS SDK (~20 MB resident) is loaded with the first EKS cluster, not at start.
+        if (resolved.access.type === 'EKS') awsModule ??= import('@mirrorhub/shared/aws/index');
+        entry = this.create(
+          name,
+          resolved.access,
+          resolved.access.type === 'EKS' ? await awsModule : undefined,
+        );
       } catch (err) {
         // e.g. EksClusterAccess refusing an option: as good as an invalid spec.
         await this.writeStatus(
@@ -393,7 +405,7 @@ export class ClusterController {
   }
 
   /** A new entry: the access object, and the health loop (first probe at once). */
-  private create(name: string, access: AccessSpec): Entry {
+  private create(name: string, access: AccessSpec, awsModule?: AwsModule): Entry {
     const countError = (err: unknown) =>
       this.requestErrors.inc({
         cluster: labelValue(name),
@@ -402,7 +414,8 @@ export class ClusterController {
     let entry: Entry;
     if (access.type === 'EKS') {
       const aws = this.opts.aws ?? {};
-      const eks = new EksClusterAccess({
+      if (!awsModule) throw new Error('internal: the AWS module was not loaded for an EKS cluster');
+      const eks = new awsModule.EksClusterAccess({
         cluster: access.eks,
         ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
         ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
