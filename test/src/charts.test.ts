@@ -176,6 +176,7 @@ describe('charts, rendered', () => {
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
+      NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2 --max-old-space-size=256',
     });
     expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
     expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
@@ -296,6 +297,7 @@ describe('charts, rendered', () => {
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
+      NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2 --max-old-space-size=256',
     });
     // No leader election with one replica, so never two agents at once during an update.
     expect(dep.spec?.strategy?.type).toBe('Recreate');

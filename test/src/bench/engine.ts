@@ -3,9 +3,7 @@
  * fanning out to 100 namespaces each; the hub and agent run as their real entry points, so the
  * RSS figures are theirs alone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -21,6 +19,7 @@ import type { Kit } from '@mirrorhub/infra/kit/index';
 import { createWatcher, type Watcher } from '@mirrorhub/shared';
 
 import { installCrds } from '../support/crds.js';
+import { startMain, until, waitHttp } from './procs.js';
 import { apiRequestCounts, fmtMs, percentile, pool, rssMb, type ApiCounts } from './util.js';
 
 export interface EngineBenchOptions {
@@ -34,6 +33,8 @@ export interface EngineBenchOptions {
   newNamespaceSamples: number;
   updateSamples: number;
   steadyMs: number;
+  /** NODE_OPTIONS of each process (by default the charts' `nodeOptions`, see node-options.ts). */
+  nodeOptions: { hub: string; agent: string };
   root: string;
   log: (line: string) => void;
 }
@@ -101,8 +102,15 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
   await addNoise(o.noiseStart);
 
   const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
-  const agent = startProcess(o.root, 'agent', hubCluster.kubeconfigPath, agentPort, kit.dir);
-  const hub = startProcess(o.root, 'hub', hubCluster.kubeconfigPath, hubPort, kit.dir);
+  const start = (name: 'hub' | 'agent', port: number) =>
+    startMain(o.root, name, {
+      KUBECONFIG: hubCluster.kubeconfigPath,
+      MIRRORHUB_CLUSTER_NAME: 'hub',
+      PORT: String(port),
+      NODE_OPTIONS: o.nodeOptions[name],
+    });
+  const agent = start('agent', agentPort);
+  const hub = start('hub', hubPort);
   const procs = [agent, hub];
   try {
     await waitHttp(`http://127.0.0.1:${agentPort}/readyz`);
@@ -176,15 +184,18 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     log(`${expected} copies in ${fmtMs(initialFanOutMs)}`);
 
     await sleep(5_000);
-    const rssAt = (label: string) => {
+    const rssAt = async (label: string) => {
       rss.hub[label] = rssMb(hub.pid!);
       rss.agent[label] = rssMb(agent.pid!);
+      // V8 heap in use (live objects and not yet collected garbage), to size --max-old-space-size.
+      const [hubHeap, agentHeap] = await Promise.all([heapUsedMb(hubPort), heapUsedMb(agentPort)]);
       log(
-        `RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB, agent ${rss.agent[label]!.toFixed(0)} MB`,
+        `RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB (heap used ${hubHeap}), ` +
+          `agent ${rss.agent[label]!.toFixed(0)} MB (heap used ${agentHeap})`,
       );
     };
     const rss: EngineBenchResult['rss'] = { hub: {}, agent: {} };
-    rssAt(`${o.noiseStart} unrelated Secrets`);
+    await rssAt(`${o.noiseStart} unrelated Secrets`);
 
     await addNoise(o.noiseMid);
     await sleep(3_000);
@@ -257,10 +268,10 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     }
 
     log(`adding unrelated Secrets up to ${o.noiseEnd}`);
-    rssAt(`${o.noiseMid} unrelated Secrets`);
+    await rssAt(`${o.noiseMid} unrelated Secrets`);
     await addNoise(o.noiseEnd);
     await sleep(10_000);
-    rssAt(`${o.noiseEnd} unrelated Secrets`);
+    await rssAt(`${o.noiseEnd} unrelated Secrets`);
 
     await copyWatch.stop();
     return {
@@ -290,69 +301,15 @@ function certLike(i: number, version: number): string {
   return `-----BEGIN CERTIFICATE-----\n${`mirror-${i}-v${version}-`.repeat(40)}\n-----END CERTIFICATE-----\n`;
 }
 
-function startProcess(
-  root: string,
-  name: 'hub' | 'agent',
-  kubeconfig: string,
-  port: number,
-  dir: string,
-): ChildProcess {
-  void mkdir(join(dir, 'logs'), { recursive: true });
-  const child = spawn(process.execPath, [join(root, name, 'dist/main.js')], {
-    env: {
-      ...process.env,
-      KUBECONFIG: kubeconfig,
-      MIRRORHUB_NAMESPACE: SYSTEM_NS,
-      MIRRORHUB_CLUSTER_NAME: 'hub',
-      PORT: String(port),
-      POD_NAME: `${name}-bench`,
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  return child;
-}
-
-async function waitHttp(url: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (
-      await fetch(url).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within 60s`);
-    await sleep(200);
+/** `mirrorhub_nodejs_heap_size_used_bytes` from a process's /metrics, in MB ('?' if absent). */
+async function heapUsedMb(port: number): Promise<string> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const m = /^mirrorhub_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
+    return m ? `${(Number(m[1]) / 2 ** 20).toFixed(0)} MB` : '?';
+  } catch {
+    return '?';
   }
-}
-
-/** Waits until `done()` is true, re-checking whenever the copy watch sees a change. */
-async function until(
-  done: () => boolean,
-  listeners: Set<() => void>,
-  timeoutMs: number,
-  progress: () => string,
-): Promise<void> {
-  if (done()) return;
-  await new Promise<void>((resolve, reject) => {
-    const check = () => {
-      if (done()) {
-        listeners.delete(check);
-        clearTimeout(timer);
-        clearInterval(tick);
-        resolve();
-      }
-    };
-    const timer = setTimeout(() => {
-      listeners.delete(check);
-      clearInterval(tick);
-      reject(new Error(`timed out: ${progress()}`));
-    }, timeoutMs);
-    const tick = setInterval(check, 500);
-    listeners.add(check);
-  });
 }
 
 export type { KubeConfig };

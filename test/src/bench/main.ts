@@ -4,6 +4,8 @@
  *
  *   npm run bench                 # the full engine benchmark (several minutes)
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
+ *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
+ *                                 # other V8 flags for both processes (default: the charts')
  */
 import { cpus, totalmem } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -13,14 +15,24 @@ import { parseArgs } from 'node:util';
 import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
+import { benchNodeOptions, chartNodeOptions } from './node-options.js';
 import { fmtMs } from './util.js';
 
 const root = resolve(import.meta.dirname, '../../..');
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { scale: { type: 'string', default: '1' }, steady: { type: 'string', default: '60' } },
+    options: {
+      scale: { type: 'string', default: '1' },
+      steady: { type: 'string', default: '60' },
+      'node-options': { type: 'string' },
+    },
   });
+  const custom = values['node-options'];
+  const nodeOptions = {
+    hub: benchNodeOptions(custom ?? chartNodeOptions(root, 'hub')),
+    agent: benchNodeOptions(custom ?? chartNodeOptions(root, 'agent')),
+  };
   const scale = Number(values.scale);
   if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got ${values.scale}`);
   const n = (x: number) => Math.max(1, Math.round(x * scale));
@@ -38,6 +50,7 @@ async function main(): Promise<void> {
       newNamespaceSamples: n(50),
       updateSamples: n(20),
       steadyMs: Number(values.steady) * 1000,
+      nodeOptions,
       root,
       log,
     });
@@ -46,11 +59,11 @@ async function main(): Promise<void> {
   }
   const section = renderEngine(result, scale);
   console.log(section);
-  if (scale === 1) {
+  if (scale === 1 && custom === undefined) {
     await recordSection('engine', section);
     log('recorded in docs/BENCHMARKS.md');
   } else {
-    log('scaled run: not recorded in docs/BENCHMARKS.md');
+    log('scaled run or custom --node-options: not recorded in docs/BENCHMARKS.md');
   }
 }
 
@@ -78,6 +91,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `Command: \`npm run bench\`${scale !== 1 ? ` (scale ${scale})` : ''}. Machine: ${machine()}.`,
     `Setup: ${o.namespaces} namespaces, ${o.mirrors} SecretMirrors each selecting ${o.namespaces / o.shards} namespaces by label (${r.copies} copies), ` +
       `sources ~4 KB kubernetes.io/tls Secrets, unrelated Secrets ${o.noiseStart} -> ${o.noiseMid} -> ${o.noiseEnd}; hub and agent run as \`node hub/dist/main.js\` / \`node agent/dist/main.js\` against a real kube-apiserver + etcd on the same 2 cores.`,
+    `NODE_OPTIONS: hub \`${o.nodeOptions.hub || '(none)'}\`, agent \`${o.nodeOptions.agent || '(none)'}\` (the charts' \`nodeOptions\`, without \`--enable-source-maps\`: the image has no dependency source maps to load).`,
     '',
     '| measure | result | target |',
     '| --- | --- | --- |',

@@ -2,9 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { benchNodeOptions, chartNodeOptions } from './node-options.js';
+
 /**
  * Starts hub or agent as its real entry point (`node <name>/dist/main.js`), so RSS and request
- * counts are the process's own. `env` adds to (and wins over) the defaults.
+ * counts are the process's own, with the NODE_OPTIONS its chart ships. `env` adds to (and wins
+ * over) the defaults.
  */
 export function startMain(
   root: string,
@@ -17,6 +20,7 @@ export function startMain(
       MIRRORHUB_NAMESPACE: 'mirrorhub-system',
       POD_NAME: `${name}-bench`,
       LOG_LEVEL: 'warn',
+      NODE_OPTIONS: benchNodeOptions(chartNodeOptions(root, name)),
       ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
