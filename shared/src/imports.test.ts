@@ -1,7 +1,7 @@
 // What a process pays for importing shared. @kubernetes/client-node (~70 MB resident: its whole
 // generated API) and the AWS SDK (~20 MB) may only be reached, by static imports, from the
-// modules that really use them (k8s/client, k8s/fake, aws/*, and the root, which re-exports
-// those). Everything a controller needs at run time — the lean API access, REST client, Events,
+// modules that really use them (k8s/client, k8s/fake and aws/*; the root re-exports k8s/ but
+// not aws/). Everything a controller needs at run time — the lean API access, REST client, Events,
 // list/watch, work queue, leader election, logging, metrics — must not load either.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
@@ -51,6 +51,11 @@ describe('shared imports', () => {
     'api/helpers',
   ])('%s loads neither client-node nor the AWS SDK', (mod) => {
     expect(heavyChains(resolve(SRC, `${mod}.ts`))).toEqual([]);
+  });
+
+  it('the package root loads client-node but not the AWS SDK (that is aws/index)', () => {
+    const chains = heavyChains(resolve(SRC, 'index.ts'));
+    expect(chains.filter((c) => !c.endsWith('@kubernetes/client-node'))).toEqual([]);
   });
 
   it('the check sees a heavy import through re-exports', () => {
