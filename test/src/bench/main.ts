@@ -2,7 +2,8 @@
  * `npm run bench`: runs the benchmarks on real API servers, prints the figures and rewrites
  * their section of docs/BENCHMARKS.md with the command and the machine.
  *
- *   npm run bench                 # the full engine benchmark (several minutes)
+ *   npm run bench                 # both benchmarks at full size (~15 minutes here)
+ *   npm run bench -- --only multicluster   # or --only engine
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
  *                                 # other V8 flags for both processes (default: the charts')
@@ -15,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
+import { runMultiClusterBench, type MultiClusterBenchResult } from './multicluster.js';
 import { benchNodeOptions, chartNodeOptions } from './node-options.js';
 import { fmtMs } from './util.js';
 
@@ -26,8 +28,13 @@ async function main(): Promise<void> {
       scale: { type: 'string', default: '1' },
       steady: { type: 'string', default: '60' },
       'node-options': { type: 'string' },
+      only: { type: 'string' },
     },
   });
+  const only = values.only;
+  if (only !== undefined && only !== 'engine' && only !== 'multicluster') {
+    throw new Error(`--only must be engine or multicluster, got ${only}`);
+  }
   const custom = values['node-options'];
   const nodeOptions = {
     hub: benchNodeOptions(custom ?? chartNodeOptions(root, 'hub')),
@@ -37,34 +44,90 @@ async function main(): Promise<void> {
   if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got ${values.scale}`);
   const n = (x: number) => Math.max(1, Math.round(x * scale));
   const log = (l: string) => console.log(`[bench] ${l}`);
-  const kit = await startKit({ clusters: ['hub'], aws: false, log });
-  let result: EngineBenchResult;
-  try {
-    result = await runEngineBench(kit, {
-      namespaces: n(2000),
-      shards: 20,
-      mirrors: n(200),
-      noiseStart: n(1000),
-      noiseMid: n(10_000),
-      noiseEnd: n(50_000),
-      newNamespaceSamples: n(50),
-      updateSamples: n(20),
-      steadyMs: Number(values.steady) * 1000,
-      nodeOptions,
-      root,
-      log,
-    });
-  } finally {
-    await kit.stop();
+  const record = scale === 1 && custom === undefined;
+  if (only !== 'multicluster') {
+    const kit = await startKit({ clusters: ['hub'], aws: false, log });
+    let result: EngineBenchResult;
+    try {
+      result = await runEngineBench(kit, {
+        namespaces: n(2000),
+        shards: 20,
+        mirrors: n(200),
+        noiseStart: n(1000),
+        noiseMid: n(10_000),
+        noiseEnd: n(50_000),
+        newNamespaceSamples: n(50),
+        updateSamples: n(20),
+        steadyMs: Number(values.steady) * 1000,
+        nodeOptions,
+        root,
+        log,
+      });
+    } finally {
+      await kit.stop();
+    }
+    await report('engine', renderEngine(result, scale), record, log);
   }
-  const section = renderEngine(result, scale);
+  if (only !== 'engine') {
+    const followers = Array.from(
+      { length: n(10) },
+      (_, i) => `follower-${String(i + 1).padStart(2, '0')}`,
+    );
+    // The emulators log every AssumeRole and TokenReview; the bench shows only its own lines.
+    const quiet = (l: string) => (/^(sts-gate|eks-emulator|moto)\b/.test(l) ? undefined : log(l));
+    const kit = await startKit({ clusters: ['hub', ...followers], log: quiet });
+    let result: MultiClusterBenchResult;
+    try {
+      result = await runMultiClusterBench(kit, {
+        followers,
+        namespacesPerFollower: n(100),
+        updates: n(20),
+        nodeOptions,
+        root,
+        log,
+      });
+    } finally {
+      await kit.stop();
+    }
+    await report('multicluster', renderMultiCluster(result, scale), record, log);
+  }
+}
+
+async function report(
+  name: string,
+  section: string,
+  record: boolean,
+  log: (l: string) => void,
+): Promise<void> {
   console.log(section);
-  if (scale === 1 && custom === undefined) {
-    await recordSection('engine', section);
-    log('recorded in docs/BENCHMARKS.md');
+  if (record) {
+    await recordSection(name, section);
+    log(`${name}: recorded in docs/BENCHMARKS.md`);
   } else {
-    log('scaled run or custom --node-options: not recorded in docs/BENCHMARKS.md');
+    log(`${name}: scaled run or custom --node-options: not recorded in docs/BENCHMARKS.md`);
   }
+}
+
+function renderMultiCluster(r: MultiClusterBenchResult, scale: number): string {
+  const ok = (good: boolean) => (good ? 'met' : '**missed**');
+  const writes = r.hubWritesPerChange;
+  return [
+    '## Multi-cluster: hub + EKS followers',
+    '',
+    `Command: \`npm run bench -- --only multicluster\`${scale !== 1 ? ` (scale ${scale})` : ''}. Machine: ${machine()}.`,
+    `Setup: ${r.followers} followers, each its own kube-apiserver, AWS account (moto behind the kit's STS gate), IAM role with ExternalId, EKS access entry and agent process; ` +
+      `${r.namespacesPerFollower} matching namespaces each; one ClusterSecretMirror selecting the followers by label (${r.copies} copies). The hub runs as \`node hub/dist/main.js\`, assuming each follower's role and minting EKS tokens; everything shares the same 2 cores.`,
+    '',
+    '| measure | result | target |',
+    '| --- | --- | --- |',
+    `| initial delivery of ${r.copies} copies | ${fmtMs(r.initialMs)} | |`,
+    `| one source change -> all ${r.copies} copies converged, p50 / p99 (${r.update.samples} changes) | ${fmtMs(r.update.p50)} / ${fmtMs(r.update.p99)} | p99 < 5 s: ${ok(r.update.p99 < 5000)} |`,
+    `| hub writes per source change (all clusters; min / max over the changes) | ${Math.min(...writes)} / ${Math.max(...writes)} | O(clusters): ${ok(Math.max(...writes) <= 4 * r.followers + 4)} (${r.followers} clusters, ${r.copies} copies) |`,
+    `| hub RSS after the run | ${r.hubRssMb.toFixed(0)} MB | < 120 MB: ${ok(r.hubRssMb < 120)} |`,
+    '',
+    "Hub writes per change are counted from the hub's own `mirrorhub_writes_total`: per cluster the payload Secret and the MirrorDelivery, plus the mirror's status patches and Events on the hub.",
+    '',
+  ].join('\n');
 }
 
 function machine(): string {

@@ -23,6 +23,8 @@ export interface MultiClusterBenchOptions {
   followers: string[];
   namespacesPerFollower: number;
   updates: number;
+  /** NODE_OPTIONS for each process (the charts'). */
+  nodeOptions: { hub: string; agent: string };
   root: string;
   log: (line: string) => void;
 }
@@ -89,6 +91,7 @@ export async function runMultiClusterBench(
     }
     const hubPort = await findFreePort();
     const hubProc = startMain(o.root, 'hub', {
+      NODE_OPTIONS: o.nodeOptions.hub,
       KUBECONFIG: hub.kubeconfigPath,
       MIRRORHUB_CLUSTER_NAME: 'hub',
       PORT: String(hubPort),
