@@ -8,7 +8,7 @@
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
  *                                 # other V8 flags for both processes (default: the charts')
  */
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -131,7 +131,9 @@ function renderMultiCluster(r: MultiClusterBenchResult, scale: number): string {
 }
 
 function machine(): string {
-  return `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
+  // The load average says whether other work shared the cores: latencies are only comparable
+  // between runs on a quiet machine.
+  return `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, 1-min load average at the end ${loadavg()[0]!.toFixed(1)}`;
 }
 
 /** Mirrors per shard: `10`, or `2-3` when mirrors do not divide evenly (scaled runs). */
