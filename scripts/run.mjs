@@ -3,6 +3,8 @@
 // Node's standard library, so it runs on a fresh clone: it gets pnpm, installs the workspace,
 // builds it, checks the machine has what the kit needs, and then runs the real thing.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -77,7 +79,34 @@ switch (task) {
     // Build (or find in the cache) the real kube-apiserver/etcd first, with visible progress.
     run(process.execPath, [join(root, 'infra/dist/cli.js'), 'build']);
     p('run', 'lint');
-    p('exec', 'vitest', 'run', ...rest);
+    {
+      // vitest's JSON report gives the plain closing line CI reads: "N passed, N failed".
+      const report = join(tmpdir(), `mirrorhub-vitest-${process.pid}.json`);
+      const res = spawnSync(
+        pn,
+        [
+          ...pnArgs,
+          'exec',
+          'vitest',
+          'run',
+          '--reporter=default',
+          '--reporter=json',
+          `--outputFile.json=${report}`,
+          ...rest,
+        ],
+        { cwd: root, stdio: 'inherit' },
+      );
+      try {
+        const r = JSON.parse(readFileSync(report, 'utf8'));
+        console.log(
+          `${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`,
+        );
+        rmSync(report, { force: true });
+      } catch {
+        // no report: vitest could not start; its own output says why
+      }
+      process.exit(res.status ?? 1);
+    }
     break;
   case 'demo':
     run(process.execPath, [join(root, 'test/dist/demo/main.js'), ...rest]);
