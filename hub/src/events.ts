@@ -3,7 +3,7 @@
 // the "default" namespace, as kubectl expects for cluster-scoped objects.
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
-import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared';
+import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
 import { EVENT_COMPONENT } from './names.js';
 
 export interface EventTarget {

@@ -3,7 +3,8 @@
 // deliveries cannot be brute-forced back to a short secret value.
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { isAlreadyExists, isNotFound, wrapError } from '@mirrorhub/shared';
+import { wrapError } from '@mirrorhub/shared/runtime/index';
+import { isAlreadyExists, isNotFound } from '@mirrorhub/shared/k8s/rest';
 import { HASH_KEY_FIELD, HASH_KEY_SECRET } from './names.js';
 
 /** Reads the key, creating the Secret with 32 random bytes when there is none. */

@@ -10,8 +10,6 @@ import {
   createLogger,
   createMetrics,
   errorMessage,
-  isForbidden,
-  isNotFound,
   realClock,
   sleep,
   startHealthServer,
@@ -19,7 +17,8 @@ import {
   type HealthServer,
   type LeaderElector,
   type Logger,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/runtime/index';
+import { isForbidden, isNotFound } from '@mirrorhub/shared/k8s/rest';
 import { ClusterRegistry } from './clusters/registry.js';
 import { localTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';

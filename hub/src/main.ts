@@ -3,7 +3,7 @@
 // hub.ts.
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, createShutdown, logConfigFromEnv } from '@mirrorhub/shared';
+import { createLogger, createShutdown, logConfigFromEnv } from '@mirrorhub/shared/runtime/index';
 import { configFromEnv } from './config.js';
 import { createHub } from './hub.js';
 

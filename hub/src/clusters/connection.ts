@@ -16,35 +16,35 @@ import {
   type KubernetesObject,
   type V1Secret,
 } from '@kubernetes/client-node';
+import { GROUP, MIRROR_DELIVERY, VERSION, type MirrorDelivery } from '@mirrorhub/shared/api/index';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
-  Backoff,
   canonicalJson,
-  createWatcher,
-  errorMessage,
-  FIELD_MANAGER,
-  GROUP,
-  httpStatusOf,
-  instrumentWatcher,
-  isAlreadyExists,
-  isNotFound,
   LABEL_PAYLOAD,
-  MIRROR_DELIVERY,
-  patchOptions,
+  type PayloadSecret,
+} from '@mirrorhub/shared/mirror/index';
+import {
+  Backoff,
+  errorMessage,
+  httpStatusOf,
   realClock,
   sleep,
-  VERSION,
-  WorkQueue,
   type Clock,
   type ControllerMetrics,
   type Logger,
-  type MirrorDelivery,
-  type PayloadSecret,
   type Timer,
+} from '@mirrorhub/shared/runtime/index';
+import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
+import { isAlreadyExists, isNotFound } from '@mirrorhub/shared/k8s/rest';
+import {
+  createWatcher,
+  instrumentWatcher,
   type Watcher,
   type WatcherEvent,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/k8s/watcher';
+import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
+import { patchOptions } from '@mirrorhub/shared/k8s/client';
 import { deliveryUpToDate } from '../controllers/mirror/plan.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, timedApiClient, withDeadline } from './client.js';
 import { LABEL_ORIGIN_CLUSTER } from '../names.js';

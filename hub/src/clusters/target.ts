@@ -2,7 +2,7 @@
 // (controllers/cluster: EKS via AssumeRole + token, a kubeconfig Secret, or inCluster). The
 // mirror controller sees only this interface.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { ClusterAccessType } from '@mirrorhub/shared';
+import type { ClusterAccessType } from '@mirrorhub/shared/api/index';
 
 export interface ClusterTarget {
   /** Cluster name: MirrorCluster name, or the hub's own cluster name. Shown in status. */

@@ -21,30 +21,30 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import {
-  childLogger,
-  createWatcher,
-  equalIgnoringTime,
-  errorMessage,
-  FIELD_MANAGER,
   GROUP,
-  httpStatusOf,
-  instrumentWatcher,
-  labelValue,
-  mergePatchStatus,
   MIRROR_CLUSTER,
+  VERSION,
+  type MirrorCluster,
+  type MirrorClusterStatus,
+} from '@mirrorhub/shared/api/index';
+import { equalIgnoringTime } from '@mirrorhub/shared/mirror/index';
+import {
+  childLogger,
+  errorMessage,
+  httpStatusOf,
+  labelValue,
   realClock,
   sleep,
-  VERSION,
-  WorkQueue,
   type Clock,
   type ControllerMetrics,
   type Counter,
   type Gauge,
   type Logger,
-  type MirrorCluster,
-  type MirrorClusterStatus,
-  type Watcher,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/runtime/index';
+import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
+import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
+import { mergePatchStatus } from '@mirrorhub/shared/k8s/client';
 import type {
   AwsCredentials,
   AwsCredentialsProvider,

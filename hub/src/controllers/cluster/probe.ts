@@ -2,7 +2,9 @@
 // heartbeat Lease in the agent namespace. Every request has a deadline; every failure is turned
 // into one line that says what failed and what to check (plan.ts decides what it means).
 import { CoordinationV1Api, VersionApi, type KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, httpStatusOf, isNotFound, type ClusterAccessType } from '@mirrorhub/shared';
+import { type ClusterAccessType } from '@mirrorhub/shared/api/index';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/index';
+import { isNotFound } from '@mirrorhub/shared/k8s/rest';
 import { RequestTimeoutError, timedApiClient, withDeadline } from '../../clusters/client.js';
 import type { AgentLease, ProbeFailure, ProbeResult } from './plan.js';
 

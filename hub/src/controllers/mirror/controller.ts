@@ -9,35 +9,35 @@
 // everything from the caches.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import {
-  childLogger,
   CLUSTER_SECRET_MIRROR,
-  createWatcher,
-  deliveryName,
-  equalIgnoringTime,
-  FIELD_MANAGER,
   GROUP,
-  instrumentWatcher,
-  mergePatchOptions,
-  mergePatchStatus,
   mirrorPolicies,
-  realClock,
   resolveSource,
   SECRET_MIRROR,
   VERSION,
-  WorkQueue,
   type AnyMirror,
   type ClusterSecretMirror,
+  type MirrorPhase,
+  type MirrorStatus,
+  type SecretMirror,
+} from '@mirrorhub/shared/api/index';
+import {
+  deliveryName,
+  equalIgnoringTime,
+  type MirrorIdentity,
+} from '@mirrorhub/shared/mirror/index';
+import {
+  childLogger,
+  realClock,
   type Clock,
   type ControllerMetrics,
   type Gauge,
   type Logger,
-  type MirrorIdentity,
-  type MirrorPhase,
-  type MirrorStatus,
-  type ProcessResult,
-  type SecretMirror,
-  type Watcher,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/runtime/index';
+import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
+import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import { mergePatchOptions, mergePatchStatus } from '@mirrorhub/shared/k8s/client';
 import { ClusterConnection } from '../../clusters/connection.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';

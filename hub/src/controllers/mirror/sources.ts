@@ -3,15 +3,10 @@
 // and stopped when the last one lets go. The hub never watches all Secrets: its memory follows
 // the sources it mirrors, not the Secrets a cluster holds.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import {
-  createWatcher,
-  errorMessage,
-  instrumentWatcher,
-  type ControllerMetrics,
-  type Logger,
-  type ResolvedSource,
-  type SourceObject,
-} from '@mirrorhub/shared';
+import { type ResolvedSource } from '@mirrorhub/shared/api/index';
+import { type SourceObject } from '@mirrorhub/shared/mirror/index';
+import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
+import { createWatcher, instrumentWatcher } from '@mirrorhub/shared/k8s/watcher';
 import type { SourceObservation } from './plan.js';
 
 /** What a source watch needs from a watcher (the shared Watcher; fakes in tests). */
