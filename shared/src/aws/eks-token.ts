@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { User } from '@kubernetes/client-node';
+import type { KubeAccess } from '../k8s/access.js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 
@@ -251,4 +252,30 @@ export function kubeConfigForCluster(opts: ClusterKubeConfigOptions): KubeConfig
     currentContext: opts.name,
   });
   return kc;
+}
+
+/**
+ * A KubeAccess for the cluster, without client-node: the server, its CA, and a bearer token
+ * from `token` set on every request (so a long-lived REST client or watch always sends a
+ * current token). The lean counterpart of kubeConfigForCluster.
+ */
+export function kubeAccessForCluster(opts: ClusterKubeConfigOptions): KubeAccess {
+  const getToken =
+    typeof opts.token === 'function'
+      ? opts.token
+      : (
+          (source: EksTokenSource) => async () =>
+            (await source.getToken()).token
+        )(opts.token);
+  const server = opts.server;
+  const ca = Buffer.from(opts.caPem, 'utf8');
+  return {
+    getCurrentCluster: () => ({ server }),
+    async applyToHTTPSOptions(reqOpts) {
+      reqOpts.ca = ca;
+      reqOpts.rejectUnauthorized = true;
+      const token = await getToken();
+      reqOpts.headers = { ...(reqOpts.headers ?? {}), Authorization: `Bearer ${token}` };
+    },
+  };
 }
