@@ -2,7 +2,6 @@
 // hash key, the mirror controller and the health/metrics server. main.ts is a thin shell around
 // it, and tests run several hubs in one process (no globals: logger, metrics registry, clients
 // and caches all belong to one Hub).
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   Backoff,
   childLogger,
@@ -18,7 +17,8 @@ import {
   type LeaderElector,
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
-import { isForbidden, isNotFound } from '@mirrorhub/shared/k8s/rest';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { ClusterRegistry } from './clusters/registry.js';
 import { localTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';
@@ -36,8 +36,11 @@ export interface LeaderElectionConfig {
 }
 
 export interface HubConfig {
-  /** The hub's own cluster (mirrors, sources, Lease, hash key; also a delivery target). */
-  kubeConfig: KubeConfig;
+  /**
+   * The hub's own cluster (mirrors, sources, Lease, hash key; also a delivery target): any
+   * KubeAccess (loadKubeAccess), or a client-node KubeConfig.
+   */
+  kubeConfig: KubeAccess;
   /** Name of the hub's own cluster, in status and delivery names (default `hub`). */
   clusterName?: string;
   /** The hub's own namespace: Lease and hash key Secret (default mirrorhub-system). */
@@ -117,7 +120,7 @@ export function createHub(config: HubConfig): Hub {
   });
   const registry = new ClusterRegistry([implicitLocal]);
   const pending = new PendingCleanups();
-  const core = config.kubeConfig.makeApiClient(CoreV1Api);
+  const rest = new RestClient(config.kubeConfig, { userAgent: 'mirrorhub-hub' });
 
   let server: HealthServer | undefined;
   let elector: LeaderElector | undefined;
@@ -137,7 +140,7 @@ export function createHub(config: HubConfig): Hub {
     let hubSecret: Buffer | undefined;
     while (!signal.aborted) {
       try {
-        hubSecret = await ensureHashKey(core, namespace);
+        hubSecret = await ensureHashKey(rest, namespace);
         break;
       } catch (err) {
         const retryInMs = backoff.next();
@@ -230,7 +233,7 @@ export function createHub(config: HubConfig): Hub {
 
   async function preflight(): Promise<void> {
     try {
-      await core.readNamespace({ name: namespace });
+      await rest.get(corePath('namespaces', undefined, namespace));
     } catch (err) {
       if (isNotFound(err)) {
         throw new Error(
@@ -321,6 +324,7 @@ export function createHub(config: HubConfig): Hub {
         await stopLeading();
         await Promise.all([...work]);
         await server?.close();
+        rest.close();
         log.info('hub stopped');
       })();
       return stopPromise;

@@ -2,7 +2,8 @@
 // namespace) per distinct source (kind, namespace, name), shared by every mirror that reads it
 // and stopped when the last one lets go. The hub never watches all Secrets: its memory follows
 // the sources it mirrors, not the Secrets a cluster holds.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { type ResolvedSource } from '@mirrorhub/shared/api/index';
 import { type SourceObject } from '@mirrorhub/shared/mirror/index';
 import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
@@ -30,7 +31,7 @@ export type SourceWatcherFactory = (source: ResolvedSource) => SourceWatcher;
 export interface SourceWatchesOptions {
   /** Which mirrors to reconcile when a source changes (or its watch syncs or fails). */
   onChange(mirrorKeys: readonly string[]): void;
-  kubeConfig?: KubeConfig;
+  kubeConfig?: KubeAccess;
   /** Builds the watcher of one source (default: a field-selected watch through kubeConfig). */
   factory?: SourceWatcherFactory;
   logger?: Logger;
