@@ -26,7 +26,6 @@ import { Backoff } from '../runtime/backoff.js';
 import {
   EksTokenSource,
   kubeAccessForCluster,
-  kubeConfigForCluster,
   type AwsCredentials,
   type AwsCredentialsProvider,
 } from './eks-token.js';
@@ -260,6 +259,7 @@ export class EksClusterAccess {
     const ep = await this.endpoint();
     const cur = this.kc;
     if (cur && cur.server === ep.server && cur.caPem === ep.caPem) return cur.kc;
+    const { kubeConfigForCluster } = await import('./eks-kubeconfig.js');
     const kc = kubeConfigForCluster({
       name: this.cluster.name,
       server: ep.server,

@@ -5,10 +5,10 @@ import {
   EksTokenSource,
   decodeEksToken,
   kubeAccessForCluster,
-  kubeConfigForCluster,
   mintEksToken,
   type AwsCredentials,
 } from './eks-token.js';
+import { kubeConfigForCluster } from './eks-kubeconfig.js';
 
 const creds: AwsCredentials = {
   accessKeyId: 'AKIDEXAMPLE',
