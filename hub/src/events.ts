@@ -2,8 +2,9 @@
 // from names and counts go in: never payload data. Events about a cluster-scoped mirror go to
 // the "default" namespace, as kubectl expects for cluster-scoped objects.
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
-import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared';
+import type { CoreV1Event } from '@kubernetes/client-node';
+import { corePath, type RestClient } from '@mirrorhub/shared/k8s/rest';
+import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
 import { EVENT_COMPONENT } from './names.js';
 
 export interface EventTarget {
@@ -20,7 +21,7 @@ export interface RecordedEvent {
 
 export class EventRecorder {
   constructor(
-    private readonly core: CoreV1Api,
+    private readonly rest: RestClient,
     private readonly opts: {
       instance: string;
       logger: Logger;
@@ -60,7 +61,7 @@ export class EventRecorder {
       reportingInstance: this.opts.instance.slice(0, 128),
     };
     try {
-      await this.core.createNamespacedEvent({ namespace, body });
+      await this.rest.post(corePath('events', namespace), body);
       this.opts.metrics.writesTotal.inc({ kind: 'Event', verb: 'create' });
       this.opts.logger.info(
         {

@@ -1,4 +1,5 @@
-import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import type { V1Secret } from '@kubernetes/client-node';
+import type { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { describe, expect, it } from 'vitest';
 import { ensureHashKey } from './hashkey.js';
 
@@ -8,17 +9,17 @@ const apiError = (code: number, reason: string) =>
     body: JSON.stringify({ kind: 'Status', code, reason }),
   });
 
-/** A CoreV1Api with just the two calls ensureHashKey makes, over an in-memory Secret. */
+/** A RestClient with just the two calls ensureHashKey makes, over an in-memory Secret. */
 function fakeCore(opts: { existing?: V1Secret; raceOnCreate?: V1Secret } = {}) {
   let stored = opts.existing;
   const calls: string[] = [];
   const core = {
-    readNamespacedSecret: async () => {
+    get: async () => {
       calls.push('read');
       if (!stored) throw apiError(404, 'NotFound');
       return stored;
     },
-    createNamespacedSecret: async ({ body }: { body: V1Secret }) => {
+    post: async (_path: string, body: V1Secret) => {
       calls.push('create');
       if (opts.raceOnCreate) {
         stored = opts.raceOnCreate;
@@ -27,7 +28,7 @@ function fakeCore(opts: { existing?: V1Secret; raceOnCreate?: V1Secret } = {}) {
       stored = body;
       return body;
     },
-  } as unknown as CoreV1Api;
+  } as unknown as RestClient;
   return { core, calls, stored: () => stored };
 }
 

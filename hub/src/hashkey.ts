@@ -2,37 +2,35 @@
 // HMACs keyed with it (per mirror, see shared/src/mirror/hash.ts), so a hash visible on copies and
 // deliveries cannot be brute-forced back to a short secret value.
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { isAlreadyExists, isNotFound, wrapError } from '@mirrorhub/shared';
+import type { V1Secret } from '@kubernetes/client-node';
+import { wrapError } from '@mirrorhub/shared/runtime/index';
+import { corePath, isAlreadyExists, isNotFound, type RestClient } from '@mirrorhub/shared/k8s/rest';
 import { HASH_KEY_FIELD, HASH_KEY_SECRET } from './names.js';
 
 /** Reads the key, creating the Secret with 32 random bytes when there is none. */
-export async function ensureHashKey(core: CoreV1Api, namespace: string): Promise<Buffer> {
+export async function ensureHashKey(rest: RestClient, namespace: string): Promise<Buffer> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return keyOf(await core.readNamespacedSecret({ name: HASH_KEY_SECRET, namespace }));
+      return keyOf(await rest.get<V1Secret>(corePath('secrets', namespace, HASH_KEY_SECRET)));
     } catch (err) {
       if (!isNotFound(err)) throw wrapError(`reading Secret ${namespace}/${HASH_KEY_SECRET}`, err);
     }
     try {
-      const created = await core.createNamespacedSecret({
-        namespace,
-        body: {
-          metadata: {
-            name: HASH_KEY_SECRET,
-            namespace,
-            labels: {
-              'app.kubernetes.io/part-of': 'mirrorhub',
-              'app.kubernetes.io/component': 'hub',
-            },
-            annotations: {
-              'mirrorhub.io/description':
-                'Key of the content hashes on mirrorhub copies. Deleting it makes the hub rewrite every delivery once.',
-            },
+      const created = await rest.post<V1Secret>(corePath('secrets', namespace), {
+        metadata: {
+          name: HASH_KEY_SECRET,
+          namespace,
+          labels: {
+            'app.kubernetes.io/part-of': 'mirrorhub',
+            'app.kubernetes.io/component': 'hub',
           },
-          type: 'Opaque',
-          data: { [HASH_KEY_FIELD]: randomBytes(32).toString('base64') },
+          annotations: {
+            'mirrorhub.io/description':
+              'Key of the content hashes on mirrorhub copies. Deleting it makes the hub rewrite every delivery once.',
+          },
         },
+        type: 'Opaque',
+        data: { [HASH_KEY_FIELD]: randomBytes(32).toString('base64') },
       });
       return keyOf(created);
     } catch (err) {

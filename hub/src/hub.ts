@@ -2,7 +2,6 @@
 // hash key, the mirror controller and the health/metrics server. main.ts is a thin shell around
 // it, and tests run several hubs in one process (no globals: logger, metrics registry, clients
 // and caches all belong to one Hub).
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   Backoff,
   childLogger,
@@ -10,8 +9,6 @@ import {
   createLogger,
   createMetrics,
   errorMessage,
-  isForbidden,
-  isNotFound,
   realClock,
   sleep,
   startHealthServer,
@@ -19,7 +16,9 @@ import {
   type HealthServer,
   type LeaderElector,
   type Logger,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/runtime/index';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { ClusterRegistry } from './clusters/registry.js';
 import { localTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';
@@ -37,8 +36,11 @@ export interface LeaderElectionConfig {
 }
 
 export interface HubConfig {
-  /** The hub's own cluster (mirrors, sources, Lease, hash key; also a delivery target). */
-  kubeConfig: KubeConfig;
+  /**
+   * The hub's own cluster (mirrors, sources, Lease, hash key; also a delivery target): any
+   * KubeAccess (loadKubeAccess), or a client-node KubeConfig.
+   */
+  kubeConfig: KubeAccess;
   /** Name of the hub's own cluster, in status and delivery names (default `hub`). */
   clusterName?: string;
   /** The hub's own namespace: Lease and hash key Secret (default mirrorhub-system). */
@@ -118,7 +120,7 @@ export function createHub(config: HubConfig): Hub {
   });
   const registry = new ClusterRegistry([implicitLocal]);
   const pending = new PendingCleanups();
-  const core = config.kubeConfig.makeApiClient(CoreV1Api);
+  const rest = new RestClient(config.kubeConfig, { userAgent: 'mirrorhub-hub' });
 
   let server: HealthServer | undefined;
   let elector: LeaderElector | undefined;
@@ -138,7 +140,7 @@ export function createHub(config: HubConfig): Hub {
     let hubSecret: Buffer | undefined;
     while (!signal.aborted) {
       try {
-        hubSecret = await ensureHashKey(core, namespace);
+        hubSecret = await ensureHashKey(rest, namespace);
         break;
       } catch (err) {
         const retryInMs = backoff.next();
@@ -231,7 +233,7 @@ export function createHub(config: HubConfig): Hub {
 
   async function preflight(): Promise<void> {
     try {
-      await core.readNamespace({ name: namespace });
+      await rest.get(corePath('namespaces', undefined, namespace));
     } catch (err) {
       if (isNotFound(err)) {
         throw new Error(
@@ -322,6 +324,7 @@ export function createHub(config: HubConfig): Hub {
         await stopLeading();
         await Promise.all([...work]);
         await server?.close();
+        rest.close();
         log.info('hub stopped');
       })();
       return stopPromise;

@@ -2,8 +2,8 @@
 // KUBECONFIG / ~/.kube/config / the pod's service account, then createHub. Everything else is in
 // hub.ts.
 import { readFileSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, createShutdown, logConfigFromEnv } from '@mirrorhub/shared';
+import { loadKubeAccess } from '@mirrorhub/shared/k8s/access';
+import { createLogger, createShutdown, logConfigFromEnv } from '@mirrorhub/shared/runtime/index';
 import { configFromEnv } from './config.js';
 import { createHub } from './hub.js';
 
@@ -31,8 +31,15 @@ async function main(): Promise<void> {
     logger.fatal({ err }, 'invalid configuration');
     process.exit(2);
   }
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromDefault(); // KUBECONFIG, ~/.kube/config, or in-cluster
+  let kubeConfig;
+  try {
+    // KUBECONFIG, else the pod's service account, else ~/.kube/config (client-node only for an
+    // exec plugin, an auth provider, a proxy or several files in KUBECONFIG).
+    kubeConfig = await loadKubeAccess(undefined);
+  } catch (err) {
+    logger.fatal({ err }, 'cannot load a kubeconfig');
+    process.exit(2);
+  }
   const hub = createHub({ ...config, kubeConfig, version: v, logger });
   const shutdown = createShutdown({ logger }).install();
   shutdown.register('hub', () => hub.stop());

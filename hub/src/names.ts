@@ -1,5 +1,6 @@
 // What the hub calls and marks the objects it owns, on top of shared/src/mirror/names.ts.
-import { mirrorRef, type MirrorIdentity, type MirrorKind } from '@mirrorhub/shared';
+import { type MirrorKind } from '@mirrorhub/shared/api/index';
+import { mirrorRef, type MirrorIdentity } from '@mirrorhub/shared/mirror/index';
 
 /**
  * Label on every MirrorDelivery and payload Secret the hub writes: the hub's cluster name. The

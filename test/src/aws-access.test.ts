@@ -26,10 +26,10 @@ import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import {
   EKS_TOKEN_PREFIX,
   EksTokenSource,
-  kubeConfigForCluster,
   mintEksToken,
   type AwsCredentials,
 } from '@mirrorhub/shared/aws/eks-token';
+import { kubeConfigForCluster } from '@mirrorhub/shared/aws/eks-kubeconfig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const AGENT_NS = 'mirrorhub-system';

@@ -50,11 +50,8 @@ import {
   type TerraformSetup,
 } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
-import {
-  kubeConfigForCluster,
-  mintEksToken,
-  type AwsCredentials,
-} from '@mirrorhub/shared/aws/eks-token';
+import { mintEksToken, type AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
+import { kubeConfigForCluster } from '@mirrorhub/shared/aws/eks-kubeconfig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 

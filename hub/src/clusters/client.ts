@@ -1,45 +1,21 @@
-// API clients for a cluster with a deadline on every request.
+// REST clients for a cluster with a deadline on every request.
 //
-// client-node's makeApiClient() sends requests with no timeout at all: a follower that accepts
-// the connection and never answers would hold a write (and the slot in that cluster's queue)
-// forever. Clients made here abort every request after `timeoutMs` and turn the abort into an
-// error that says so; per-call options (patch content types) are appended to the middleware,
-// so they keep the deadline.
-import {
-  createConfiguration,
-  ServerConfiguration,
-  type ApiConstructor,
-  type ApiType,
-  type KubeConfig,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node';
+// A follower that accepts the connection and never answers would hold a write (and the slot in
+// that cluster's queue) forever. Clients made here abort every request after `timeoutMs`, and
+// `withDeadline` turns the abort into an error that says so.
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { CONTENT_TYPE, groupPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 
 /** Default deadline of one request to a cluster. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
-/** `kc.makeApiClient(type)`, with every request aborted after `timeoutMs`. */
-export function timedApiClient<T extends ApiType>(
-  kc: KubeConfig,
-  type: ApiConstructor<T>,
+/** A REST client for the cluster of `access`, every request aborted after `timeoutMs`. */
+export function timedRestClient(
+  access: KubeAccess,
   timeoutMs: number = DEFAULT_REQUEST_TIMEOUT_MS,
-): T {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  const config = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kc },
-    promiseMiddleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(AbortSignal.timeout(timeoutMs));
-          return Promise.resolve(ctx);
-        },
-        post: (res: ResponseContext) => Promise.resolve(res),
-      },
-    ],
-  });
-  return new type(config);
+): RestClient {
+  if (!access.getCurrentCluster()) throw new Error('the kubeconfig has no current cluster');
+  return new RestClient(access, { timeoutMs, userAgent: 'mirrorhub-hub' });
 }
 
 /** A request aborted by its deadline. */
@@ -76,4 +52,38 @@ export function isAbort(err: unknown): boolean {
 
 function formatMs(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+/** A custom object: its group, version, plural, name and (when namespaced) namespace. */
+export interface CustomObjectRef {
+  group: string;
+  version: string;
+  plural: string;
+  name: string;
+  namespace?: string;
+}
+
+/** The path of a custom object, or of its status subresource. */
+export function customObjectPath(ref: CustomObjectRef, status = false): string {
+  return (
+    groupPath(ref.group, ref.version, ref.plural, ref.namespace, ref.name) +
+    (status ? '/status' : '')
+  );
+}
+
+/**
+ * JSON merge patch of `.status` through the status subresource. Only the fields present in
+ * `status` change; `null` deletes a field. Returns the updated object.
+ */
+export function mergePatchStatus<T = unknown>(
+  rest: RestClient,
+  ref: CustomObjectRef,
+  status: Record<string, unknown>,
+  opts: { fieldManager: string; resourceVersion?: string },
+): Promise<T> {
+  const body: Record<string, unknown> = { status };
+  if (opts.resourceVersion) body['metadata'] = { resourceVersion: opts.resourceVersion };
+  return rest.patch<T>(customObjectPath(ref, true), body, CONTENT_TYPE.merge, {
+    fieldManager: opts.fieldManager,
+  });
 }

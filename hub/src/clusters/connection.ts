@@ -8,45 +8,49 @@
 // The writer is told what each delivery should be (`request`) and converges to it with backoff.
 // Until the watch shows a write back, `observe` overlays what was written, so a reconcile that
 // runs in between neither writes the same thing twice nor reports a stale state.
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  type KubeConfig,
-  type KubernetesObject,
-  type V1Secret,
-} from '@kubernetes/client-node';
+import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { GROUP, MIRROR_DELIVERY, VERSION, type MirrorDelivery } from '@mirrorhub/shared/api/index';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
-  Backoff,
   canonicalJson,
-  createWatcher,
-  errorMessage,
-  FIELD_MANAGER,
-  GROUP,
-  httpStatusOf,
-  instrumentWatcher,
-  isAlreadyExists,
-  isNotFound,
   LABEL_PAYLOAD,
-  MIRROR_DELIVERY,
-  patchOptions,
+  type PayloadSecret,
+} from '@mirrorhub/shared/mirror/index';
+import {
+  Backoff,
+  errorMessage,
+  httpStatusOf,
   realClock,
   sleep,
-  VERSION,
-  WorkQueue,
   type Clock,
   type ControllerMetrics,
   type Logger,
-  type MirrorDelivery,
-  type PayloadSecret,
   type Timer,
+} from '@mirrorhub/shared/runtime/index';
+import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
+import {
+  corePath,
+  groupPath,
+  isAlreadyExists,
+  isNotFound,
+  type RestClient,
+} from '@mirrorhub/shared/k8s/rest';
+import {
+  createWatcher,
+  instrumentWatcher,
   type Watcher,
   type WatcherEvent,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/k8s/watcher';
+import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
 import { deliveryUpToDate } from '../controllers/mirror/plan.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, timedApiClient, withDeadline } from './client.js';
+import {
+  customObjectPath,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  timedRestClient,
+  withDeadline,
+} from './client.js';
 import { LABEL_ORIGIN_CLUSTER } from '../names.js';
 import { WriteOverlay } from '../overlay.js';
 import type { ClusterTarget } from './target.js';
@@ -112,8 +116,7 @@ export class ClusterConnection {
   private readonly deletedPayload = new Set<string>();
   private deliveries: Watcher<MirrorDelivery> | undefined;
   private payloads: Watcher<PayloadMeta> | undefined;
-  private core: CoreV1Api | undefined;
-  private custom: CustomObjectsApi | undefined;
+  private rest: RestClient | undefined;
   private readonly stopController = new AbortController();
   private readonly unsubscribe: (() => void)[] = [];
   private running: Promise<void> | undefined;
@@ -174,6 +177,7 @@ export class ClusterConnection {
     await this.queue.shutdown({ timeoutMs: 10_000 });
     await Promise.all([this.deliveries?.stop(), this.payloads?.stop()]);
     await this.running;
+    this.rest?.close();
   }
 
   /** Resolves true once both caches are synced, false if stopped first. */
@@ -263,7 +267,7 @@ export class ClusterConnection {
   private async connect(): Promise<void> {
     const signal = this.stopController.signal;
     const backoff = new Backoff({ initialMs: 1000, maxMs: 60_000, jitter: 0.5 });
-    let kc: KubeConfig | undefined;
+    let kc: KubeAccess | undefined;
     while (!signal.aborted) {
       try {
         kc = await this.current.kubeConfig();
@@ -276,8 +280,7 @@ export class ClusterConnection {
       }
     }
     if (!kc || signal.aborted) return;
-    this.core = timedApiClient(kc, CoreV1Api, this.timeoutMs);
-    this.custom = timedApiClient(kc, CustomObjectsApi, this.timeoutMs);
+    this.rest = timedRestClient(kc, this.timeoutMs);
     const transport = { listTimeoutMs: this.timeoutMs };
     const origin = `${LABEL_ORIGIN_CLUSTER}=${this.opts.originCluster}`;
     const deliveries = createWatcher<MirrorDelivery>(
@@ -465,17 +468,16 @@ export class ClusterConnection {
     let res: V1Secret;
     try {
       res = await this.counted('Secret', 'update', () =>
-        this.core!.replaceNamespacedSecret({
-          name,
-          namespace,
-          body,
+        this.rest!.put<V1Secret>(corePath('secrets', namespace, name), body, {
           fieldManager: FIELD_MANAGER.hub,
         }),
       );
     } catch (err) {
       if (!isNotFound(err)) throw err;
       res = await this.counted('Secret', 'create', () =>
-        this.core!.createNamespacedSecret({ namespace, body, fieldManager: FIELD_MANAGER.hub }),
+        this.rest!.post<V1Secret>(corePath('secrets', namespace), body, {
+          fieldManager: FIELD_MANAGER.hub,
+        }),
       );
     }
     const hash = res.metadata?.annotations?.[ANNOTATION_CONTENT_HASH];
@@ -498,22 +500,21 @@ export class ClusterConnection {
   ): Promise<void> {
     const name = delivery.metadata.name ?? '';
     const namespace = this.agentNamespace;
-    const ref = { group: GROUP, version: VERSION, plural: MIRROR_DELIVERY.plural, namespace };
+    const ref = { group: GROUP, version: VERSION, plural: MIRROR_DELIVERY.plural, namespace, name };
+    const collection = groupPath(GROUP, VERSION, MIRROR_DELIVERY.plural, namespace);
     let res: MirrorDelivery | undefined;
     if (!observed) {
       try {
-        res = (await this.counted('MirrorDelivery', 'create', () =>
-          this.custom!.createNamespacedCustomObject({
-            ...ref,
-            body: delivery,
+        res = await this.counted('MirrorDelivery', 'create', () =>
+          this.rest!.post<MirrorDelivery>(collection, delivery, {
             fieldManager: FIELD_MANAGER.hub,
           }),
-        )) as MirrorDelivery;
+        );
       } catch (err) {
         if (!isAlreadyExists(err)) throw err;
-        observed = (await withDeadline('get MirrorDelivery', this.timeoutMs, () =>
-          this.custom!.getNamespacedCustomObject({ ...ref, name }),
-        )) as MirrorDelivery;
+        observed = await withDeadline('get MirrorDelivery', this.timeoutMs, () =>
+          this.rest!.get<MirrorDelivery>(customObjectPath(ref)),
+        );
       }
     }
     if (!res) {
@@ -522,12 +523,16 @@ export class ClusterConnection {
         ...mapOps('labels', observed?.metadata.labels, delivery.metadata.labels),
         ...mapOps('annotations', observed?.metadata.annotations, delivery.metadata.annotations),
       ];
-      res = (await this.counted('MirrorDelivery', 'patch', () =>
-        this.custom!.patchNamespacedCustomObject(
-          { ...ref, name, body: ops, fieldManager: FIELD_MANAGER.hub },
-          patchOptions(PatchStrategy.JsonPatch),
+      res = await this.counted('MirrorDelivery', 'patch', () =>
+        this.rest!.patch<MirrorDelivery>(
+          customObjectPath(ref),
+          ops,
+          'application/json-patch+json',
+          {
+            fieldManager: FIELD_MANAGER.hub,
+          },
         ),
-      )) as MirrorDelivery;
+      );
     }
     this.deletedDelivery.delete(name);
     this.writtenDelivery.wrote(name, res.metadata?.resourceVersion, res);
@@ -539,13 +544,9 @@ export class ClusterConnection {
     if (!seen || seen.metadata.deletionTimestamp) return;
     try {
       await this.counted('MirrorDelivery', 'delete', () =>
-        this.custom!.deleteNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          plural: MIRROR_DELIVERY.plural,
-          namespace: this.agentNamespace,
-          name,
-        }),
+        this.rest!.delete(
+          groupPath(GROUP, VERSION, MIRROR_DELIVERY.plural, this.agentNamespace, name),
+        ),
       );
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -559,7 +560,7 @@ export class ClusterConnection {
     if (!this.observe(name).payload) return;
     try {
       await this.counted('Secret', 'delete', () =>
-        this.core!.deleteNamespacedSecret({ name, namespace: this.agentNamespace }),
+        this.rest!.delete(corePath('secrets', this.agentNamespace, name)),
       );
     } catch (err) {
       if (!isNotFound(err)) throw err;

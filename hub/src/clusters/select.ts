@@ -1,5 +1,6 @@
 // Which clusters a mirror delivers to. Pure: MirrorCluster support only adds targets.
-import { compileLabelSelector, type ClusterSelection } from '@mirrorhub/shared';
+import { type ClusterSelection } from '@mirrorhub/shared/api/index';
+import { compileLabelSelector } from '@mirrorhub/shared/mirror/index';
 
 export interface SelectableCluster {
   name: string;

@@ -1,8 +1,8 @@
 // A cluster the hub delivers to: the hub's own cluster (localTarget) and one per MirrorCluster
 // (controllers/cluster: EKS via AssumeRole + token, a kubeconfig Secret, or inCluster). The
 // mirror controller sees only this interface.
-import type { KubeConfig } from '@kubernetes/client-node';
-import type { ClusterAccessType } from '@mirrorhub/shared';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import type { ClusterAccessType } from '@mirrorhub/shared/api/index';
 
 export interface ClusterTarget {
   /** Cluster name: MirrorCluster name, or the hub's own cluster name. Shown in status. */
@@ -16,12 +16,12 @@ export interface ClusterTarget {
   /** How the hub reaches it (MirrorCluster.status.type). */
   readonly type: ClusterAccessType;
   /**
-   * A KubeConfig for this cluster. Called when a connection starts (and again when it is
-   * restarted). The returned KubeConfig must keep its own credentials fresh: client-node applies
-   * authentication on every request, so a token provider refreshing inside it is picked up by
-   * every list, watch and write.
+   * How to reach this cluster (a KubeAccess; client-node's KubeConfig is one). Called when a
+   * connection starts (and again when it is restarted). The returned access must keep its own
+   * credentials fresh: applyToHTTPSOptions runs on every request, so a token provider refreshing
+   * inside it is picked up by every list, watch and write.
    */
-  kubeConfig(): Promise<KubeConfig>;
+  kubeConfig(): Promise<KubeAccess>;
   /**
    * A request to the cluster failed with `err` (watch, write or probe). EKS targets hand it to
    * EksClusterAccess.reportRequestError, so a 401 re-mints the token and a connection or TLS
@@ -34,7 +34,7 @@ export interface ClusterTarget {
 export function localTarget(opts: {
   name: string;
   agentNamespace: string;
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   labels?: Record<string, string>;
 }): ClusterTarget {
   const { kubeConfig } = opts;

@@ -21,10 +21,11 @@ import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from '../k8s/access.js';
 import { Backoff } from '../runtime/backoff.js';
 import {
   EksTokenSource,
-  kubeConfigForCluster,
+  kubeAccessForCluster,
   type AwsCredentials,
   type AwsCredentialsProvider,
 } from './eks-token.js';
@@ -186,6 +187,7 @@ export class EksClusterAccess {
   private creds: (Cached<AwsCredentials> & { identityArn?: string }) | undefined;
   private endpointCache: (Cached<EksClusterEndpoint> & { invalid: boolean }) | undefined;
   private kc: { kc: KubeConfig; server: string; caPem: string } | undefined;
+  private access: { access: KubeAccess; server: string; caPem: string } | undefined;
   private inflightAssume: Promise<AwsCredentials> | undefined;
   private inflightDescribe: Promise<EksClusterEndpoint> | undefined;
   private readonly failures = new Map<EksAccessStep, Failure>();
@@ -257,6 +259,7 @@ export class EksClusterAccess {
     const ep = await this.endpoint();
     const cur = this.kc;
     if (cur && cur.server === ep.server && cur.caPem === ep.caPem) return cur.kc;
+    const { kubeConfigForCluster } = await import('./eks-kubeconfig.js');
     const kc = kubeConfigForCluster({
       name: this.cluster.name,
       server: ep.server,
@@ -265,6 +268,25 @@ export class EksClusterAccess {
     });
     this.kc = { kc, server: ep.server, caPem: ep.caPem };
     return kc;
+  }
+
+  /**
+   * The lean counterpart of kubeConfig(), without client-node: a KubeAccess for the follower,
+   * the same object for as long as the endpoint and CA stay the same; every request asks for a
+   * current bearer token.
+   */
+  async kubeAccess(): Promise<KubeAccess> {
+    const ep = await this.endpoint();
+    const cur = this.access;
+    if (cur && cur.server === ep.server && cur.caPem === ep.caPem) return cur.access;
+    const access = kubeAccessForCluster({
+      name: this.cluster.name,
+      server: ep.server,
+      caPem: ep.caPem,
+      token: () => this.bearerToken(),
+    });
+    this.access = { access, server: ep.server, caPem: ep.caPem };
+    return access;
   }
 
   /** The assumed-role credentials: cached, refreshed before expiry, one AssumeRole at a time. */

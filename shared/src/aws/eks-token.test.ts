@@ -4,10 +4,11 @@ import {
   EKS_TOKEN_PREFIX,
   EksTokenSource,
   decodeEksToken,
-  kubeConfigForCluster,
+  kubeAccessForCluster,
   mintEksToken,
   type AwsCredentials,
 } from './eks-token.js';
+import { kubeConfigForCluster } from './eks-kubeconfig.js';
 
 const creds: AwsCredentials = {
   accessKeyId: 'AKIDEXAMPLE',
@@ -292,6 +293,45 @@ describe('kubeConfigForCluster', () => {
     });
     const o: { headers?: Record<string, string> } = {};
     await kc.applyToHTTPSOptions(o as never);
+    expect(o.headers?.Authorization).toBe(`Bearer ${PINNED}`);
+  });
+});
+
+describe('kubeAccessForCluster', () => {
+  it('sets the CA and a fresh bearer token on every request, without client-node', async () => {
+    let n = 0;
+    const caPem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+    const access = kubeAccessForCluster({
+      name: 'prod-eu-1',
+      server: 'https://127.0.0.1:6443',
+      caPem,
+      token: async () => `tok-${++n}`,
+    });
+    const a: { headers?: Record<string, string>; ca?: Buffer } = {};
+    const b: { headers?: Record<string, string> } = {};
+    await access.applyToHTTPSOptions(a as never);
+    await access.applyToHTTPSOptions(b as never);
+    expect(a.headers?.Authorization).toBe('Bearer tok-1');
+    expect(b.headers?.Authorization).toBe('Bearer tok-2');
+    expect(a.ca?.toString()).toBe(caPem);
+    expect(access.getCurrentCluster()?.server).toBe('https://127.0.0.1:6443');
+  });
+
+  it('takes tokens from an EksTokenSource', async () => {
+    const s = new EksTokenSource({
+      clusterName: 'prod-eu-1',
+      region: 'eu-west-1',
+      credentials: creds,
+      now: () => T0,
+    });
+    const access = kubeAccessForCluster({
+      name: 'prod-eu-1',
+      server: 'https://h',
+      caPem: 'x',
+      token: s,
+    });
+    const o: { headers?: Record<string, string> } = {};
+    await access.applyToHTTPSOptions(o as never);
     expect(o.headers?.Authorization).toBe(`Bearer ${PINNED}`);
   });
 });

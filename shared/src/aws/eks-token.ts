@@ -8,8 +8,7 @@
 // authenticators rejected anything above 60) and track the real 15 minute lifetime ourselves.
 import { createHash } from 'node:crypto';
 import { Sha256 } from '@aws-crypto/sha256-js';
-import { KubeConfig } from '@kubernetes/client-node';
-import type { User } from '@kubernetes/client-node';
+import type { KubeAccess } from '../k8s/access.js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 
@@ -208,19 +207,13 @@ export interface ClusterKubeConfigOptions {
   token: EksTokenSource | (() => Promise<string>);
 }
 
-const AUTH_PROVIDER_NAME = 'mirrorhub-eks-token';
-
 /**
- * An in-memory KubeConfig that asks `token` for a bearer token on every request.
- *
- * Why an authenticator and not `user.token` or `exec`: @kubernetes/client-node 1.4 calls
- * `applyAuthorizationHeader` for every request and every watch (re)connect, consulting
- * authenticators registered with `addAuthenticator`. A static `user.token` would be frozen into
- * long-lived API clients and informers and die after 15 minutes; `exec` would need a binary and a
- * file on disk. The authenticator is bound to this KubeConfig only (a closure over `token`), and
- * the exported config contains no secret: just `auth-provider: {name: mirrorhub-eks-token}`.
+ * A KubeAccess for the cluster, without client-node: the server, its CA, and a bearer token
+ * from `token` set on every request (so a long-lived REST client or watch always sends a
+ * current token). The lean counterpart of kubeConfigForCluster
+ * (eks-kubeconfig.ts).
  */
-export function kubeConfigForCluster(opts: ClusterKubeConfigOptions): KubeConfig {
+export function kubeAccessForCluster(opts: ClusterKubeConfigOptions): KubeAccess {
   const getToken =
     typeof opts.token === 'function'
       ? opts.token
@@ -228,27 +221,15 @@ export function kubeConfigForCluster(opts: ClusterKubeConfigOptions): KubeConfig
           (source: EksTokenSource) => async () =>
             (await source.getToken()).token
         )(opts.token);
-  const kc = new KubeConfig();
-  kc.addAuthenticator({
-    isAuthProvider: (user: User) => user.authProvider?.name === AUTH_PROVIDER_NAME,
-    applyAuthentication: async (_user: User, reqOpts: { headers?: unknown }) => {
-      const headers = (reqOpts.headers ??= {}) as Record<string, string>;
-      headers.Authorization = `Bearer ${await getToken()}`;
+  const server = opts.server;
+  const ca = Buffer.from(opts.caPem, 'utf8');
+  return {
+    getCurrentCluster: () => ({ server }),
+    async applyToHTTPSOptions(reqOpts) {
+      reqOpts.ca = ca;
+      reqOpts.rejectUnauthorized = true;
+      const token = await getToken();
+      reqOpts.headers = { ...(reqOpts.headers ?? {}), Authorization: `Bearer ${token}` };
     },
-  });
-  const user = `${opts.name}-mirrorhub`;
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: opts.name,
-        server: opts.server,
-        caData: Buffer.from(opts.caPem, 'utf8').toString('base64'),
-        skipTLSVerify: false,
-      },
-    ],
-    users: [{ name: user, authProvider: { name: AUTH_PROVIDER_NAME, config: {} } }],
-    contexts: [{ name: opts.name, cluster: opts.name, user }],
-    currentContext: opts.name,
-  });
-  return kc;
+  };
 }

@@ -27,12 +27,7 @@ import { isConflict } from './rest.js';
 
 export { ApiException, PatchStrategy } from '@kubernetes/client-node';
 
-/** `fieldManager` of every write, per component (server-side apply ownership, managedFields). */
-export const FIELD_MANAGER = {
-  hub: 'mirrorhub-hub',
-  agent: 'mirrorhub-agent',
-} as const;
-export type FieldManager = (typeof FIELD_MANAGER)[keyof typeof FIELD_MANAGER];
+export { FIELD_MANAGER, type FieldManager } from './fields.js';
 
 export interface KubeClients {
   kubeConfig: KubeConfig;

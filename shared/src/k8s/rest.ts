@@ -164,7 +164,13 @@ export class RestClient {
           res.on('error', reject);
         });
         req.setTimeout(this.timeoutMs, () =>
-          req.destroy(new Error(`${context}: no answer in ${this.timeoutMs} ms`)),
+          req.destroy(
+            // name and code of a deadline, so callers can tell it from other network failures
+            Object.assign(new Error(`${context}: no answer in ${this.timeoutMs} ms`), {
+              name: 'TimeoutError',
+              code: 'ETIMEDOUT',
+            }),
+          ),
         );
         req.on('error', reject);
         req.end(payload);

@@ -14,43 +14,39 @@
 // (jittered, every request with a deadline) and hand their result to the reconcile, which only
 // talks to the hub cluster (status, Events).
 import { createHash } from 'node:crypto';
+import type { V1Secret } from '@kubernetes/client-node';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { RestClient } from '@mirrorhub/shared/k8s/rest';
 import {
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type V1Secret,
-} from '@kubernetes/client-node';
+  GROUP,
+  MIRROR_CLUSTER,
+  VERSION,
+  type MirrorCluster,
+  type MirrorClusterStatus,
+} from '@mirrorhub/shared/api/index';
+import { equalIgnoringTime } from '@mirrorhub/shared/mirror/index';
 import {
   childLogger,
-  createWatcher,
-  equalIgnoringTime,
   errorMessage,
-  FIELD_MANAGER,
-  GROUP,
   httpStatusOf,
-  instrumentWatcher,
   labelValue,
-  mergePatchStatus,
-  MIRROR_CLUSTER,
   realClock,
   sleep,
-  VERSION,
-  WorkQueue,
   type Clock,
   type ControllerMetrics,
   type Counter,
   type Gauge,
   type Logger,
-  type MirrorCluster,
-  type MirrorClusterStatus,
-  type Watcher,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/runtime/index';
+import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
+import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
 import type {
   AwsCredentials,
   AwsCredentialsProvider,
   EksClusterAccess,
 } from '@mirrorhub/shared/aws/index';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, mergePatchStatus } from '../../clusters/client.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
 import { EventRecorder } from '../../events.js';
@@ -96,7 +92,7 @@ export interface HubAwsConfig {
 
 export interface ClusterControllerOptions {
   /** The hub's own cluster: MirrorClusters, kubeconfig Secrets, status, Events. */
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   registry: ClusterRegistry;
   /** The hub's own cluster as it is without a MirrorCluster (restored when one goes away). */
   localTarget: ClusterTarget;
@@ -132,10 +128,10 @@ interface Entry {
   wake: () => void;
   eks?: EksClusterAccess;
   /** EKS: the KubeConfig last handed out (a new one means a new endpoint or CA). */
-  eksKubeConfig?: KubeConfig;
+  eksKubeConfig?: KubeAccess;
   /** Kubeconfig: what the current kubeConfig function was built from. */
   kubeconfigFingerprint?: string;
-  kubeConfig: () => Promise<KubeConfig>;
+  kubeConfig: () => Promise<KubeAccess>;
   reportError: (err: unknown) => void;
   target?: ClusterTarget;
   probe?: ProbeResult;
@@ -152,7 +148,7 @@ interface SecretWatch {
 export class ClusterController {
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly custom: CustomObjectsApi;
+  private readonly rest: RestClient;
   private readonly queue: WorkQueue;
   private readonly recorder: EventRecorder;
   private readonly clusters: Watcher<MirrorCluster>;
@@ -175,7 +171,7 @@ export class ClusterController {
     this.intervalMs = opts.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS;
     this.graceMs = opts.heartbeatGraceMs ?? DEFAULT_HEARTBEAT_GRACE_MS;
     this.timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.rest = new RestClient(opts.kubeConfig, { userAgent: 'mirrorhub-hub' });
     const m = opts.metrics;
     this.stateGauge = m.gauge(
       'mirror_clusters',
@@ -187,7 +183,7 @@ export class ClusterController {
       'Failed requests to delivery clusters (watches, writes, probes), by HTTP status or "network".',
       ['cluster', 'code'],
     );
-    this.recorder = new EventRecorder(opts.kubeConfig.makeApiClient(CoreV1Api), {
+    this.recorder = new EventRecorder(this.rest, {
       instance: opts.identity,
       logger: this.log,
       metrics: m,
@@ -294,6 +290,7 @@ export class ClusterController {
       ...loops,
     ]);
     this.secretWatches.clear();
+    this.rest.close();
   }
 
   /** The MirrorCluster cache is synced (readiness). */
@@ -434,7 +431,7 @@ export class ClusterController {
       entry = this.newEntry(
         name,
         access,
-        () => eks.kubeConfig(),
+        () => eks.kubeAccess(),
         (err) => {
           countError(err);
           eks.reportRequestError(err);
@@ -463,7 +460,7 @@ export class ClusterController {
   private newEntry(
     name: string,
     access: AccessSpec,
-    kubeConfig: () => Promise<KubeConfig>,
+    kubeConfig: () => Promise<KubeAccess>,
     reportError: (err: unknown) => void,
   ): Entry {
     return {
@@ -567,7 +564,7 @@ export class ClusterController {
     const where = `Secret ${namespace}/${name}`;
     const w = this.secretWatches.get(`${namespace}/${name}`);
     let fingerprint: string;
-    let kubeConfig: () => Promise<KubeConfig>;
+    let kubeConfig: () => Promise<KubeAccess>;
     if (!w?.watcher.hasSynced()) {
       if (entry.kubeconfigFingerprint !== undefined) return;
       fingerprint = 'unread';
@@ -650,13 +647,13 @@ export class ClusterController {
   }
 
   /** The entry's KubeConfig; for EKS, a new KubeConfig (new endpoint or CA) re-registers it. */
-  private async entryKubeConfig(entry: Entry): Promise<KubeConfig> {
+  private async entryKubeConfig(entry: Entry): Promise<KubeAccess> {
     const kc = await entry.kubeConfig();
     if (entry.eks) {
       if (entry.eksKubeConfig && entry.eksKubeConfig !== kc) {
         const eks = entry.eks;
         // A new function: the target changes, so the cluster's connection is rebuilt with it.
-        entry.kubeConfig = () => eks.kubeConfig();
+        entry.kubeConfig = () => eks.kubeAccess();
         this.log.info({ cluster: entry.name }, 'EKS endpoint or CA changed; reconnecting');
       }
       entry.eksKubeConfig = kc;
@@ -686,7 +683,7 @@ export class ClusterController {
     const prev = mc.status ?? {};
     if (equalIgnoringTime(prev, next.status, [])) return;
     const updated = await mergePatchStatus<MirrorCluster>(
-      this.custom,
+      this.rest,
       { group: GROUP, version: VERSION, plural: MIRROR_CLUSTER.plural, name },
       mergePatchBody(prev, next.status),
       { fieldManager: FIELD_MANAGER.hub },
@@ -735,6 +732,6 @@ function canonical(labels: Readonly<Record<string, string>>): string {
   return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-function rejecting(message: string): () => Promise<KubeConfig> {
+function rejecting(message: string): () => Promise<KubeAccess> {
   return () => Promise.reject(new Error(message));
 }

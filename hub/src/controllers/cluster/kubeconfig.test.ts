@@ -1,3 +1,5 @@
+import type https from 'node:https';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { describe, expect, it } from 'vitest';
 import { parseKubeconfig } from './kubeconfig.js';
 
@@ -23,12 +25,14 @@ users:
 }
 
 describe('parseKubeconfig', () => {
-  it('loads inline credentials, current context only', () => {
+  it('loads inline credentials, current context only', async () => {
     const r = parseKubeconfig(kubeconfig('token: abc.def'), WHERE);
     expect(r.ok).toBe(true);
-    const kc = (r as { kubeConfig: import('@kubernetes/client-node').KubeConfig }).kubeConfig;
+    const kc = (r as { kubeConfig: KubeAccess }).kubeConfig;
     expect(kc.getCurrentCluster()?.server).toBe('https://10.0.0.1:6443');
-    expect(kc.getCurrentUser()?.token).toBe('abc.def');
+    const opts: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(opts);
+    expect(opts.headers).toMatchObject({ Authorization: 'Bearer abc.def' });
   });
 
   it.each<[string, string, RegExp]>([

@@ -6,21 +6,26 @@
 // from the hub's own filesystem (client-certificate, client-key, certificate-authority, tokenFile
 // as paths) is refused: only inline credentials (token, client-certificate-data / client-key-data,
 // certificate-authority-data, username/password) are accepted. Only the current context is used.
-import { KubeConfig, loadYaml } from '@kubernetes/client-node';
+import {
+  kubeconfigContextAccess,
+  type KubeAccess,
+  type KubeconfigContext,
+} from '@mirrorhub/shared/k8s/access';
+import { parseYaml } from '@mirrorhub/shared/k8s/yaml';
 
-export type KubeconfigResult = { ok: true; kubeConfig: KubeConfig } | { ok: false; error: string };
+export type KubeconfigResult = { ok: true; kubeConfig: KubeAccess } | { ok: false; error: string };
 
 const FILE_FIELDS_USER = ['client-certificate', 'client-key', 'tokenFile', 'token-file'];
 const FILE_FIELDS_CLUSTER = ['certificate-authority'];
 
 /**
- * Parses `text` (from Secret `where`) into a KubeConfig, or says what is wrong with it and how
+ * Parses `text` (from Secret `where`) into a KubeAccess, or says what is wrong with it and how
  * to fix it. No I/O: nothing is read, nothing is run.
  */
 export function parseKubeconfig(text: string, where: string): KubeconfigResult {
   let doc: unknown;
   try {
-    doc = loadYaml<unknown>(text);
+    doc = parseYaml(text) as unknown;
   } catch (err) {
     return fail(where, `is not YAML (${yamlReason(err)})`);
   }
@@ -79,46 +84,29 @@ export function parseKubeconfig(text: string, where: string): KubeconfigResult {
       );
     }
   }
-  const kc = new KubeConfig();
+  const b64 = (v: unknown) =>
+    typeof v === 'string' ? { data: Buffer.from(v, 'base64') } : undefined;
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  const parsed: KubeconfigContext = {
+    file: where,
+    context: currentName,
+    server,
+    insecureSkipTlsVerify: cluster['insecure-skip-tls-verify'] === true,
+  };
+  const set = <K extends keyof KubeconfigContext>(k: K, v: KubeconfigContext[K] | undefined) => {
+    if (v !== undefined) parsed[k] = v;
+  };
+  set('namespace', str(ctx['namespace']));
+  set('ca', b64(cluster['certificate-authority-data']));
+  set('tlsServerName', str(cluster['tls-server-name']));
+  set('cert', b64(user['client-certificate-data']));
+  set('key', b64(user['client-key-data']));
+  set('token', str(user['token']));
+  set('username', str(user['username']));
+  set('password', str(user['password']));
+  let kc: KubeAccess;
   try {
-    kc.loadFromOptions({
-      clusters: [
-        {
-          name: clusterName,
-          server,
-          skipTLSVerify: cluster['insecure-skip-tls-verify'] === true,
-          ...(typeof cluster['certificate-authority-data'] === 'string'
-            ? { caData: cluster['certificate-authority-data'] }
-            : {}),
-          ...(typeof cluster['tls-server-name'] === 'string'
-            ? { tlsServerName: cluster['tls-server-name'] }
-            : {}),
-        },
-      ],
-      users: [
-        {
-          name: userName || 'user',
-          ...(typeof user['token'] === 'string' ? { token: user['token'] } : {}),
-          ...(typeof user['client-certificate-data'] === 'string'
-            ? { certData: user['client-certificate-data'] }
-            : {}),
-          ...(typeof user['client-key-data'] === 'string'
-            ? { keyData: user['client-key-data'] }
-            : {}),
-          ...(typeof user['username'] === 'string' ? { username: user['username'] } : {}),
-          ...(typeof user['password'] === 'string' ? { password: user['password'] } : {}),
-        },
-      ],
-      contexts: [
-        {
-          name: currentName,
-          cluster: clusterName,
-          user: userName || 'user',
-          ...(typeof ctx['namespace'] === 'string' ? { namespace: ctx['namespace'] } : {}),
-        },
-      ],
-      currentContext: currentName,
-    });
+    kc = kubeconfigContextAccess(parsed);
   } catch (err) {
     return fail(where, `cannot be loaded (${firstLine(err)})`);
   }
@@ -146,12 +134,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /** What the YAML parser objected to and where, never the snippet of content it also carries. */
 function yamlReason(err: unknown): string {
-  const e = err as { reason?: unknown; mark?: { line?: number; column?: number } };
-  if (typeof e.reason === 'string') {
-    const at = e.mark?.line !== undefined ? ` at line ${e.mark.line + 1}` : '';
-    return `${e.reason}${at}`;
-  }
-  return firstLine(err);
+  // `yaml`'s message is "<reason> at line L, column C:" followed by the offending line.
+  return firstLine(err).replace(/:$/, '');
 }
 
 /** The first line of an error message. */

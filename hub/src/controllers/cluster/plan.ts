@@ -18,17 +18,19 @@
 // - Events: one per transition of Ready (reason or status), Warning unless Ready is True; one
 //   when cleanups of deleted mirrors are left in the cluster, one when they are done.
 import {
-  canonicalJson,
-  findCondition,
-  k8sTime,
-  removeCondition,
-  setCondition,
   type ClusterAccessType,
   type Condition,
   type EksAccess,
   type MirrorCluster,
   type MirrorClusterStatus,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/api/index';
+import {
+  canonicalJson,
+  findCondition,
+  k8sTime,
+  removeCondition,
+  setCondition,
+} from '@mirrorhub/shared/mirror/index';
 import { validateClusterName } from '../../names.js';
 
 // ---- access -----------------------------------------------------------------------------------

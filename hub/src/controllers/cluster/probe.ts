@@ -1,9 +1,12 @@
 // One health probe of a cluster, as the hub's identity there: GET /version, then the agent's
 // heartbeat Lease in the agent namespace. Every request has a deadline; every failure is turned
 // into one line that says what failed and what to check (plan.ts decides what it means).
-import { CoordinationV1Api, VersionApi, type KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, httpStatusOf, isNotFound, type ClusterAccessType } from '@mirrorhub/shared';
-import { RequestTimeoutError, timedApiClient, withDeadline } from '../../clusters/client.js';
+import type { V1Lease } from '@kubernetes/client-node';
+import { type ClusterAccessType } from '@mirrorhub/shared/api/index';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/index';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { groupPath, isNotFound } from '@mirrorhub/shared/k8s/rest';
+import { RequestTimeoutError, timedRestClient, withDeadline } from '../../clusters/client.js';
 import type { AgentLease, ProbeFailure, ProbeResult } from './plan.js';
 
 /** The agent's heartbeat Lease (agent/src/heartbeat.ts). */
@@ -30,12 +33,12 @@ export interface ProbeContext {
  * refresh).
  */
 export async function probeCluster(
-  kubeConfig: () => Promise<KubeConfig>,
+  kubeConfig: () => Promise<KubeAccess>,
   ctx: ProbeContext,
   report: (err: unknown) => void,
   now: () => number,
 ): Promise<ProbeResult> {
-  let kc: KubeConfig;
+  let kc: KubeAccess;
   try {
     kc = await kubeConfig();
   } catch (err) {
@@ -45,9 +48,9 @@ export async function probeCluster(
   let version: ProbeResult['version'];
   try {
     const info = await withDeadline('GET /version', ctx.timeoutMs, () =>
-      timedApiClient(kc, VersionApi, ctx.timeoutMs).getCode(),
+      timedRestClient(kc, ctx.timeoutMs).get<{ gitVersion?: string }>('/version'),
     );
-    version = { ok: true, gitVersion: info.gitVersion };
+    version = { ok: true, gitVersion: info.gitVersion ?? '' };
   } catch (err) {
     report(err);
     version = { ok: false, failure: describeFailure(err, 'GET /version', server, ctx) };
@@ -57,10 +60,9 @@ export async function probeCluster(
   const what = `reading Lease ${ctx.agentNamespace}/${HEARTBEAT_LEASE}`;
   try {
     const l = await withDeadline(what, ctx.timeoutMs, () =>
-      timedApiClient(kc, CoordinationV1Api, ctx.timeoutMs).readNamespacedLease({
-        name: HEARTBEAT_LEASE,
-        namespace: ctx.agentNamespace,
-      }),
+      timedRestClient(kc, ctx.timeoutMs).get<V1Lease>(
+        groupPath('coordination.k8s.io', 'v1', 'leases', ctx.agentNamespace, HEARTBEAT_LEASE),
+      ),
     );
     const found: AgentLease = {};
     const renew = l.spec?.renewTime as unknown;

@@ -7,37 +7,38 @@
 // only (SourceWatches), and per cluster the MirrorDeliveries + payload Secrets this hub wrote.
 // Any of them enqueues the mirror's key (`SecretMirror/<ns>/<name>`); the reconcile re-reads
 // everything from the caches.
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import {
-  childLogger,
   CLUSTER_SECRET_MIRROR,
-  createWatcher,
-  deliveryName,
-  equalIgnoringTime,
-  FIELD_MANAGER,
   GROUP,
-  instrumentWatcher,
-  mergePatchOptions,
-  mergePatchStatus,
   mirrorPolicies,
-  realClock,
   resolveSource,
   SECRET_MIRROR,
   VERSION,
-  WorkQueue,
   type AnyMirror,
   type ClusterSecretMirror,
+  type MirrorPhase,
+  type MirrorStatus,
+  type SecretMirror,
+} from '@mirrorhub/shared/api/index';
+import {
+  deliveryName,
+  equalIgnoringTime,
+  type MirrorIdentity,
+} from '@mirrorhub/shared/mirror/index';
+import {
+  childLogger,
+  realClock,
   type Clock,
   type ControllerMetrics,
   type Gauge,
   type Logger,
-  type MirrorIdentity,
-  type MirrorPhase,
-  type MirrorStatus,
-  type ProcessResult,
-  type SecretMirror,
-  type Watcher,
-} from '@mirrorhub/shared';
+} from '@mirrorhub/shared/runtime/index';
+import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
+import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { CONTENT_TYPE, RestClient } from '@mirrorhub/shared/k8s/rest';
+import { customObjectPath, mergePatchStatus } from '../../clusters/client.js';
 import { ClusterConnection } from '../../clusters/connection.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
@@ -59,7 +60,7 @@ const CONTROLLER = 'mirror';
 
 export interface MirrorControllerOptions {
   /** The hub's own cluster: mirrors, sources, status, Events. */
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   registry: ClusterRegistry;
   /** The hub's cluster name (MirrorDelivery.spec.originCluster, delivery names). */
   originCluster: string;
@@ -95,8 +96,7 @@ type MirrorObject = SecretMirror | ClusterSecretMirror;
 export class MirrorController {
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly core: CoreV1Api;
-  private readonly custom: CustomObjectsApi;
+  private readonly rest: RestClient;
   private readonly queue: WorkQueue;
   private readonly sources: SourceWatches;
   private readonly recorder: EventRecorder;
@@ -117,13 +117,12 @@ export class MirrorController {
     this.log = childLogger(opts.logger, { controller: CONTROLLER });
     this.clock = opts.clock ?? realClock;
     const kc = opts.kubeConfig;
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.custom = kc.makeApiClient(CustomObjectsApi);
+    this.rest = new RestClient(kc, { userAgent: 'mirrorhub-hub' });
     const m = opts.metrics;
     this.phaseGauge = m.gauge('mirrors', 'Mirrors by phase (as last reconciled).', ['phase']);
     this.clusterGauge = m.gauge('clusters', 'Clusters the hub delivers to, by state.', ['state']);
     this.sourceGauge = m.gauge('source_watches', 'Distinct mirror sources being watched.');
-    this.recorder = new EventRecorder(this.core, {
+    this.recorder = new EventRecorder(this.rest, {
       instance: opts.identity,
       logger: this.log,
       metrics: m,
@@ -217,6 +216,7 @@ export class MirrorController {
       ...[...this.connections.values()].map((c) => c.stop()),
     ]);
     this.connections.clear();
+    this.rest.close();
   }
 
   /** Mirror caches synced (readiness). */
@@ -474,23 +474,17 @@ export class MirrorController {
     const body = {
       metadata: { finalizers, resourceVersion: mirror.metadata.resourceVersion },
     };
-    const common = {
+    const ns = mirror.metadata.namespace;
+    const path = customObjectPath({
       group: GROUP,
       version: VERSION,
       name: mirror.metadata.name ?? '',
-      body,
+      plural: ns ? SECRET_MIRROR.plural : CLUSTER_SECRET_MIRROR.plural,
+      ...(ns ? { namespace: ns } : {}),
+    });
+    const updated = await this.rest.patch<AnyMirror>(path, body, CONTENT_TYPE.merge, {
       fieldManager: FIELD_MANAGER.hub,
-    };
-    const ns = mirror.metadata.namespace;
-    const updated = (await (ns
-      ? this.custom.patchNamespacedCustomObject(
-          { ...common, namespace: ns, plural: SECRET_MIRROR.plural },
-          mergePatchOptions(),
-        )
-      : this.custom.patchClusterCustomObject(
-          { ...common, plural: CLUSTER_SECRET_MIRROR.plural },
-          mergePatchOptions(),
-        ))) as AnyMirror;
+    });
     this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
     this.remember(key, mirror, updated);
     return updated;
@@ -509,7 +503,7 @@ export class MirrorController {
     for (const k of Object.keys(prev)) if (!(k in next)) patch[k] = null;
     const ns = mirror.metadata.namespace;
     const updated = await mergePatchStatus<AnyMirror>(
-      this.custom,
+      this.rest,
       {
         group: GROUP,
         version: VERSION,

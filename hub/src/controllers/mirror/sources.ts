@@ -2,16 +2,12 @@
 // namespace) per distinct source (kind, namespace, name), shared by every mirror that reads it
 // and stopped when the last one lets go. The hub never watches all Secrets: its memory follows
 // the sources it mirrors, not the Secrets a cluster holds.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import {
-  createWatcher,
-  errorMessage,
-  instrumentWatcher,
-  type ControllerMetrics,
-  type Logger,
-  type ResolvedSource,
-  type SourceObject,
-} from '@mirrorhub/shared';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { type ResolvedSource } from '@mirrorhub/shared/api/index';
+import { type SourceObject } from '@mirrorhub/shared/mirror/index';
+import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
+import { createWatcher, instrumentWatcher } from '@mirrorhub/shared/k8s/watcher';
 import type { SourceObservation } from './plan.js';
 
 /** What a source watch needs from a watcher (the shared Watcher; fakes in tests). */
@@ -35,7 +31,7 @@ export type SourceWatcherFactory = (source: ResolvedSource) => SourceWatcher;
 export interface SourceWatchesOptions {
   /** Which mirrors to reconcile when a source changes (or its watch syncs or fails). */
   onChange(mirrorKeys: readonly string[]): void;
-  kubeConfig?: KubeConfig;
+  kubeConfig?: KubeAccess;
   /** Builds the watcher of one source (default: a field-selected watch through kubeConfig). */
   factory?: SourceWatcherFactory;
   logger?: Logger;
