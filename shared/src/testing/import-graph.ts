@@ -1,0 +1,69 @@
+// What a process pays for its static imports. @kubernetes/client-node (~70 MB resident: its whole
+// generated API) and the AWS SDK (~20 MB) must only be loaded on demand by hub and agent; the
+// import tests of shared, hub and agent walk the static import graph with this one walker.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const SHARED_SRC = resolve(dirname(new URL(import.meta.url).pathname), '..');
+const REPO = resolve(SHARED_SRC, '../..');
+
+/** Packages no controller may load by a static import. */
+export const HEAVY: readonly RegExp[] = [
+  /^@kubernetes\/client-node$/,
+  /^@aws-sdk\//,
+  /^@smithy\//,
+  /^@aws-crypto\//,
+];
+
+/** The .ts sources of a folder, tests excluded. */
+export function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? sources(join(dir, e.name))
+      : e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')
+        ? [join(dir, e.name)]
+        : [],
+  );
+}
+
+/**
+ * Static value imports and re-exports (not `import type`, not `import(...)`). `import { type A }
+ * from 'm'` counts: with verbatimModuleSyntax it still loads `m`.
+ */
+function valueImports(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/^(?:import|export)\s+(?!type\s)[^;]*?from\s+'([^']+)'/gms)) {
+    out.push(m[1]!);
+  }
+  return out;
+}
+
+/** The .ts file an import names when it is ours (relative or @mirrorhub/shared); else undefined. */
+export function resolveOurs(from: string, spec: string): string | undefined {
+  if (spec === '@mirrorhub/shared') return join(SHARED_SRC, 'index.ts');
+  if (spec.startsWith('@mirrorhub/shared/')) return join(SHARED_SRC, `${spec.slice(18)}.ts`);
+  if (spec.startsWith('.')) return resolve(dirname(from), spec.replace(/\.js$/, '.ts'));
+  return undefined;
+}
+
+/** Every heavy package reachable from `file` by static imports, with the chain that reaches it. */
+export function heavyChains(file: string): string[] {
+  const found: string[] = [];
+  const seen = new Set<string>();
+  const visit = (f: string, chain: string[]) => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const spec of valueImports(readFileSync(f, 'utf8'))) {
+      if (HEAVY.some((re) => re.test(spec))) {
+        found.push([...chain, spec].join(' -> '));
+        continue;
+      }
+      const next = resolveOurs(f, spec);
+      if (next && existsSync(next)) visit(next, [...chain, relative(REPO, next)]);
+    }
+  };
+  visit(file, []);
+  return found;
+}
+
+export { SHARED_SRC };
