@@ -40,7 +40,7 @@ import {
 } from '@mirrorhub/shared/runtime/index';
 import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
 import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
+import { observeReconciles, WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
 import type {
   AwsCredentials,
   AwsCredentialsProvider,
@@ -193,17 +193,7 @@ export class ClusterController {
       name: CONTROLLER,
       concurrency: opts.concurrency ?? 4,
       process: (key) => this.reconcile(key),
-      observe: (o) => {
-        m.reconcileTotal.inc({ controller: CONTROLLER, result: o.result });
-        m.reconcileDuration.observe({ controller: CONTROLLER }, o.durationMs / 1000);
-        if (o.result === 'error') {
-          m.queueRetriesTotal.inc({ controller: CONTROLLER });
-          this.log.warn(
-            { key: o.key, err: o.error, retryInMs: o.retryInMs },
-            'reconcile failed; retrying',
-          );
-        }
-      },
+      observe: observeReconciles(CONTROLLER, { metrics: m, logger: this.log }),
       clock: this.clock,
     });
     m.observeQueue(CONTROLLER, this.queue);

@@ -35,7 +35,7 @@ import {
 } from '@mirrorhub/shared/runtime/index';
 import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
 import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import { WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import { observeReconciles, WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { CONTENT_TYPE, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { customObjectPath, mergePatchStatus } from '../../clusters/client.js';
@@ -132,19 +132,7 @@ export class MirrorController {
       name: CONTROLLER,
       concurrency: opts.concurrency ?? 4,
       process: (key) => this.reconcile(key),
-      observe: (o) => {
-        m.reconcileTotal.inc({ controller: CONTROLLER, result: o.result });
-        m.reconcileDuration.observe({ controller: CONTROLLER }, o.durationMs / 1000);
-        if (o.result === 'error') {
-          m.queueRetriesTotal.inc({ controller: CONTROLLER });
-          this.log.warn(
-            { key: o.key, err: o.error, retryInMs: o.retryInMs, failures: o.failures },
-            'reconcile failed; retrying',
-          );
-        } else if (o.result === 'terminal') {
-          this.log.error({ key: o.key, err: o.error }, 'reconcile failed for good');
-        }
-      },
+      observe: observeReconciles(CONTROLLER, { metrics: m, logger: this.log }),
       clock: this.clock,
     });
     m.observeQueue(CONTROLLER, this.queue);
