@@ -193,7 +193,8 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
       );
     }
     const started = Date.now();
-    await Promise.all(clusters.map((c) => c.startApiServer()));
+    const newPort = opts.portBase === undefined ? findFreePort : undefined;
+    await Promise.all(clusters.map((c) => c.firstStart(newPort)));
     log(
       `${clusters.length} cluster(s) ready in ${((Date.now() - started) / 1000).toFixed(1)}s: ${clusters.map((c) => `${c.name}=${c.server}`).join(' ')}`,
     );
@@ -259,12 +260,12 @@ interface ClusterInit {
 class ClusterImpl implements KitCluster {
   readonly name: string;
   readonly dir: string;
-  readonly port: number;
   readonly pki: ClusterPki;
   readonly accountId: string;
   readonly region: string;
-  readonly server: string;
   readonly kubeconfigPath: string;
+  /** Fixed once the API server first started: kubeconfigs and the EKS emulator name it. */
+  private listenPort: number;
   private api: ApiServer | undefined;
   private readonly init: ClusterInit;
 
@@ -272,12 +273,19 @@ class ClusterImpl implements KitCluster {
     this.init = init;
     this.name = init.name;
     this.dir = init.dir;
-    this.port = init.port;
+    this.listenPort = init.port;
     this.pki = init.pki;
     this.accountId = init.accountId;
     this.region = init.region;
-    this.server = `https://127.0.0.1:${init.port}`;
     this.kubeconfigPath = join(init.dir, 'kubeconfig');
+  }
+
+  get port(): number {
+    return this.listenPort;
+  }
+
+  get server(): string {
+    return `https://127.0.0.1:${this.listenPort}`;
   }
 
   get caPem(): string {
@@ -316,6 +324,22 @@ class ClusterImpl implements KitCluster {
   async startApiServer(): Promise<void> {
     if (this.running()) return;
     this.api = await this.init.start(this);
+  }
+
+  /**
+   * The first start. A free port found earlier can be taken by another process before the API
+   * server binds it (moto and etcd start in between, other test runs share the machine): with
+   * `newPort`, such a start is retried on another free port, a few times.
+   */
+  async firstStart(newPort?: () => Promise<number>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startApiServer();
+      } catch (err) {
+        if (!newPort || attempt >= 4 || !/address already in use/.test(String(err))) throw err;
+        this.listenPort = await newPort();
+      }
+    }
   }
 
   async stopApiServer(): Promise<void> {
