@@ -2,19 +2,9 @@
 // RBAC each identity gets is enough for its job and no more. Identities are real: the charts'
 // ServiceAccounts with TokenRequest tokens, and the hub's EKS group by impersonation.
 //
-// Follow-up (once hub/agent main.ts land): run the real processes as the chart would. With the
-// releases below installed, for each of hub and agent:
-//   const kc = await serviceAccountKubeConfig(admin, { namespace: NS, name: 'mirrorhub-hub' });
-//   const dep = await apps.readNamespacedDeployment({ namespace: NS, name: 'mirrorhub-hub' });
-//   spawn(process.execPath, [join(repo, 'hub/dist/main.js')], { env: {
-//     ...deploymentEnv(dep, 'mirrorhub-hub-0'), PORT: <free port>,
-//     KUBECONFIG: await writeKubeConfig(kc, join(tmp, 'hub.kubeconfig')) } });
-// (deploymentArgs(dep) names the entry point inside the image: /app/hub/dist/main.js.)
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// test/src/e2e.test.ts then runs the hub and agents as these charts' Deployments (entry point,
+// env, ServiceAccount token) and completes a mirror across clusters with them.
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 
 import {
   ApiException,
@@ -36,11 +26,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 
 import { DEFAULT_LEASE_NAME, HASH_KEY_SECRET } from '@mirrorhub/hub/names';
-import { ensureHelm } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { chartsDir, loadCrds } from './support/crds.js';
 import { eventually } from './support/eventually.js';
+import { isolatedHelm, type Helm } from './support/helm.js';
 import {
   canI,
   deploymentArgs,
@@ -49,7 +39,6 @@ import {
   serviceAccountKubeConfig,
 } from './support/serviceaccount.js';
 
-const run = promisify(execFile);
 const NS = 'mirrorhub-system';
 const HUB_CHART = join(chartsDir, 'mirrorhub-hub');
 const AGENT_CHART = join(chartsDir, 'mirrorhub-agent');
@@ -71,42 +60,18 @@ type Obj = {
   };
 } & Record<string, unknown>;
 
-let helm: string;
-let helmHome: string;
+let helm: Helm;
 
 beforeAll(async () => {
-  helm = await ensureHelm();
-  // helm's cache/config/data under a temp dir: nothing of the user's helm setup leaks in or out.
-  helmHome = await mkdtemp(join(tmpdir(), 'mirrorhub-helm-'));
+  helm = await isolatedHelm();
 }, 20 * 60_000);
 
 afterAll(async () => {
-  if (helmHome) await rm(helmHome, { recursive: true, force: true });
+  await helm?.cleanup();
 });
 
-async function runHelm(args: string[]): Promise<string> {
-  const { stdout } = await run(helm, args, {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: helmHome,
-      HELM_CACHE_HOME: join(helmHome, 'cache'),
-      HELM_CONFIG_HOME: join(helmHome, 'config'),
-      HELM_DATA_HOME: join(helmHome, 'data'),
-    },
-    maxBuffer: 32 * 1024 * 1024,
-  });
-  return stdout;
-}
-
-/** helm's stderr when the command fails; throws when it succeeds. */
-async function helmFails(args: string[]): Promise<string> {
-  try {
-    await runHelm(args);
-  } catch (err) {
-    return String((err as { stderr?: string }).stderr ?? err);
-  }
-  throw new Error(`helm ${args.join(' ')} succeeded, expected it to fail`);
-}
+const runHelm = (args: string[]) => helm(args);
+const helmFails = (args: string[]) => helm.fails(args);
 
 async function render(chart: string, args: string[] = []): Promise<Obj[]> {
   const out = await runHelm(['template', 'mirrorhub', chart, '--namespace', NS, ...args]);

@@ -35,12 +35,9 @@ import {
 import {
   AwsQueryError,
   assumeRole,
-  createRole,
-  createUserWithAccessKey,
   getCallerIdentity,
   iamCall,
-  trustPolicy,
-  type Principal,
+  xmlValue,
 } from '@mirrorhub/infra/aws/moto';
 import {
   AWS_PROVIDER_VERSION,
@@ -56,9 +53,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 
 import { installCrds } from './support/crds.js';
+import {
+  TERRAFORM_DIR,
+  applyMultiAccountExample,
+  copyOfTerraformDir,
+  prepareExampleAccounts,
+  terraformRunner,
+  type ExampleAccounts,
+  type Terraform,
+} from './support/terraform.js';
 
 const repo = resolve(import.meta.dirname, '../..');
-const TERRAFORM_DIR = join(repo, 'terraform');
 const NS = 'mirrorhub-system';
 const HUB_SA = 'mirrorhub-hub';
 const FOLLOWERS = [
@@ -66,79 +71,12 @@ const FOLLOWERS = [
   { key: 'b', cluster: 'follower-b', externalId: 'mirrorhub-follower-b-19d2' },
 ] as const;
 
-// ---- running terraform ---------------------------------------------------------------------
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 let tf: TerraformSetup;
+let terraform: Terraform;
 let work: string;
-
-/** Runs terraform; rejects with its stderr unless `allowFailure`. */
-function terraform(
-  cwd: string,
-  args: string[],
-  opts: { env?: NodeJS.ProcessEnv; allowFailure?: boolean; timeoutMs?: number } = {},
-): Promise<Run> {
-  return new Promise((resolvePromise, reject) => {
-    // Plain output for the commands that colour it (version, output and state have no flag).
-    const color = ['init', 'validate', 'plan', 'apply', 'destroy'].includes(args[0]!)
-      ? ['-no-color']
-      : [];
-    const child = spawn(tf.terraform, [...args, ...color], {
-      cwd,
-      env: { ...tf.env, ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 600_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      const run = { code: code ?? -1, stdout, stderr };
-      if (run.code !== 0 && !opts.allowFailure) {
-        reject(
-          new Error(
-            `terraform ${args.join(' ')} in ${cwd} exited ${run.code}:\n${stderr || stdout}`.slice(
-              0,
-              6000,
-            ),
-          ),
-        );
-      } else resolvePromise(run);
-    });
-  });
-}
-
-/** A private copy of terraform/ (init writes .terraform/ and a lock file next to the code). */
-async function copyOfTerraformDir(): Promise<string> {
-  const dir = await mkdtemp(join(work, 'tree-'));
-  for (const sub of ['modules', 'examples']) {
-    await cp(join(TERRAFORM_DIR, sub), join(dir, sub), {
-      recursive: true,
-      filter: (src) => !/[/\\](\.terraform|terraform\.tfstate[^/\\]*)$/.test(src),
-    });
-  }
-  return dir;
-}
+const copyTree = () => copyOfTerraformDir(work);
 
 // ---- IAM, as the administrator of an account -----------------------------------------------
-
-function xmlValue(xml: string, tag: string): string | undefined {
-  const m = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(xml);
-  return m?.[1]
-    ?.replace(/&quot;/g, '"')
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&#39;|&apos;/g, "'")
-    .replace(/&amp;/g, '&');
-}
 
 /** A policy document as IAM returns it (URL-encoded JSON on the real service). */
 function policyJson(text: string | undefined): PolicyDocument {
@@ -244,13 +182,7 @@ function jwtClaims(token: string): { iss: string; sub: string; aud: string[] } {
 // ---- the kit and the accounts ----------------------------------------------------------------
 
 let kit: Kit;
-/** terraform's base identity: an IAM user in the management account. */
-let operator: Principal;
-/** Per follower account: an administrator user (for EKS reads the hub never makes). */
-const followerAdmins = new Map<string, Principal>();
-let oidcProviderArn: string;
-let issuerHost: string;
-
+let accounts: ExampleAccounts;
 function account(cluster: string): string {
   return kit.cluster(cluster).accountId;
 }
@@ -276,41 +208,18 @@ beforeAll(
     // The builds (once per machine) come before the kit, so no API server idles meanwhile.
     const started = Date.now();
     tf = await ensureTerraformSetup(work);
+    terraform = terraformRunner(tf);
     console.error(
       `timing: terraform + aws provider (${tf.provider.flavour} build) ready in ${((Date.now() - started) / 1000).toFixed(1)}s`,
     );
     kit = await startKit({ clusters: ['hub', 'follower-a', 'follower-b'] });
-    const sts = kit.aws!.stsEndpoint;
-
-    operator = await createUserWithAccessKey(sts, {
-      accountId: account('hub'),
-      userName: 'terraform',
-    });
-    // The usual AWS Organizations set-up: from the management account, terraform assumes an
-    // administration role in each member account.
-    for (const f of FOLLOWERS) {
-      await createRole(sts, {
-        accountId: account(f.cluster),
-        roleName: 'OrganizationAccountAccessRole',
-        trustPolicy: trustPolicy({ principals: [operator.arn] }),
-      });
-      followerAdmins.set(
-        f.cluster,
-        await createUserWithAccessKey(sts, {
-          accountId: account(f.cluster),
-          userName: 'platform-admin',
-        }),
-      );
-    }
-    // The management cluster's IAM OIDC provider, for the kit hub cluster's real issuer.
-    issuerHost = 'hub.kit.mirrorhub.local';
-    const xml = await iamCall(sts, account('hub'), 'CreateOpenIDConnectProvider', {
-      Url: `https://${issuerHost}`,
-      'ClientIDList.member.1': 'sts.amazonaws.com',
-      'ThumbprintList.member.1': '9e99a48a9960b14926bb7f3b02e22da2b0ab7280',
-    });
-    oidcProviderArn = xmlValue(xml, 'OpenIDConnectProviderArn') ?? '';
-    expect(oidcProviderArn).toBe(`arn:aws:iam::${account('hub')}:oidc-provider/${issuerHost}`);
+    accounts = await prepareExampleAccounts(
+      kit,
+      FOLLOWERS.map((f) => f.cluster),
+    );
+    expect(accounts.oidcProviderArn).toBe(
+      `arn:aws:iam::${account('hub')}:oidc-provider/${accounts.issuerHost}`,
+    );
     await kit
       .cluster('hub')
       .kubeConfig()
@@ -348,7 +257,7 @@ describe('terraform/ passes fmt and validate', () => {
   it.each(['modules/hub', 'modules/follower', 'examples/multi-account'])(
     '%s validates with no errors and no warnings',
     async (sub) => {
-      const dir = join(await copyOfTerraformDir(), sub);
+      const dir = join(await copyTree(), sub);
       const init = await terraform(dir, ['init', '-backend=false', '-input=false']);
       expect(init.stdout).toContain(`Installed hashicorp/aws v${AWS_PROVIDER_VERSION}`);
       const lock = await readFile(join(dir, '.terraform.lock.hcl'), 'utf8');
@@ -372,7 +281,7 @@ describe('the modules refuse dangerous inputs', () => {
   let root: string;
 
   beforeAll(async () => {
-    root = join(await copyOfTerraformDir(), 'refuse');
+    root = join(await copyTree(), 'refuse');
     await cp(join(root, '..', 'modules'), join(root, 'modules'), { recursive: true });
   });
 
@@ -438,57 +347,17 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
     `arn:aws:iam::${account(cluster)}:role/mirrorhub-follower`;
 
   beforeAll(async () => {
-    dir = join(await copyOfTerraformDir(), 'examples/multi-account');
-    const { stsEndpoint, eksEndpoint, region } = kit.aws!;
-    // The example as a user applies it, plus one override file: every provider talks to the
-    // kit's emulators (IAM and STS are moto, EKS is the emulator) and never to the metadata API.
-    const endpoints = (alias: string) => `provider "aws" {
-  alias                   = "${alias}"
-  skip_metadata_api_check = true
-  endpoints {
-    iam = "${stsEndpoint}"
-    sts = "${stsEndpoint}"
-    eks = "${eksEndpoint}"
-  }
-}
-`;
-    await writeFile(
-      join(dir, 'kit_override.tf'),
-      ['management', 'follower_a', 'follower_b'].map(endpoints).join('\n'),
-    );
-    const follower = (f: (typeof FOLLOWERS)[number]) => ({
-      region,
-      cluster_name: f.cluster,
-      external_id: f.externalId,
-      assume_role_arn: `arn:aws:iam::${account(f.cluster)}:role/OrganizationAccountAccessRole`,
-      labels: { env: 'test', follower: f.key },
-    });
-    await writeFile(
-      join(dir, 'terraform.tfvars.json'),
-      JSON.stringify({
-        management: { region, oidc_provider_arn: oidcProviderArn, enable_pod_identity: true },
-        follower_a: follower(FOLLOWERS[0]),
-        follower_b: follower(FOLLOWERS[1]),
-      }),
-    );
-    // Only the operator's keys: no profile, no shared config, no instance metadata.
-    env = {
-      AWS_ACCESS_KEY_ID: operator.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: operator.credentials.secretAccessKey,
-      AWS_SESSION_TOKEN: '',
-      AWS_PROFILE: '',
-      AWS_CONFIG_FILE: join(work, 'no-aws-config'),
-      AWS_SHARED_CREDENTIALS_FILE: join(work, 'no-aws-credentials'),
-      AWS_EC2_METADATA_DISABLED: 'true',
-    };
-    await terraform(dir, ['init', '-input=false'], { env });
-    const started = Date.now();
-    await terraform(dir, ['apply', '-auto-approve', '-input=false'], { env });
-    console.error(`timing: terraform apply in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-    outputs = JSON.parse((await terraform(dir, ['output', '-json'], { env })).stdout) as Record<
-      string,
-      { value: unknown }
-    >;
+    ({ dir, env, outputs } = await applyMultiAccountExample({
+      terraform,
+      kit,
+      work,
+      accounts,
+      followers: [
+        { ...FOLLOWERS[0], labels: { env: 'test', follower: 'a' } },
+        { ...FOLLOWERS[1], labels: { env: 'test', follower: 'b' } },
+      ],
+      log: (l) => console.error(l),
+    }));
   }, 600_000);
 
   it('created each role in its own account', () => {
@@ -507,11 +376,11 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
     const { trust } = await getRole(account('hub'), 'mirrorhub-hub');
     const token = await serviceAccountToken(HUB_SA);
     const claims = jwtClaims(token);
-    expect(claims.iss).toBe(`https://${issuerHost}`);
+    expect(claims.iss).toBe(`https://${accounts.issuerHost}`);
     const webIdentity = (c: { sub: string; aud: string }): Request => ({
       action: 'sts:AssumeRoleWithWebIdentity',
-      principal: { type: 'Federated', id: oidcProviderArn },
-      context: { [`${issuerHost}:sub`]: c.sub, [`${issuerHost}:aud`]: c.aud },
+      principal: { type: 'Federated', id: accounts.oidcProviderArn },
+      context: { [`${accounts.issuerHost}:sub`]: c.sub, [`${accounts.issuerHost}:aud`]: c.aud },
     });
     expect(allows(trust, webIdentity({ sub: claims.sub, aud: claims.aud[0]! }))).toBe(true);
     const other = jwtClaims(await serviceAccountToken('someone-else'));
@@ -562,7 +431,7 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
       expect(allows(trust, asHub(f.externalId))).toBe(true);
       expect(allows(trust, asHub(undefined))).toBe(false);
       expect(allows(trust, asHub('guessed'))).toBe(false);
-      expect(allows(trust, asHub(f.externalId, operator.arn))).toBe(false);
+      expect(allows(trust, asHub(f.externalId, accounts.operator.arn))).toBe(false);
 
       const policy = await getRolePolicy(
         account(f.cluster),
@@ -651,7 +520,7 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
       const eks = new EKSClient({
         endpoint: kit.aws!.eksEndpoint,
         region: kit.aws!.region,
-        credentials: followerAdmins.get(f.cluster)!.credentials,
+        credentials: accounts.followerAdmins.get(f.cluster)!.credentials,
       });
       try {
         const { accessEntry } = await eks.send(
@@ -795,7 +664,7 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
       const eks = new EKSClient({
         endpoint: kit.aws!.eksEndpoint,
         region: kit.aws!.region,
-        credentials: followerAdmins.get(f.cluster)!.credentials,
+        credentials: accounts.followerAdmins.get(f.cluster)!.credentials,
       });
       const { accessEntries } = await eks.send(
         new ListAccessEntriesCommand({ clusterName: f.cluster }),
