@@ -9,8 +9,9 @@
 //    them: a real ServiceAccount token of the hub cluster -> AssumeRoleWithWebIdentity into the
 //    hub role -> AssumeRole with the ExternalId into each follower role -> DescribeCluster ->
 //    an EKS token the follower's kube-apiserver accepts, as group mirrorhub-hub and nothing
-//    more. moto does not enforce trust policies, so each trust policy terraform wrote is also
-//    read back and evaluated against the real request (token claims, caller, ExternalId).
+//    more. The kit's STS gate holds AssumeRole and AssumeRoleWithWebIdentity to the roles'
+//    trust policies as STS does (moto alone would not), and each policy terraform wrote is also
+//    read back and evaluated here, which covers what no real call here can (Pod Identity).
 // 4. The outputs feed the charts (helm template) and the MirrorCluster CRD (the API server
 //    validates them); a second plan is empty; `terraform destroy` leaves nothing behind.
 import { spawn } from 'node:child_process';
@@ -386,6 +387,24 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
     const other = jwtClaims(await serviceAccountToken('someone-else'));
     expect(allows(trust, webIdentity({ sub: other.sub, aud: other.aud[0]! }))).toBe(false);
     expect(allows(trust, webIdentity({ sub: claims.sub, aud: 'another-audience' }))).toBe(false);
+    // And STS (the kit's gate verifies the token and the trust policy) agrees.
+    const sts = new STSClient({ endpoint: kit.aws!.stsEndpoint, region: kit.aws!.region });
+    const irsa = async (t: string) =>
+      sts
+        .send(
+          new AssumeRoleWithWebIdentityCommand({
+            RoleArn: `arn:aws:iam::${account('hub')}:role/mirrorhub-hub`,
+            RoleSessionName: 'trust-check',
+            WebIdentityToken: t,
+          }),
+        )
+        .then(
+          () => 'allowed',
+          (err: Error) => err.name,
+        );
+    expect(await irsa(token)).toBe('allowed');
+    expect(await irsa(await serviceAccountToken('someone-else'))).toBe('AccessDenied');
+    sts.destroy();
 
     const podIdentity = (ns: string, sa: string) => ({
       principal: { type: 'Service' as const, id: 'pods.eks.amazonaws.com' },

@@ -13,7 +13,8 @@
 // - moto does not enforce trust policies (nor any IAM policy unless auth is switched on, and even
 //   then it does not evaluate the trust policy of a role in another account). Tests that need
 //   "only the hub may assume this role" must not rely on moto for it: the STS gate
-//   (sts-gate.ts, the kit's stsEndpoint) evaluates trust policies in front of moto.
+//   (sts-gate.ts, the kit's stsEndpoint) evaluates trust policies in front of moto, for
+//   AssumeRole and for AssumeRoleWithWebIdentity (which moto grants for any token).
 // - moto does not expose secrets through its API, but /moto-api/data.json dumps every model,
 //   including IAM access keys and STS sessions with their secret keys. The EKS emulator uses it
 //   (lookupAccessKey) to recompute SigV4 signatures the way STS/EKS would.

@@ -1,6 +1,8 @@
-// The STS gate against real moto: AssumeRole held to the role's trust policy like AWS does
-// (moto 5.2.1 itself lets every one of the denied cases below through), everything else
-// forwarded to moto untouched.
+// The STS gate against real moto: AssumeRole and AssumeRoleWithWebIdentity held to the role's
+// trust policy like AWS does (moto 5.2.1 itself lets every one of the denied cases below
+// through), everything else forwarded to moto untouched.
+import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+
 import { Sha256 } from '@aws-crypto/sha256-js';
 import type { AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
 import { HttpRequest } from '@smithy/protocol-http';
@@ -18,7 +20,12 @@ import {
   type MotoServer,
   type Principal,
 } from './moto.js';
-import { evaluateTrustPolicy, startStsGate, type StsGate } from './sts-gate.js';
+import {
+  evaluateTrustPolicy,
+  evaluateWebIdentityTrust,
+  startStsGate,
+  type StsGate,
+} from './sts-gate.js';
 
 const HUB = '111111111111';
 const A = '222222222222';
@@ -631,5 +638,207 @@ describe('evaluateTrustPolicy', () => {
   ])('$name: allowed=$allowed', (c) => {
     const d = evaluateTrustPolicy(c.policy, { caller: c.caller ?? user, externalId: c.externalId });
     expect(d.allowed).toBe(c.allowed);
+  });
+});
+
+// ---- AssumeRoleWithWebIdentity (IRSA) ---------------------------------------------------------
+
+describe('AssumeRoleWithWebIdentity through the STS gate', () => {
+  const ISSUER = 'https://mgmt.example.test';
+  const PROVIDER = `arn:aws:iam::${HUB}:oidc-provider/mgmt.example.test`;
+  const SA = 'system:serviceaccount:mirrorhub-system:mirrorhub-hub';
+  const irsaRole = role(HUB, 'irsa-hub');
+  let issuerKey: KeyObject;
+  let otherKey: KeyObject;
+
+  /** A ServiceAccount token as a kube-apiserver signs it (ES256). */
+  const token = (
+    claims: Partial<{ iss: string; sub: string; aud: string[]; exp: number }> = {},
+    key = issuerKey,
+  ) => {
+    const now = Math.floor(Date.now() / 1000);
+    const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const input = `${part({ alg: 'ES256', kid: 'k1' })}.${part({
+      iss: ISSUER,
+      sub: SA,
+      aud: ['sts.amazonaws.com'],
+      iat: now,
+      exp: now + 3600,
+      ...claims,
+    })}`;
+    const sig = sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' });
+    return `${input}.${sig.toString('base64url')}`;
+  };
+
+  /** The unsigned form POST the SDK's web-identity provider sends. */
+  const assume = async (webIdentityToken: string, roleArn = irsaRole) => {
+    const res = await fetch(`${gate.endpoint}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+      body: new URLSearchParams({
+        Action: 'AssumeRoleWithWebIdentity',
+        Version: '2011-06-15',
+        RoleArn: roleArn,
+        RoleSessionName: 'irsa-test',
+        WebIdentityToken: webIdentityToken,
+      }).toString(),
+    });
+    const body = await res.text();
+    return {
+      status: res.status,
+      code: /<Code>([^<]*)<\/Code>/.exec(body)?.[1],
+      message: /<Message>([^<]*)<\/Message>/.exec(body)?.[1],
+      arn: /<Arn>([^<]*)<\/Arn>/.exec(body)?.[1],
+    };
+  };
+
+  beforeAll(async () => {
+    const pair = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const mine = pair();
+    issuerKey = mine.privateKey;
+    otherKey = pair().privateKey;
+    gate.trustIssuer(ISSUER, mine.publicKey.export({ type: 'spki', format: 'pem' }).toString());
+    await iamCall(gate.endpoint, HUB, 'CreateOpenIDConnectProvider', {
+      Url: ISSUER,
+      'ClientIDList.member.1': 'sts.amazonaws.com',
+      'ThumbprintList.member.1': '9e99a48a9960b14926bb7f3b02e22da2b0ab7280',
+    });
+    // The hub module's IRSA statement.
+    await rawRole(HUB, 'irsa-hub', {
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Principal: { Federated: PROVIDER },
+          Action: 'sts:AssumeRoleWithWebIdentity',
+          Condition: {
+            StringEquals: {
+              'mgmt.example.test:sub': SA,
+              'mgmt.example.test:aud': 'sts.amazonaws.com',
+            },
+          },
+        },
+      ],
+    });
+    await rawRole(A, 'irsa-elsewhere', {
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Principal: { Federated: `arn:aws:iam::${A}:oidc-provider/mgmt.example.test` },
+          Action: 'sts:AssumeRoleWithWebIdentity',
+        },
+      ],
+    });
+  });
+
+  it("gives the hub's ServiceAccount a session of the role", async () => {
+    expect(await assume(token())).toMatchObject({
+      status: 200,
+      arn: `arn:aws:sts::${HUB}:assumed-role/irsa-hub/irsa-test`,
+    });
+  });
+
+  it.each([
+    {
+      name: "another ServiceAccount's token",
+      token: () => token({ sub: 'system:serviceaccount:default:default' }),
+      want: {
+        status: 403,
+        code: 'AccessDenied',
+        message: 'Not authorized to perform sts:AssumeRoleWithWebIdentity',
+      },
+    },
+    {
+      name: 'a token for another audience',
+      token: () => token({ aud: ['vault'] }),
+      want: { status: 400, code: 'InvalidIdentityToken', message: 'Incorrect token audience' },
+    },
+    {
+      name: 'a token signed by another key',
+      token: () => token({}, otherKey),
+      want: { status: 400, code: 'InvalidIdentityToken' },
+    },
+    {
+      name: 'a token from an issuer the gate was never told about',
+      token: () => token({ iss: 'https://other.example.test' }),
+      want: {
+        status: 400,
+        code: 'InvalidIdentityToken',
+        message: 'No OpenIDConnect provider found in your account for https://other.example.test',
+      },
+    },
+    {
+      name: 'an expired token',
+      token: () => token({ exp: Math.floor(Date.now() / 1000) - 60 }),
+      want: { status: 400, code: 'ExpiredTokenException' },
+    },
+    {
+      name: 'not a JWT',
+      token: () => 'not-a-token',
+      want: { status: 400, code: 'InvalidIdentityToken' },
+    },
+  ])('refuses $name', async ({ token: t, want }) => {
+    expect(await assume(t())).toMatchObject(want);
+  });
+
+  it("refuses a role whose account has no OIDC provider for the token's issuer", async () => {
+    expect(await assume(token(), role(A, 'irsa-elsewhere'))).toMatchObject({
+      status: 400,
+      code: 'InvalidIdentityToken',
+      message: `No OpenIDConnect provider found in your account for ${ISSUER}`,
+    });
+  });
+});
+
+describe('evaluateWebIdentityTrust', () => {
+  const provider =
+    'arn:aws:iam::111111111111:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC';
+  const host = 'oidc.eks.eu-west-1.amazonaws.com/id/ABC';
+  const policy = (condition: object) => ({
+    Statement: [
+      {
+        Effect: 'Allow',
+        Principal: { Federated: provider },
+        Action: 'sts:AssumeRoleWithWebIdentity',
+        Condition: condition,
+      },
+    ],
+  });
+  const req = {
+    providerArn: provider,
+    sub: 'system:serviceaccount:ns:sa',
+    aud: 'sts.amazonaws.com',
+  };
+
+  it.each([
+    [
+      'sub and aud equal',
+      { StringEquals: { [`${host}:sub`]: req.sub, [`${host}:aud`]: req.aud } },
+      true,
+    ],
+    ['sub like ns:*', { StringLike: { [`${host}:sub`]: 'system:serviceaccount:ns:*' } }, true],
+    ['another sub', { StringEquals: { [`${host}:sub`]: 'system:serviceaccount:ns:other' } }, false],
+    ["another provider's key", { StringEquals: { 'other.example:sub': req.sub } }, false],
+  ])('%s -> %s', (_name, condition, allowed) => {
+    expect(evaluateWebIdentityTrust(policy(condition), req).allowed).toBe(allowed);
+  });
+
+  it('does not let an AWS principal statement allow a web identity', () => {
+    const p = {
+      Statement: [
+        { Effect: 'Allow', Principal: { AWS: '*' }, Action: 'sts:AssumeRoleWithWebIdentity' },
+      ],
+    };
+    expect(evaluateWebIdentityTrust(p, req).allowed).toBe(false);
+  });
+
+  it('does not let a Federated statement for sts:AssumeRole allow it', () => {
+    const p = {
+      Statement: [
+        { Effect: 'Allow', Principal: { Federated: provider }, Action: 'sts:AssumeRole' },
+      ],
+    };
+    expect(evaluateWebIdentityTrust(p, req).allowed).toBe(false);
   });
 });

@@ -18,9 +18,16 @@
 // whose answer is returned as is. (One adjustment on the way: a presigned request gets its query
 // signature restated as an Authorization header, which is all moto routes by.)
 //
+// Action=AssumeRoleWithWebIdentity (IRSA: unsigned, the token is the credential) is checked as
+// STS checks it, where moto 5.2.1 accepts any token for any role: the role's account must have an
+// IAM OIDC provider for the token's issuer listing its audience; the token must be signed by the
+// issuer (the kit registers each cluster's ServiceAccount signing key with trustIssuer(), what
+// STS would fetch from the issuer's JWKS) and unexpired; and the role's trust policy must name
+// that provider as Federated principal, with its `<issuer>:sub` / `:aud` conditions holding.
+//
 // Not evaluated: the caller's identity policies (AWS also requires the hub's own policy to allow
 // sts:AssumeRole on a role in another account), SCPs, permission boundaries, session policies.
-import { randomUUID } from 'node:crypto';
+import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import {
   Agent,
   createServer,
@@ -52,6 +59,11 @@ export interface StsGate {
   /** http://127.0.0.1:<port>: the `endpoint` of STS (and IAM) clients. */
   readonly endpoint: string;
   readonly port: number;
+  /**
+   * Web identity tokens from `issuer` (e.g. https://hub.kit.mirrorhub.local) are verified with
+   * this public key (PEM, EC or RSA). An issuer never registered has no keys to verify with.
+   */
+  trustIssuer(issuer: string, publicKeyPem: string): void;
   stop(): Promise<void>;
 }
 
@@ -72,6 +84,61 @@ const accessDenied = (callerArn: string, roleArn: string) =>
     `User: ${callerArn} is not authorized to perform: sts:AssumeRole on resource: ${roleArn}`,
   );
 const validation = (message: string) => new StsError(400, 'ValidationError', message);
+const invalidToken = (message: string) => new StsError(400, 'InvalidIdentityToken', message);
+
+/** DurationSeconds as STS validates it (900..43200), or undefined when absent. */
+function validDuration(raw: string | null): number | undefined {
+  if (raw === null) return undefined;
+  if (!/^\d+$/.test(raw))
+    throw validation(`Value '${raw}' for parameter DurationSeconds is invalid.`);
+  const duration = Number(raw);
+  if (duration < 900) throw validation(constraint(raw, 'greater', 900));
+  if (duration > 43_200) throw validation(constraint(raw, 'less', 43_200));
+  return duration;
+}
+
+interface Jwt {
+  alg: string;
+  signingInput: string;
+  signature: Buffer;
+  claims: Record<string, unknown>;
+}
+
+function parseJwt(token: string): Jwt | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3) return undefined;
+  try {
+    const header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as unknown;
+    const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as unknown;
+    if (!isObject(header) || typeof header.alg !== 'string' || !isObject(claims)) return undefined;
+    return {
+      alg: header.alg,
+      signingInput: `${parts[0]}.${parts[1]}`,
+      signature: Buffer.from(parts[2]!, 'base64url'),
+      claims,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** JWS signature check for the algorithms Kubernetes signs ServiceAccount tokens with. */
+function verifyJwt(jwt: Jwt, key: KeyObject): boolean {
+  const hash = { ES256: 'sha256', ES384: 'sha384', RS256: 'sha256', RS384: 'sha384' }[jwt.alg];
+  if (!hash) return false;
+  const ec = jwt.alg.startsWith('ES');
+  if (ec !== (key.asymmetricKeyType === 'ec')) return false;
+  try {
+    return verify(
+      hash,
+      Buffer.from(jwt.signingInput),
+      ec ? { key, dsaEncoding: 'ieee-p1363' } : key,
+      jwt.signature,
+    );
+  } catch {
+    return false;
+  }
+}
 
 export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
   const moto = new URL(opts.motoEndpoint);
@@ -99,8 +166,91 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
       const query = parseRawQuery(rawQuery);
       if (!query) throw new StsError(400, 'MalformedQueryString', 'malformed query string');
       await gateAssumeRole(req, rawPath, query, body, params);
+    } else if (params.get('Action') === 'AssumeRoleWithWebIdentity') {
+      await gateWebIdentity(params);
     }
     await forward(req, res, body);
+  }
+
+  const issuerKeys = new Map<string, KeyObject[]>();
+
+  async function gateWebIdentity(params: URLSearchParams): Promise<void> {
+    const roleArn = params.get('RoleArn');
+    const token = params.get('WebIdentityToken');
+    if (roleArn === null) throw validation(notNull('roleArn'));
+    if (params.get('RoleSessionName') === null) throw validation(notNull('roleSessionName'));
+    if (token === null) throw validation(notNull('webIdentityToken'));
+    const duration = validDuration(params.get('DurationSeconds'));
+    const jwt = parseJwt(token);
+    if (!jwt) throw invalidToken('the web identity token is not a JWT (header.payload.signature)');
+    const { iss, sub, exp } = jwt.claims;
+    const auds = list(jwt.claims.aud).filter((a): a is string => typeof a === 'string');
+    if (
+      typeof iss !== 'string' ||
+      typeof sub !== 'string' ||
+      typeof exp !== 'number' ||
+      !auds.length
+    )
+      throw invalidToken('the web identity token lacks iss, sub, aud or exp');
+    const target = parseRoleArn(roleArn);
+    if (!target) throw validation(`${roleArn} is invalid`);
+    const deny = (reason: string) => {
+      log(`sts-gate: AssumeRoleWithWebIdentity ${roleArn} by ${iss} ${sub} denied: ${reason}`);
+      return new StsError(
+        403,
+        'AccessDenied',
+        'Not authorized to perform sts:AssumeRoleWithWebIdentity',
+      );
+    };
+    const providerArn = `arn:aws:iam::${target.account}:oidc-provider/${iss.replace(/^https:\/\//, '')}`;
+    const clientIds = await oidcProviderClientIds(target.account, providerArn);
+    if (!clientIds)
+      throw invalidToken(`No OpenIDConnect provider found in your account for ${iss}`);
+    const aud = auds.find((a) => clientIds.includes(a));
+    if (aud === undefined) throw invalidToken('Incorrect token audience');
+    const keys = issuerKeys.get(iss) ?? [];
+    if (keys.length === 0)
+      throw invalidToken(
+        "Couldn't retrieve verification key from your identity provider, please reference AssumeRoleWithWebIdentity documentation for requirements",
+      );
+    if (!keys.some((k) => verifyJwt(jwt, k)))
+      throw invalidToken('The web identity token signature could not be verified');
+    const at = now();
+    if (exp * 1000 <= at.getTime()) {
+      throw new StsError(
+        400,
+        'ExpiredTokenException',
+        `Token expired: current date/time ${Math.floor(at.getTime() / 1000)} must be before the expiration date/time ${exp}`,
+      );
+    }
+    const role = await getRole(target.account, target.name);
+    if (!role) throw deny('the role does not exist');
+    const decision = evaluateWebIdentityTrust(role.trustPolicy, { providerArn, sub, aud });
+    if (!decision.allowed) throw deny(decision.reason);
+    if (duration !== undefined && duration > role.maxSessionDuration) {
+      throw validation(
+        'The requested DurationSeconds exceeds the MaxSessionDuration set for this role.',
+      );
+    }
+    log(`sts-gate: AssumeRoleWithWebIdentity ${roleArn} by ${sub} allowed: ${decision.reason}`);
+  }
+
+  /** The provider's ClientIDList, or undefined when the account has no such provider. */
+  async function oidcProviderClientIds(
+    account: string,
+    providerArn: string,
+  ): Promise<string[] | undefined> {
+    let xml: string;
+    try {
+      xml = await iamCall(motoEndpoint, account, 'GetOpenIDConnectProvider', {
+        OpenIDConnectProviderArn: providerArn,
+      });
+    } catch (err) {
+      if (err instanceof AwsQueryError && err.code === 'NoSuchEntity') return undefined;
+      throw err;
+    }
+    const block = /<ClientIDList>([\s\S]*?)<\/ClientIDList>/.exec(xml)?.[1] ?? '';
+    return [...block.matchAll(/<member>([\s\S]*?)<\/member>/g)].map((m) => m[1]!.trim());
   }
 
   async function gateAssumeRole(
@@ -121,18 +271,9 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
     const roleArn = params.get('RoleArn');
     const sessionName = params.get('RoleSessionName');
     const externalId = params.get('ExternalId') ?? undefined;
-    const durationRaw = params.get('DurationSeconds');
     if (roleArn === null) throw validation(notNull('roleArn'));
     if (sessionName === null) throw validation(notNull('roleSessionName'));
-    let duration: number | undefined;
-    if (durationRaw !== null) {
-      duration = Number(durationRaw);
-      if (!/^\d+$/.test(durationRaw)) {
-        throw validation(`Value '${durationRaw}' for parameter DurationSeconds is invalid.`);
-      }
-      if (duration < 900) throw validation(constraint(durationRaw, 'greater', 900));
-      if (duration > 43_200) throw validation(constraint(durationRaw, 'less', 43_200));
-    }
+    const duration = validDuration(params.get('DurationSeconds'));
     const target = parseRoleArn(roleArn);
     if (!target) throw validation(`${roleArn} is invalid`);
 
@@ -246,6 +387,11 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
   return {
     endpoint,
     port,
+    trustIssuer(issuer, publicKeyPem) {
+      const keys = issuerKeys.get(issuer) ?? [];
+      keys.push(createPublicKey(publicKeyPem));
+      issuerKeys.set(issuer, keys);
+    },
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -287,6 +433,65 @@ export function evaluateTrustPolicy(policy: unknown, req: TrustRequest): TrustDe
   const id = canonicalizeIdentity(req.caller);
   if ('error' in id) return { allowed: false, reason: id.error };
   const caller = { arn: req.caller.arn, account: req.caller.account, canonical: id.canonicalArn };
+  return evaluate(policy, {
+    action: 'sts:AssumeRole',
+    principal: (p) =>
+      list(p.AWS).some((v) => typeof v === 'string' && awsPrincipalCovers(v, caller)),
+    condition: (key) => {
+      switch (key.toLowerCase()) {
+        case 'sts:externalid':
+          return req.externalId;
+        case 'aws:principalarn':
+          return caller.canonical;
+        case 'aws:principalaccount':
+          return caller.account;
+        default:
+          return null;
+      }
+    },
+  });
+}
+
+export interface WebIdentityTrustRequest {
+  /** The IAM OIDC provider of the token's issuer: arn:aws:iam::ACCT:oidc-provider/HOST[/PATH]. */
+  providerArn: string;
+  /** The token's claims. */
+  sub: string;
+  aud: string;
+}
+
+/**
+ * Evaluates a role's trust policy for sts:AssumeRoleWithWebIdentity (IRSA): the statement must
+ * name the provider as `Principal.Federated`, and its conditions may test `<HOST[/PATH]>:sub`
+ * and `<HOST[/PATH]>:aud` (also `:oaud`), with the operators evaluateTrustPolicy knows.
+ */
+export function evaluateWebIdentityTrust(
+  policy: unknown,
+  req: WebIdentityTrustRequest,
+): TrustDecision {
+  const issuer = req.providerArn.replace(/^arn:aws[a-z-]*:iam::\d{12}:oidc-provider\//, '');
+  return evaluate(policy, {
+    action: 'sts:AssumeRoleWithWebIdentity',
+    principal: (p) => list(p.Federated).includes(req.providerArn),
+    condition: (key) => {
+      const k = key.toLowerCase();
+      if (k === `${issuer}:sub`.toLowerCase()) return req.sub;
+      if (k === `${issuer}:aud`.toLowerCase() || k === `${issuer}:oaud`.toLowerCase())
+        return req.aud;
+      return null;
+    },
+  });
+}
+
+interface Evaluation {
+  action: string;
+  /** Whether a Principal object (not "*") covers the requester. */
+  principal: (p: Record<string, unknown>) => boolean;
+  /** A condition key's value: undefined when absent, null when not supported. */
+  condition: (key: string) => string | undefined | null;
+}
+
+function evaluate(policy: unknown, e: Evaluation): TrustDecision {
   if (!isObject(policy)) return { allowed: false, reason: 'the role has no readable trust policy' };
   const raw = policy.Statement;
   const statements = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
@@ -295,9 +500,9 @@ export function evaluateTrustPolicy(policy: unknown, req: TrustRequest): TrustDe
   for (const [i, st] of statements.entries()) {
     if (!isObject(st)) continue;
     const name = typeof st.Sid === 'string' ? `statement ${st.Sid}` : `statement ${i}`;
-    const action = matchAction(st);
-    const principal = matchPrincipal(st, caller);
-    const condition = matchConditions(st.Condition, req, caller);
+    const action = matchAction(st, e.action);
+    const principal = matchPrincipal(st, e);
+    const condition = matchConditions(st.Condition, e);
     if (condition === 'unsupported') notes.push(`${name} has an unsupported condition`);
     const parts = [action, principal, condition];
     if (st.Effect === 'Deny') {
@@ -319,24 +524,19 @@ interface Caller {
   canonical: string;
 }
 
-function matchAction(st: Record<string, unknown>): Tri {
+function matchAction(st: Record<string, unknown>, action: string): Tri {
   const covers = (v: unknown) =>
-    list(v).some((a) => typeof a === 'string' && globMatch(a, 'sts:AssumeRole', true));
+    list(v).some((a) => typeof a === 'string' && globMatch(a, action, true));
   if (st.Action !== undefined) return covers(st.Action);
   if (st.NotAction !== undefined) return !covers(st.NotAction);
   return false;
 }
 
-function matchPrincipal(st: Record<string, unknown>, caller: Caller): Tri {
-  if (st.Principal !== undefined) return principalCovers(st.Principal, caller);
-  if (st.NotPrincipal !== undefined) return !principalCovers(st.NotPrincipal, caller);
+function matchPrincipal(st: Record<string, unknown>, e: Evaluation): Tri {
+  const covers = (p: unknown) => p === '*' || (isObject(p) && e.principal(p));
+  if (st.Principal !== undefined) return covers(st.Principal);
+  if (st.NotPrincipal !== undefined) return !covers(st.NotPrincipal);
   return false;
-}
-
-function principalCovers(p: unknown, caller: Caller): boolean {
-  if (p === '*') return true;
-  if (!isObject(p)) return false;
-  return list(p.AWS).some((v) => typeof v === 'string' && awsPrincipalCovers(v, caller));
 }
 
 function awsPrincipalCovers(p: string, caller: Caller): boolean {
@@ -352,7 +552,7 @@ function awsPrincipalCovers(p: string, caller: Caller): boolean {
 const NEGATED = new Set(['StringNotEquals', 'StringNotLike']);
 const STRING_OPS = new Set(['StringEquals', 'StringLike', ...NEGATED]);
 
-function matchConditions(cond: unknown, req: TrustRequest, caller: Caller): Tri {
+function matchConditions(cond: unknown, e: Evaluation): Tri {
   if (cond === undefined) return true;
   if (!isObject(cond)) return 'unsupported';
   let result: Tri = true;
@@ -361,7 +561,7 @@ function matchConditions(cond: unknown, req: TrustRequest, caller: Caller): Tri 
     const op = ifExists ? rawOp.slice(0, -'IfExists'.length) : rawOp;
     if (!STRING_OPS.has(op) || !isObject(block)) return 'unsupported';
     for (const [key, want] of Object.entries(block)) {
-      const value = conditionValue(key, req, caller);
+      const value = e.condition(key);
       if (value === null) return 'unsupported';
       const wants = list(want).filter((w): w is string => typeof w === 'string');
       let holds: boolean;
@@ -376,20 +576,6 @@ function matchConditions(cond: unknown, req: TrustRequest, caller: Caller): Tri 
     }
   }
   return result;
-}
-
-/** The request's value for a condition key: undefined when absent, null when not supported. */
-function conditionValue(key: string, req: TrustRequest, caller: Caller): string | undefined | null {
-  switch (key.toLowerCase()) {
-    case 'sts:externalid':
-      return req.externalId;
-    case 'aws:principalarn':
-      return caller.canonical;
-    case 'aws:principalaccount':
-      return caller.account;
-    default:
-      return null;
-  }
 }
 
 /** IAM wildcards: `*` any run of characters, `?` exactly one. */

@@ -25,6 +25,11 @@ export interface ApiServer {
   proc: ServiceProcess;
 }
 
+/** The `iss` of the cluster's ServiceAccount tokens (what an IAM OIDC provider names for IRSA). */
+export function serviceAccountIssuer(cluster: string): string {
+  return `https://${cluster}.kit.mirrorhub.local`;
+}
+
 export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
   const args = [
     `--etcd-servers=${o.etcdUrl}`,
@@ -36,7 +41,7 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     `--tls-cert-file=${o.pki.servingCert}`,
     `--tls-private-key-file=${o.pki.servingKey}`,
     `--client-ca-file=${o.pki.caCert}`,
-    `--service-account-issuer=https://${o.name}.kit.mirrorhub.local`,
+    `--service-account-issuer=${serviceAccountIssuer(o.name)}`,
     `--service-account-key-file=${o.pki.saPub}`,
     `--service-account-signing-key-file=${o.pki.saKey}`,
     `--api-audiences=https://${o.name}.kit.mirrorhub.local`,

@@ -8,7 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { startEksEmulator, type EksEmulator } from '../aws/eks-emulator.js';
 import { startMoto, type MotoServer } from '../aws/moto.js';
 import { startStsGate, type StsGate } from '../aws/sts-gate.js';
-import { startApiServer, type ApiServer } from './apiserver.js';
+import { serviceAccountIssuer, startApiServer, type ApiServer } from './apiserver.js';
 import { ensureKubeBinaries, KUBE_VERSION } from './binaries.js';
 import { startEtcd, type Etcd } from './etcd.js';
 import { KitError } from './errors.js';
@@ -22,6 +22,7 @@ import {
 } from '../components/cache.js';
 
 export { KitError } from './errors.js';
+export { serviceAccountIssuer } from './apiserver.js';
 export { ensureKubeBinaries, KUBE_VERSION, ETCD_VERSION } from './binaries.js';
 
 export interface KitOptions {
@@ -169,6 +170,10 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
     const pkis = await Promise.all(
       opts.clusters.map((n) => makeClusterPki(join(dir, n, 'pki'), n)),
     );
+    // IRSA: STS verifies each cluster's ServiceAccount tokens with its signing key.
+    for (const [i, name] of opts.clusters.entries()) {
+      sts?.trustIssuer(serviceAccountIssuer(name), readFileSync(pkis[i]!.saPub, 'utf8'));
+    }
     for (const [i, name] of opts.clusters.entries()) {
       clusters.push(
         new ClusterImpl({

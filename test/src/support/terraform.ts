@@ -18,7 +18,7 @@ import {
   type Principal,
 } from '@mirrorhub/infra/aws/moto';
 import type { TerraformSetup } from '@mirrorhub/infra/components/index';
-import type { Kit } from '@mirrorhub/infra/kit/index';
+import { serviceAccountIssuer, type Kit } from '@mirrorhub/infra/kit/index';
 
 export const TERRAFORM_DIR = resolve(import.meta.dirname, '../../../terraform');
 
@@ -117,10 +117,10 @@ export async function prepareExampleAccounts(
       await createUserWithAccessKey(sts, { accountId, userName: 'platform-admin' }),
     );
   }
-  // The kit's API servers issue ServiceAccount tokens as https://<cluster>.kit.mirrorhub.local.
-  const issuerHost = `${hub}.kit.mirrorhub.local`;
+  const issuer = serviceAccountIssuer(hub);
+  const issuerHost = issuer.replace(/^https:\/\//, '');
   const xml = await iamCall(sts, kit.cluster(hub).accountId, 'CreateOpenIDConnectProvider', {
-    Url: `https://${issuerHost}`,
+    Url: issuer,
     'ClientIDList.member.1': 'sts.amazonaws.com',
     'ThumbprintList.member.1': '9e99a48a9960b14926bb7f3b02e22da2b0ab7280',
   });
