@@ -50,6 +50,7 @@ import {
   planCleanup,
   planDeletionStatus,
   planMirror,
+  statusWriteDelay,
   type ClusterObservation,
   type PlannedEvent,
   type SourceObservation,
@@ -84,12 +85,18 @@ export interface MirrorControllerOptions {
    * those clusters hold is deleted when they are reachable again.
    */
   cleanupGraceMs?: number;
+  /**
+   * Progress in a mirror's status (counts, per-cluster sync times) is written at most this often;
+   * phase changes and Events at once (default 1 s; see statusWriteDelay).
+   */
+  statusCoalesceMs?: number;
   /** A mirror's finalizer was released while `cluster` may still hold delivery `name`. */
   onCleanupAbandoned?(cluster: string, name: string, mirrorKey: string, reason: string): void;
   clock?: Clock;
 }
 
 export const DEFAULT_CLEANUP_GRACE_MS = 2 * 60_000;
+export const DEFAULT_STATUS_COALESCE_MS = 1000;
 
 type MirrorObject = SecretMirror | ClusterSecretMirror;
 
@@ -106,6 +113,8 @@ export class MirrorController {
   /** Our last write of a mirror (status, finalizer) until its watch shows it. */
   private readonly written = new WriteOverlay<AnyMirror>();
   private readonly phases = new Map<string, MirrorPhase>();
+  /** When each mirror's status was last written (ms). */
+  private readonly statusWrittenAt = new Map<string, number>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly phaseGauge: Gauge<'phase'>;
   private readonly clusterGauge: Gauge<'state'>;
@@ -304,8 +313,10 @@ export class MirrorController {
   }
 
   private setPhase(key: string, phase: MirrorPhase | undefined): void {
-    if (phase === undefined) this.phases.delete(key);
-    else this.phases.set(key, phase);
+    if (phase === undefined) {
+      this.phases.delete(key);
+      this.statusWrittenAt.delete(key);
+    } else this.phases.set(key, phase);
     const counts: Record<MirrorPhase, number> = { Pending: 0, Active: 0, Degraded: 0, Error: 0 };
     for (const p of this.phases.values()) counts[p]++;
     for (const [phase, n] of Object.entries(counts)) this.phaseGauge.set({ phase }, n);
@@ -393,6 +404,17 @@ export class MirrorController {
         'deliveries requested',
       );
     }
+    const hold = statusWriteDelay({
+      prev: current.status ?? {},
+      next: plan.status,
+      events: plan.events.length,
+      lastWriteAt: this.statusWrittenAt.get(key),
+      now: this.clock.now(),
+      coalesceMs: this.opts.statusCoalesceMs ?? DEFAULT_STATUS_COALESCE_MS,
+    });
+    if (hold > 0 && !equalIgnoringTime(current.status ?? {}, plan.status, [])) {
+      return { requeueAfterMs: hold };
+    }
     await this.updateStatus(key, current, plan.status, plan.events);
     this.setPhase(key, plan.status.phase);
     if (plan.invalid) return; // only a spec change can help; it enqueues the mirror
@@ -474,6 +496,7 @@ export class MirrorController {
       fieldManager: FIELD_MANAGER.hub,
     });
     this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
+    this.statusWrittenAt.set(key, this.clock.now());
     this.remember(key, mirror, updated);
     return updated;
   }
@@ -503,6 +526,7 @@ export class MirrorController {
       { fieldManager: FIELD_MANAGER.hub },
     );
     this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
+    this.statusWrittenAt.set(key, this.clock.now());
     this.remember(key, mirror, updated);
     this.log.debug(
       { key, phase: next.phase, synced: next.synced, from: prev.phase },

@@ -17,6 +17,7 @@ import {
   type MirrorPlan,
   type PlanInput,
   type SourceObservation,
+  statusWriteDelay,
 } from './plan.js';
 
 const NOW = new Date('2026-01-02T03:04:05Z');
@@ -794,5 +795,54 @@ describe('deliveryUpToDate', () => {
     ],
   ])('%s', (_, observed, expected) => {
     expect(deliveryUpToDate(observed, desired)).toBe(expected);
+  });
+});
+
+describe('statusWriteDelay', () => {
+  const active = (synced: number, at: string): MirrorStatus => ({
+    phase: 'Active',
+    synced: `${synced}/10`,
+    lastSyncTime: at,
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'Synced',
+        message: '',
+        lastTransitionTime: '2026-11-21T00:00:00Z',
+      },
+    ],
+  });
+  const base = { events: 0, now: 10_000, coalesceMs: 1000 };
+
+  it('holds progress written less than coalesceMs ago until that time is up', () => {
+    expect(
+      statusWriteDelay({
+        ...base,
+        prev: active(5, '2026-11-21T00:00:09Z'),
+        next: active(6, '2026-11-21T00:00:10Z'),
+        lastWriteAt: 9_700,
+      }),
+    ).toBe(700);
+  });
+
+  it('writes progress at once when the last write is older, or there was none', () => {
+    const o = { ...base, prev: active(5, 'a'), next: active(6, 'b') };
+    expect(statusWriteDelay({ ...o, lastWriteAt: 8_000 })).toBe(0);
+    expect(statusWriteDelay({ ...o, lastWriteAt: undefined })).toBe(0);
+  });
+
+  it('never holds a phase change, a condition change or an Event', () => {
+    const o = { ...base, lastWriteAt: 9_900 };
+    const degraded: MirrorStatus = { ...active(5, 'b'), phase: 'Degraded' };
+    expect(statusWriteDelay({ ...o, prev: active(5, 'a'), next: degraded })).toBe(0);
+    const notReady: MirrorStatus = {
+      ...active(5, 'b'),
+      conditions: [{ ...active(5, 'b').conditions![0]!, status: 'False' }],
+    };
+    expect(statusWriteDelay({ ...o, prev: active(5, 'a'), next: notReady })).toBe(0);
+    expect(statusWriteDelay({ ...o, prev: active(5, 'a'), next: active(6, 'b'), events: 1 })).toBe(
+      0,
+    );
   });
 });

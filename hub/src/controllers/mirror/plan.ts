@@ -582,6 +582,34 @@ export function planDeletionStatus(
 }
 
 /**
+ * How long to hold back a status write (ms; 0: write now). When a source changes, each selected
+ * cluster's agent reports back on its own, and every report moves the mirror's counts and
+ * per-cluster lastSyncTime: written one by one, ten clusters make ten status writes per change.
+ * Progress is therefore written at most once per `coalesceMs` (the held write goes out when that
+ * time is up, with everything that arrived meanwhile). Transitions are never held: a phase or
+ * condition change, or an Event to record, is written at once.
+ */
+export function statusWriteDelay(o: {
+  prev: MirrorStatus;
+  next: MirrorStatus;
+  events: number;
+  /** When this mirror's status was last written (ms), if ever. */
+  lastWriteAt: number | undefined;
+  now: number;
+  coalesceMs: number;
+}): number {
+  if (o.events > 0 || o.prev.phase !== o.next.phase) return 0;
+  const conditions = (s: MirrorStatus) =>
+    (s.conditions ?? [])
+      .map((c) => `${c.type}=${c.status}`)
+      .sort()
+      .join(',');
+  if (conditions(o.prev) !== conditions(o.next)) return 0;
+  if (o.lastWriteAt === undefined) return 0;
+  return Math.max(0, o.lastWriteAt + o.coalesceMs - o.now);
+}
+
+/**
  * True when `observed` already is `desired`: same spec, and our labels and annotations on it.
  * Other labels (someone else's) and the status do not matter.
  */
