@@ -125,7 +125,13 @@ function renderMultiCluster(r: MultiClusterBenchResult, scale: number): string {
     `| hub writes per source change (all clusters; min / max over the changes) | ${Math.min(...writes)} / ${Math.max(...writes)} | O(clusters): ${ok(Math.max(...writes) <= 4 * r.followers + 4)} (${r.followers} clusters, ${r.copies} copies) |`,
     `| hub RSS after the run | ${r.hubRssMb.toFixed(0)} MB | < 120 MB: ${ok(r.hubRssMb < 120)} |`,
     '',
-    "Hub writes per change are counted from the hub's own `mirrorhub_writes_total`: per cluster the payload Secret and the MirrorDelivery, plus the mirror's status patches and Events on the hub.",
+    "Hub writes per change are counted from the hub's own `mirrorhub_writes_total`: per cluster the payload Secret and the MirrorDelivery, plus the mirror's status patches and Events on the hub. " +
+      `The busiest change, by kind and verb: ${
+        Object.entries(r.busiestChange)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'none'
+      }.`,
     '',
   ].join('\n');
 }

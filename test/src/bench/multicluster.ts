@@ -36,6 +36,8 @@ export interface MultiClusterBenchResult {
   initialMs: number;
   update: { p50: number; p99: number; samples: number };
   hubWritesPerChange: number[];
+  /** The change with the most hub writes, by `kind verb` (mirrorhub_writes_total's labels). */
+  busiestChange: Record<string, number>;
   hubRssMb: number;
 }
 
@@ -184,10 +186,11 @@ export async function runMultiClusterBench(
     await sleep(3_000);
 
     const hubWrites = async () =>
-      metricSum(
+      metricSeries(
         await (await fetch(`http://127.0.0.1:${hubPort}/metrics`)).text(),
         'mirrorhub_writes_total',
       );
+    let busiestChange: Record<string, number> = {};
     const latencies: number[] = [];
     const writesPerChange: number[] = [];
     for (let k = 1; k <= o.updates; k++) {
@@ -210,7 +213,15 @@ export async function runMultiClusterBench(
       );
       latencies.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - t0);
       await sleep(2_000); // let the hub's status writes for this change land before counting
-      writesPerChange.push((await hubWrites()) - w0);
+      const w1 = await hubWrites();
+      const delta: Record<string, number> = {};
+      for (const [series, v] of w1) {
+        const d = v - (w0.get(series) ?? 0);
+        if (d > 0) delta[series] = d;
+      }
+      const total = Object.values(delta).reduce((a, b) => a + b, 0);
+      if (total > Math.max(0, ...writesPerChange)) busiestChange = delta;
+      writesPerChange.push(total);
     }
     const hubRssMb = rssMb(hubProc.pid!);
     for (const w of watchers) await w.stop();
@@ -225,6 +236,7 @@ export async function runMultiClusterBench(
         samples: latencies.length,
       },
       hubWritesPerChange: writesPerChange,
+      busiestChange,
       hubRssMb,
     };
   } finally {
@@ -232,12 +244,14 @@ export async function runMultiClusterBench(
   }
 }
 
-/** Sum of every series of a counter in Prometheus text format. */
-export function metricSum(text: string, name: string): number {
-  let sum = 0;
+/** Every series of a counter in Prometheus text format, keyed by its label values. */
+export function metricSeries(text: string, name: string): Map<string, number> {
+  const out = new Map<string, number>();
   for (const line of text.split('\n')) {
-    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
-      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const labels = /\{(.*)\}/.exec(line)?.[1] ?? '';
+    const key = [...labels.matchAll(/\w+="([^"]*)"/g)].map((m) => m[1]).join(' ');
+    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
   }
-  return sum;
+  return out;
 }
