@@ -16,7 +16,7 @@ import { createWatcher, type Watcher } from '@mirrorhub/shared';
 
 import { installCrds } from '../support/crds.js';
 import { prepareFollower } from '../support/multicluster.js';
-import { percentile, pool, rssMb } from './util.js';
+import { fmtMs, percentile, pool, rssMb } from './util.js';
 import { startMain, stopAll, until, waitHttp } from './procs.js';
 
 export interface MultiClusterBenchOptions {
@@ -211,7 +211,23 @@ export async function runMultiClusterBench(
         120_000,
         () => `${changed()}/${old.size} copies updated`,
       );
-      latencies.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - t0);
+      const latency = Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - t0;
+      if (latency > Math.max(0, ...latencies)) {
+        // Where the slowest change spent its time: per follower, its first and last copy.
+        const span = new Map<string, [number, number]>();
+        for (const key of old.keys()) {
+          const f = key.slice(0, key.indexOf('/'));
+          const at = seen.get(key)!.at - t0;
+          const [lo, hi] = span.get(f) ?? [at, at];
+          span.set(f, [Math.min(lo, at), Math.max(hi, at)]);
+        }
+        log(
+          `change ${k}: ${fmtMs(latency)}; per follower first..last copy: ${[...span]
+            .map(([f, [lo, hi]]) => `${f} ${fmtMs(lo)}..${fmtMs(hi)}`)
+            .join(', ')}`,
+        );
+      }
+      latencies.push(latency);
       await sleep(2_000); // let the hub's status writes for this change land before counting
       const w1 = await hubWrites();
       const delta: Record<string, number> = {};
