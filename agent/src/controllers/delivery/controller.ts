@@ -32,7 +32,6 @@ import {
   LABEL_MANAGED_BY,
   LABEL_PAYLOAD,
   MANAGED_BY_VALUE,
-  RESERVED_PREFIX,
   type CopyMarks,
 } from '@mirrorhub/shared/mirror/names';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
@@ -60,6 +59,13 @@ import {
   type CopyClient,
   type WriteObserver,
 } from './apply.js';
+import {
+  Interner,
+  slimCopy,
+  slimNamespace,
+  type CopyObject,
+  type NamespaceObject,
+} from './cached.js';
 import {
   AGENT_FINALIZER,
   compileDeliveryMatcher,
@@ -105,30 +111,6 @@ export interface DeliveryControllerOptions {
   clock?: Clock;
 }
 
-/** A namespace as cached: name, labels, terminating. */
-interface NamespaceObject extends KubernetesObject {
-  metadata: {
-    name: string;
-    uid?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    deletionTimestamp?: Date;
-  };
-}
-
-/** A copy as cached: identity, resourceVersion, mirrorhub.io/ marks. Never data. */
-interface CopyObject extends KubernetesObject {
-  kind: SourceKind;
-  metadata: {
-    name: string;
-    namespace: string;
-    uid: string | undefined;
-    resourceVersion: string | undefined;
-    labels: Record<string, string> | undefined;
-    annotations: Record<string, string> | undefined;
-  };
-}
-
 /**
  * What we know about one copy's content (see the header), as one short string to keep 20k of
  * them small: `<resourceVersion> <payload resourceVersion>` = "at this resourceVersion the copy
@@ -161,74 +143,6 @@ interface DeliveryState {
 /** Retry a delivery with backoff after failed writes (its status was reported first). */
 class WritesFailedError extends Error {
   override readonly name = 'WritesFailedError';
-}
-
-/**
- * One instance per distinct string. Every copy of a delivery carries the same marks (delivery
- * name, origin, mirror, hash) and many share names and namespaces, but each watch event parses
- * them into fresh strings; sharing them keeps the copy cache at a few hundred bytes per copy.
- */
-export class Interner {
-  private readonly strings = new Map<string, string>();
-  constructor(private readonly max = 100_000) {}
-  get(s: string): string {
-    const seen = this.strings.get(s);
-    if (seen !== undefined) return seen;
-    if (this.strings.size >= this.max) this.strings.clear();
-    this.strings.set(s, s);
-    return s;
-  }
-}
-
-function pickReserved(
-  map: Record<string, string> | undefined,
-  intern: Interner,
-): Record<string, string> | undefined {
-  if (!map) return undefined;
-  let out: Record<string, string> | undefined;
-  for (const [k, v] of Object.entries(map)) {
-    if (k.startsWith(RESERVED_PREFIX)) (out ??= {})[k] = intern.get(v);
-  }
-  return out;
-}
-
-function slimCopy(
-  kind: SourceKind,
-  intern: Interner,
-  cachedUid: (name: string, namespace: string) => string | undefined,
-) {
-  return (obj: KubernetesObject): CopyObject => {
-    const m = obj.metadata ?? {};
-    // Every event parses a new uid string; keep the one the cache (and our indexes) hold.
-    const cached = m.name && m.namespace ? cachedUid(m.name, m.namespace) : undefined;
-    // One literal with every field: the object keeps its properties in-object (no separate
-    // property array per copy).
-    const metadata: CopyObject['metadata'] = {
-      name: intern.get(m.name ?? ''),
-      namespace: intern.get(m.namespace ?? ''),
-      uid: cached !== undefined && cached === m.uid ? cached : m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: pickReserved(m.labels, intern),
-      annotations: pickReserved(m.annotations, intern),
-    };
-    return { apiVersion: 'v1', kind, metadata };
-  };
-}
-
-function slimNamespace(intern: Interner) {
-  return (obj: KubernetesObject): NamespaceObject => {
-    const m = obj.metadata ?? {};
-    const metadata: NamespaceObject['metadata'] = { name: intern.get(m.name ?? '') };
-    if (m.uid) metadata.uid = m.uid;
-    if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
-    if (m.labels) {
-      const labels: Record<string, string> = {};
-      for (const [k, v] of Object.entries(m.labels)) labels[k] = intern.get(v);
-      metadata.labels = labels;
-    }
-    if (m.deletionTimestamp) metadata.deletionTimestamp = m.deletionTimestamp;
-    return { apiVersion: 'v1', kind: 'Namespace', metadata };
-  };
 }
 
 function sameLabels(a: Record<string, string> | undefined, b: Record<string, string> | undefined) {
