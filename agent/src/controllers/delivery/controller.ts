@@ -37,7 +37,12 @@ import {
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
 import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
 import { kubeListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
-import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import {
+  createWatcher,
+  instrumentWatcher,
+  stripManagedFields,
+  type Watcher,
+} from '@mirrorhub/shared/k8s/watcher';
 import { WorkQueue, type ProcessObservation } from '@mirrorhub/shared/k8s/workqueue';
 import { realClock, type Clock } from '@mirrorhub/shared/runtime/clock';
 import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
@@ -417,6 +422,10 @@ export class DeliveryController {
     this.deliveries.addHandler({
       onAdd: (d) => this.enqueue(d.metadata.name),
       onUpdate: (d, old) => {
+        // The cache has moved past the version our last patch replaced: drop the patch's answer.
+        const st = this.state.get(d.metadata.name ?? '');
+        if (st?.patched && st.patched.staleVersion !== d.metadata.resourceVersion)
+          delete st.patched;
         // Our own status patches come back as updates: only spec and metadata matter.
         const m = d.metadata;
         const o = old.metadata;
@@ -807,7 +816,11 @@ export class DeliveryController {
         { fieldManager: FIELD_MANAGER },
       );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
-      this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };
+      this.stateOf(name).patched = {
+        staleVersion: d.metadata.resourceVersion,
+        // As the cache would hold it: without managedFields (one entry per reported namespace).
+        obj: stripManagedFields(updated),
+      };
       return updated;
     } catch (err) {
       this.metrics.writeErrorsTotal.inc({
@@ -866,7 +879,11 @@ export class DeliveryController {
         { fieldManager: FIELD_MANAGER },
       );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
-      this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };
+      this.stateOf(name).patched = {
+        staleVersion: d.metadata.resourceVersion,
+        // As the cache would hold it: without managedFields (one entry per reported namespace).
+        obj: stripManagedFields(updated),
+      };
     } catch (err) {
       this.metrics.writeErrorsTotal.inc({
         kind: 'MirrorDelivery',
