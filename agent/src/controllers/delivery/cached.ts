@@ -17,18 +17,39 @@ export interface NamespaceObject extends KubernetesObject {
   };
 }
 
-/** A copy as cached: identity, resourceVersion, mirrorhub.io/ marks. Never data. */
-export interface CopyObject extends KubernetesObject {
-  kind: SourceKind;
-  metadata: {
-    name: string;
-    namespace: string;
-    uid: string | undefined;
-    resourceVersion: string | undefined;
-    /** mirrorhub.io/ labels and annotations only; shared between copies (frozen). */
-    labels: Readonly<Record<string, string>> | undefined;
-    annotations: Readonly<Record<string, string>> | undefined;
-  };
+/** What is cached of a copy's metadata: identity, resourceVersion, mirrorhub.io/ marks. */
+export interface CopyMetadata {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string | undefined;
+  readonly resourceVersion: string | undefined;
+  /** mirrorhub.io/ labels and annotations only; shared between copies (frozen). */
+  readonly labels: Readonly<Record<string, string>> | undefined;
+  readonly annotations: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * A copy as cached: identity, resourceVersion, mirrorhub.io/ marks; never data. One object per
+ * copy (20k copies: 20k of them): it is its own `metadata`, and `apiVersion` is on the
+ * prototype, so the watcher and the controller read `copy.metadata.uid` as on any object
+ * without a second object per copy.
+ */
+export class CopyObject implements CopyMetadata {
+  constructor(
+    readonly kind: SourceKind,
+    readonly name: string,
+    readonly namespace: string,
+    readonly uid: string | undefined,
+    readonly resourceVersion: string | undefined,
+    readonly labels: Readonly<Record<string, string>> | undefined,
+    readonly annotations: Readonly<Record<string, string>> | undefined,
+  ) {}
+  get apiVersion(): string {
+    return 'v1';
+  }
+  get metadata(): CopyMetadata {
+    return this;
+  }
 }
 
 /**
@@ -90,17 +111,15 @@ export function slimCopy(
     const m = obj.metadata ?? {};
     // Every event parses a new uid string; keep the one the cache (and our indexes) hold.
     const cached = m.name && m.namespace ? cachedUid(m.name, m.namespace) : undefined;
-    // One literal with every field: the object keeps its properties in-object (no separate
-    // property array per copy).
-    const metadata: CopyObject['metadata'] = {
-      name: intern.get(m.name ?? ''),
-      namespace: intern.get(m.namespace ?? ''),
-      uid: cached !== undefined && cached === m.uid ? cached : m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: pickReserved(m.labels, intern),
-      annotations: pickReserved(m.annotations, intern),
-    };
-    return { apiVersion: 'v1', kind, metadata };
+    return new CopyObject(
+      kind,
+      intern.get(m.name ?? ''),
+      intern.get(m.namespace ?? ''),
+      cached !== undefined && cached === m.uid ? cached : m.uid,
+      m.resourceVersion,
+      pickReserved(m.labels, intern),
+      pickReserved(m.annotations, intern),
+    );
   };
 }
 
