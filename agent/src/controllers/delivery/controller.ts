@@ -173,9 +173,8 @@ export class DeliveryController {
 
   // Copies are keyed by uid everywhere, using the uid string the cache already holds: no key
   // strings of our own per copy (at 20k copies they were ~4 MB).
-  /** delivery name -> uids of its copies; namespace -> delivery -> number of its copies there. */
+  /** delivery name -> uids of its copies (the copy watchers index copies by namespace). */
   private readonly copyIndex = new Map<string, Set<string>>();
-  private readonly nsIndex = new Map<string, Map<string, number>>();
   /** copy uid -> what we know about its content (see `known`). */
   private readonly known = new Map<string, string>();
   private readonly intern = new Interner();
@@ -530,10 +529,13 @@ export class DeliveryController {
 
   private namespaceChanged(ns: NamespaceObject, old?: NamespaceObject): void {
     const name = ns.metadata.name;
-    const withCopies = this.nsIndex.get(name);
+    const withCopies = new Set<string | undefined>();
+    for (const c of [...this.copies.Secret.list(name), ...this.copies.ConfigMap.list(name)]) {
+      withCopies.add(c.metadata.labels?.[LABEL_DELIVERY]);
+    }
     for (const d of this.deliveries.list()) {
       const dn = d.metadata.name ?? '';
-      if (withCopies?.has(dn)) {
+      if (withCopies.has(dn)) {
         this.enqueue(dn);
         continue;
       }
@@ -555,19 +557,11 @@ export class DeliveryController {
     let keys = this.copyIndex.get(delivery);
     if (delta > 0) {
       if (!keys) this.copyIndex.set(delivery, (keys = new Set()));
-      if (keys.has(key)) return;
       keys.add(key);
     } else {
       if (!keys?.delete(key)) return;
       if (keys.size === 0) this.copyIndex.delete(delivery);
     }
-    const ns = c.metadata.namespace;
-    let counts = this.nsIndex.get(ns);
-    if (!counts) this.nsIndex.set(ns, (counts = new Map()));
-    const n = (counts.get(delivery) ?? 0) + delta;
-    if (n > 0) counts.set(delivery, n);
-    else counts.delete(delivery);
-    if (counts.size === 0) this.nsIndex.delete(ns);
   }
 
   private stateOf(name: string): DeliveryState {
