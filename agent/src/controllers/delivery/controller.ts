@@ -64,6 +64,7 @@ import {
   type CopyClient,
   type WriteObserver,
 } from './apply.js';
+import { Compactor } from '../../compact.js';
 import {
   Interner,
   slimCopy,
@@ -113,6 +114,8 @@ export interface DeliveryControllerOptions {
    * checked against it (default 2000 ms). See `payloadSettling`.
    */
   payloadSettleMs?: number;
+  /** Compacts the heap, run once the agent is quiet after a burst of writes (see compact.ts). */
+  gc?: (() => void) | undefined;
   clock?: Clock;
 }
 
@@ -184,6 +187,7 @@ export class DeliveryController {
   /** payload Secret name -> when its data last changed (see `payloadSettling`). */
   private readonly payloadChangedAt = new Map<string, number>();
 
+  private readonly compactor: Compactor;
   private queue: WorkQueue | undefined;
   private readonly unsubscribe: (() => void)[] = [];
   private started = false;
@@ -201,6 +205,7 @@ export class DeliveryController {
         ? undefined
         : new EventRecorder(this.rest, FIELD_MANAGER, opts.eventsInstance, this.log);
     this.resyncMs = opts.resyncMs ?? 300_000;
+    this.compactor = new Compactor({ gc: opts.gc, clock: this.clock });
     const kc = opts.kubeConfig;
     const ns = opts.namespace;
 
@@ -317,6 +322,7 @@ export class DeliveryController {
   /** Stop the watchers (call after every run() returned). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.compactor.stop();
     await this.queue?.shutdown({ timeoutMs: 20_000 });
     for (const u of this.unsubscribe.splice(0)) u();
     await Promise.all(this.watchers.map((w) => w.stop()));
@@ -756,7 +762,10 @@ export class DeliveryController {
         }
         this.removing.set(ref.uid, now);
       },
-      written: (kind, verb) => this.metrics.writesTotal.inc({ kind, verb }),
+      written: (kind, verb) => {
+        this.metrics.writesTotal.inc({ kind, verb });
+        this.compactor.worked();
+      },
       failed: (kind, verb, err) =>
         this.metrics.writeErrorsTotal.inc({
           kind,
