@@ -17,7 +17,12 @@ import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
 import { runMultiClusterBench, type MultiClusterBenchResult } from './multicluster.js';
-import { benchNodeOptions, chartNodeOptions } from './node-options.js';
+import {
+  benchNodeOptions,
+  chartMallocEnv,
+  chartNodeOptions,
+  chartV8Flags,
+} from './node-options.js';
 import { fmtMs } from './util.js';
 
 const root = resolve(import.meta.dirname, '../../..');
@@ -142,6 +147,13 @@ function perShard(mirrors: number, shards: number): string {
   return mirrors % shards === 0 ? String(lo) : `${lo}-${lo + 1}`;
 }
 
+/** `node <v8Flags> <component>/dist/main.js` and MALLOC_ARENA_MAX, as the chart starts it. */
+function startedAs(component: 'hub' | 'agent'): string {
+  const cmd = ['node', ...chartV8Flags(root, component), `${component}/dist/main.js`].join(' ');
+  const env = Object.entries(chartMallocEnv(root, component)).map(([k, v]) => `${k}=${v}`);
+  return `\`${[...env, cmd].join(' ')}\``;
+}
+
 function renderEngine(r: EngineBenchResult, scale: number): string {
   const o = r.options;
   const rssRows = Object.keys(r.rss.hub).map(
@@ -157,6 +169,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `Setup: ${o.namespaces} namespaces, ${o.mirrors} SecretMirrors each selecting ${o.namespaces / o.shards} namespaces by label (${r.copies} copies), ` +
       `sources ~4 KB kubernetes.io/tls Secrets, unrelated Secrets ${o.noiseStart} -> ${o.noiseMid} -> ${o.noiseEnd}; hub and agent run as \`node hub/dist/main.js\` / \`node agent/dist/main.js\` against a real kube-apiserver + etcd on the same 2 cores.`,
     `NODE_OPTIONS: hub \`${o.nodeOptions.hub || '(none)'}\`, agent \`${o.nodeOptions.agent || '(none)'}\` (the charts' \`nodeOptions\`, without \`--enable-source-maps\`: the image has no dependency source maps to load).`,
+    `Command line and allocator, as the charts start them (\`v8Flags\`, \`mallocArenaMax\`): hub ${startedAs('hub')}, agent ${startedAs('agent')}.`,
     '',
     '| measure | result | target |',
     '| --- | --- | --- |',
