@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Interner, slimCopy, slimNamespace } from './cached.js';
+import type { MirrorDelivery } from '@mirrorhub/shared/api/types.gen';
+import { Interner, slimCopy, slimDelivery, slimNamespace } from './cached.js';
 
 /** A copy as a metadata-only watch delivers it (PartialObjectMetadata). */
 function copyMeta(namespace: string, overrides: Record<string, unknown> = {}) {
@@ -109,6 +110,41 @@ describe('slimNamespace', () => {
         deletionTimestamp: deleting,
       },
     });
+  });
+});
+
+describe('slimDelivery', () => {
+  const delivery = (name: string, failed: string): MirrorDelivery =>
+    ({
+      apiVersion: 'mirrorhub.io/v1alpha1',
+      kind: 'MirrorDelivery',
+      metadata: { name, namespace: 'mirrorhub-system', managedFields: [{ manager: 'hub' }] },
+      spec: { contentHash: 'h' },
+      status: {
+        phase: 'Degraded',
+        namespaces: [
+          { name: 'team-a', state: 'Synced' },
+          { name: 'team-b', state: 'Failed', message: failed },
+        ],
+      },
+    }) as unknown as MirrorDelivery;
+
+  it('drops managedFields and shares equal status entries between deliveries', () => {
+    const slim = slimDelivery(new Interner());
+    const a = slim(delivery('a', 'forbidden'));
+    const b = slim(delivery('b', 'quota'));
+    expect(a.metadata.managedFields).toBeUndefined();
+    expect(a.status?.namespaces).toEqual([
+      { name: 'team-a', state: 'Synced' },
+      { name: 'team-b', state: 'Failed', message: 'forbidden' },
+    ]);
+    expect(b.status?.namespaces?.[0]).toBe(a.status?.namespaces?.[0]);
+    expect(b.status?.namespaces?.[1]).toEqual({
+      name: 'team-b',
+      state: 'Failed',
+      message: 'quota',
+    });
+    expect(Object.isFrozen(a.status?.namespaces?.[0])).toBe(true);
   });
 });
 

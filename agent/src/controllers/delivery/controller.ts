@@ -68,6 +68,7 @@ import { Compactor } from '../../compact.js';
 import {
   Interner,
   slimCopy,
+  slimDelivery,
   slimNamespace,
   type CopyObject,
   type NamespaceObject,
@@ -217,7 +218,7 @@ export class DeliveryController {
         plural: MIRROR_DELIVERY.plural,
         namespace: ns,
       },
-      { resource: 'mirrordeliveries', clock: this.clock },
+      { resource: 'mirrordeliveries', transform: slimDelivery(this.intern), clock: this.clock },
     );
     this.payloads = createWatcher<V1Secret>(
       kc,
