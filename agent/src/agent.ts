@@ -54,7 +54,7 @@ export interface AgentConfig {
   /** Collect Node.js process metrics into the registry (default true). */
   processMetrics?: boolean;
   /**
-   * Compacts the heap, run once the agent is quiet after a burst of writes, so what the burst
+   * Compacts the heap, run once the agent is quiet after a burst of work, so what the burst
    * grew is given back at once (compact.ts). main.ts passes `exposedGc()` (--expose-gc).
    */
   gc?: (() => void) | undefined;

@@ -1,22 +1,26 @@
 // Gives memory back to the system after a burst of work.
 //
-// A fan-out to 20k copies, or a source change that rewrites every copy, grows V8's heap with
-// short-lived request and response objects; afterwards the heap is mostly free pages that V8
-// keeps until its memory reducer runs, seconds later and not at a predictable moment (the
-// bench saw 109 MB resident five seconds after a fan-out, 77-81 MB once the reducer had run).
-// When the agent has written enough and then been quiet for a moment, full GCs compact the
-// heap and return those pages at once. It needs `gc`, which node exposes with
+// A fan-out to 20k copies, a source change that rewrites every copy, or the periodic resync of
+// every delivery grows V8's heap with short-lived objects (requests, answers, watch events,
+// plans); afterwards the heap is mostly free pages that V8 keeps until its memory reducer runs,
+// seconds later and not at a predictable moment (the bench saw 109 MB resident five seconds
+// after a fan-out, 77-81 MB once the reducer had run). So once the agent has been quiet for a
+// moment after work, and the heap has grown well past its size after the last compaction, it
+// compacts the heap and returns those pages at once. That needs `gc`, which node exposes with
 // `--expose-gc` (the chart's `v8Flags`); without it this does nothing.
 
+import { getHeapStatistics } from 'node:v8';
 import type { Clock, Timer } from '@mirrorhub/shared/runtime/clock';
 
 export interface CompactorOptions {
   /** Compacts the heap (`exposedGc()`); undefined = never compact. */
   gc: (() => void) | undefined;
   clock: Clock;
-  /** Compact after this much work since the last compaction... (default 500) */
-  minWork?: number;
-  /** ...once no work came for this long (default 1000 ms). */
+  /** Bytes of heap V8 holds now (default: v8's total_heap_size). */
+  heapSize?: () => number;
+  /** Compact once the heap is this much larger than after the last compaction... (4 MiB) */
+  minGrowthBytes?: number;
+  /** ...and no work came for this long (default 1000 ms). */
   quietMs?: number;
 }
 
@@ -36,9 +40,11 @@ export function exposedGc(): (() => void) | undefined {
 }
 
 export class Compactor {
-  private readonly minWork: number;
+  private readonly heapSize: () => number;
+  private readonly minGrowth: number;
   private readonly quietMs: number;
-  private work = 0;
+  /** Heap size after the last compaction (or at start). */
+  private baseline: number;
   private lastWorkAt = 0;
   private timer: Timer | undefined;
   private stopped = false;
@@ -46,16 +52,17 @@ export class Compactor {
   compactions = 0;
 
   constructor(private readonly opts: CompactorOptions) {
-    this.minWork = opts.minWork ?? 500;
+    this.heapSize = opts.heapSize ?? (() => getHeapStatistics().total_heap_size);
+    this.minGrowth = opts.minGrowthBytes ?? 4 * 2 ** 20;
     this.quietMs = opts.quietMs ?? 1000;
+    this.baseline = opts.gc ? this.heapSize() : 0;
   }
 
-  /** Count `n` units of work (copies written); compaction waits for a quiet moment. */
-  worked(n = 1): void {
+  /** Work was done (a reconcile, a copy written): look at the heap once it is quiet again. */
+  worked(): void {
     if (!this.opts.gc || this.stopped) return;
-    this.work += n;
     this.lastWorkAt = this.opts.clock.now();
-    if (this.work >= this.minWork && !this.timer) this.arm(this.quietMs);
+    if (!this.timer) this.arm(this.quietMs);
   }
 
   stop(): void {
@@ -74,8 +81,14 @@ export class Compactor {
     if (this.stopped) return;
     const quietFor = this.opts.clock.now() - this.lastWorkAt;
     if (quietFor < this.quietMs) return this.arm(this.quietMs - quietFor);
-    this.work = 0;
+    const size = this.heapSize();
+    // The heap may also have shrunk on its own (V8's memory reducer): measure from there.
+    if (size - this.baseline < this.minGrowth) {
+      this.baseline = Math.min(this.baseline, size);
+      return;
+    }
     this.compactions++;
     this.opts.gc?.();
+    this.baseline = this.heapSize();
   }
 }

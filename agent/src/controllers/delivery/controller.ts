@@ -115,7 +115,7 @@ export interface DeliveryControllerOptions {
    * checked against it (default 2000 ms). See `payloadSettling`.
    */
   payloadSettleMs?: number;
-  /** Compacts the heap, run once the agent is quiet after a burst of writes (see compact.ts). */
+  /** Compacts the heap, run once the agent is quiet after a burst of work (see compact.ts). */
   gc?: (() => void) | undefined;
   clock?: Clock;
 }
@@ -902,6 +902,7 @@ export class DeliveryController {
   // ---- metrics ----------------------------------------------------------------------------------
 
   private observe(o: ProcessObservation): void {
+    this.compactor.worked();
     const m = this.metrics;
     m.reconcileTotal.inc({ controller: CONTROLLER_NAME, result: o.result });
     m.reconcileDuration.observe({ controller: CONTROLLER_NAME }, o.durationMs / 1000);
