@@ -180,12 +180,14 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `| Lease writes per minute (hub leader election renews every 2 s, agent heartbeat every 30 s) | ${r.steadyPerMinute.leaseWrites.toFixed(0)} | by design |`,
     `| hub RSS, max | ${hubMax.toFixed(0)} MB | < 120 MB: ${ok(hubMax < 120)} |`,
     `| agent RSS, max | ${agentMax.toFixed(0)} MB | < 80 MB: ${ok(agentMax < 80)} |`,
+    `| peak RSS during the run (VmHWM: start-up, fan-out and bursts included): hub / agent | ${r.peakRss.hub.toFixed(0)} MB / ${r.peakRss.agent.toFixed(0)} MB | |`,
     '',
     '| unrelated Secrets in the cluster | hub RSS | agent RSS |',
     '| --- | --- | --- |',
     ...rssRows,
     '',
-    "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window).",
+    "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window). " +
+      'Each RSS row is read once the processes are idle again (5 s after the fan-out; 5 s after the last source update; 10 s after the last unrelated Secret); the peak row shows what bursts cost.',
     '',
   ].join('\n');
 }
