@@ -292,6 +292,7 @@ describe('charts, rendered', () => {
     expect(deploymentArgs(dep)).toEqual([
       '--expose-gc',
       '--optimize-for-size',
+      '--max-opt=1',
       '/app/agent/dist/main.js',
     ]);
     expect(deploymentEnv(dep, 'agent-0')).toEqual({
