@@ -53,6 +53,11 @@ export interface AgentConfig {
   identity?: string;
   /** Collect Node.js process metrics into the registry (default true). */
   processMetrics?: boolean;
+  /**
+   * Compacts the heap, run once the agent is quiet after a burst of work, so what the burst
+   * grew is given back at once (compact.ts). main.ts passes `exposedGc()` (--expose-gc).
+   */
+  gc?: (() => void) | undefined;
 }
 
 export interface Agent {
@@ -90,6 +95,7 @@ export function createAgent(config: AgentConfig): Agent {
     concurrency: config.concurrency ?? 4,
     writeParallelism: config.writeParallelism ?? 16,
     eventsInstance: identity,
+    gc: config.gc,
   });
   const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT });
   const heartbeat =

@@ -16,6 +16,7 @@
 import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/runtime/log';
 import { createShutdown } from '@mirrorhub/shared/runtime/shutdown';
 import { createAgent } from './agent.js';
+import { exposedGc } from './compact.js';
 import { readConfig, type MainConfig } from './config.js';
 import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/k8s/access';
 
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const { kubeconfigPath: _path, ...agentConfig } = config;
-  const agent = createAgent({ ...agentConfig, kubeConfig, logger: log });
+  const agent = createAgent({ ...agentConfig, kubeConfig, logger: log, gc: exposedGc() });
   const shutdown = createShutdown({ logger: log }).install();
   shutdown.register('agent', () => agent.stop());
   try {

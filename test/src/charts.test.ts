@@ -253,7 +253,13 @@ describe('charts, rendered', () => {
     const objs = await render(AGENT_CHART, AGENT_REQUIRED);
     const dep = only<V1Deployment>(objs, 'Deployment');
     expect(dep.spec?.replicas).toBe(1);
-    expect(deploymentArgs(dep)).toEqual(['/app/agent/dist/main.js']);
+    // V8 flags NODE_OPTIONS refuses go on the command line (values.yaml says why).
+    expect(deploymentArgs(dep)).toEqual([
+      '--expose-gc',
+      '--optimize-for-size',
+      '--max-opt=1',
+      '/app/agent/dist/main.js',
+    ]);
     expect(deploymentEnv(dep, 'agent-0')).toEqual({
       MIRRORHUB_NAMESPACE: NS,
       POD_NAME: 'agent-0',
@@ -262,8 +268,21 @@ describe('charts, rendered', () => {
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
+      MALLOC_ARENA_MAX: '2',
       NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2 --max-old-space-size=256',
     });
+    const plain = only<V1Deployment>(
+      await render(AGENT_CHART, [
+        ...AGENT_REQUIRED,
+        '--set',
+        'v8Flags=',
+        '--set',
+        'mallocArenaMax=0',
+      ]),
+      'Deployment',
+    );
+    expect(deploymentArgs(plain)).toEqual(['/app/agent/dist/main.js']);
+    expect(deploymentEnv(plain, 'agent-0').MALLOC_ARENA_MAX).toBeUndefined();
     // No leader election with one replica, so never two agents at once during an update.
     expect(dep.spec?.strategy?.type).toBe('Recreate');
     const c = dep.spec!.template.spec!.containers[0]!;
@@ -391,6 +410,12 @@ describe('charts, rendered', () => {
       AGENT_CHART,
       [...AGENT_REQUIRED, '--set', 'hubAccess.groups=x'],
       /hubAccess: Additional property groups is not allowed/,
+    ],
+    [
+      'V8 flags that are not flags (they go on the command line of node)',
+      AGENT_CHART,
+      [...AGENT_REQUIRED, '--set', 'v8Flags=--expose-gc /tmp/other.js'],
+      /v8Flags: Does not match pattern/,
     ],
     [
       'hub access bound to nobody',

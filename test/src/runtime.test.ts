@@ -16,9 +16,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startKit, type Kit, type KitCluster } from '@mirrorhub/infra/kit/index';
 import {
+  ACCEPT_METADATA,
+  CONTENT_TYPE,
+  corePath,
   createWatcher,
   kubeListerWatcher,
   LeaderElector,
+  RestClient,
   type Watcher,
   type WatcherEvent,
 } from '@mirrorhub/shared';
@@ -202,6 +206,52 @@ describe('runtime on a real API server', () => {
       await eventually(() => b.isLeader(), 15_000, 'b to lead');
       expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(timings.leaseDurationMs - 600);
       await b.stop();
+    });
+  });
+
+  describe('rest client', () => {
+    it('gets metadata-only answers to writes when it asks for them', async () => {
+      const rest = new RestClient(kc);
+      type Answer = {
+        kind?: string;
+        data?: unknown;
+        metadata?: { uid?: string; resourceVersion?: string; name?: string };
+      };
+      try {
+        const body = { metadata: { name: 'meta-answer', namespace: NS }, stringData: { k: 'v' } };
+        const path = corePath('secrets', NS, 'meta-answer');
+        const created = await rest.post<Answer>(corePath('secrets', NS), body, {}, ACCEPT_METADATA);
+        const replaced = await rest.put<Answer>(
+          path,
+          {
+            ...body,
+            metadata: { ...body.metadata, resourceVersion: created.metadata?.resourceVersion },
+          },
+          {},
+          ACCEPT_METADATA,
+        );
+        const patched = await rest.patch<Answer>(
+          path,
+          { metadata: { labels: { a: 'b' } } },
+          CONTENT_TYPE.merge,
+          {},
+          ACCEPT_METADATA,
+        );
+        for (const a of [created, replaced, patched]) {
+          expect(a.kind).toBe('PartialObjectMetadata');
+          expect(a.data).toBeUndefined();
+          expect(a.metadata?.name).toBe('meta-answer');
+          expect(a.metadata?.uid).toBe(created.metadata?.uid);
+        }
+        expect(patched.metadata?.resourceVersion).not.toBe(created.metadata?.resourceVersion);
+        // The default is the whole object.
+        const full = await rest.get<Answer>(path);
+        expect(full.kind).toBe('Secret');
+        expect(full.metadata?.resourceVersion).toBe(patched.metadata?.resourceVersion);
+        expect(full.data).toEqual({ k: Buffer.from('v').toString('base64') });
+      } finally {
+        rest.close();
+      }
     });
   });
 

@@ -66,10 +66,21 @@ export const CONTENT_TYPE = {
   apply: 'application/apply-patch+yaml',
 } as const;
 
+/**
+ * `Accept` for a metadata-only answer (PartialObjectMetadata): the API server answers a create,
+ * update or patch with the object's metadata alone, not its data. For writes whose answer is
+ * only read for uid and resourceVersion, that is a few hundred bytes to parse instead of the
+ * whole object (a Secret copy's data and managedFields).
+ */
+export const ACCEPT_METADATA =
+  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9';
+
 export interface RestRequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
+  /** `Accept` header (default `application/json`); see ACCEPT_METADATA. */
+  accept?: string | undefined;
 }
 
 export interface RestClientOptions {
@@ -101,19 +112,30 @@ export class RestClient {
   get<T>(path: string, opts: RestRequestOptions = {}): Promise<T> {
     return this.request<T>('GET', path, opts);
   }
-  post<T>(path: string, body: unknown, query?: RestRequestOptions['query']): Promise<T> {
-    return this.request<T>('POST', path, { body, query });
+  post<T>(
+    path: string,
+    body: unknown,
+    query?: RestRequestOptions['query'],
+    accept?: string,
+  ): Promise<T> {
+    return this.request<T>('POST', path, { body, query, accept });
   }
-  put<T>(path: string, body: unknown, query?: RestRequestOptions['query']): Promise<T> {
-    return this.request<T>('PUT', path, { body, query });
+  put<T>(
+    path: string,
+    body: unknown,
+    query?: RestRequestOptions['query'],
+    accept?: string,
+  ): Promise<T> {
+    return this.request<T>('PUT', path, { body, query, accept });
   }
   patch<T>(
     path: string,
     body: unknown,
     contentType: string,
     query?: RestRequestOptions['query'],
+    accept?: string,
   ): Promise<T> {
-    return this.request<T>('PATCH', path, { body, contentType, query });
+    return this.request<T>('PATCH', path, { body, contentType, query, accept });
   }
   delete<T>(path: string, body?: unknown): Promise<T> {
     return this.request<T>('DELETE', path, { body });
@@ -137,7 +159,7 @@ export class RestClient {
     await this.access.applyToHTTPSOptions(reqOpts);
     const headers: Record<string, string> = {
       ...(reqOpts.headers as Record<string, string>),
-      Accept: 'application/json',
+      Accept: opts.accept ?? 'application/json',
       'User-Agent': this.userAgent,
     };
     if (reqOpts.auth) {

@@ -428,6 +428,18 @@ describe('Watcher', () => {
         .sort(),
     ).toEqual(['a', 'c']);
     expect(w.list()).toHaveLength(3);
+
+    // The name index follows deletes and re-creates under the same name (a new uid).
+    fake.delete('a', 'x');
+    await settle();
+    expect(w.list('x').map((o) => o.metadata?.name)).toEqual(['c']);
+    expect(w.get('a', 'x')).toBeUndefined();
+    const again = fake.create(cm('a', 'x', { k: 'new' }));
+    fake.delete('c', 'x');
+    await settle();
+    expect(w.list('x').map((o) => o.metadata?.uid)).toEqual([again.metadata?.uid]);
+    expect(w.get('a', 'x')?.data).toEqual({ k: 'new' });
+    expect(w.list('nowhere')).toEqual([]);
     await w.stop();
   });
 });

@@ -20,7 +20,15 @@ import { createWatcher, type Watcher } from '@mirrorhub/shared';
 
 import { installCrds } from '../support/crds.js';
 import { startMain, until, waitHttp } from './procs.js';
-import { apiRequestCounts, fmtMs, percentile, pool, rssMb, type ApiCounts } from './util.js';
+import {
+  apiRequestCounts,
+  fmtMs,
+  peakRssMb,
+  percentile,
+  pool,
+  rssMb,
+  type ApiCounts,
+} from './util.js';
 
 export interface EngineBenchOptions {
   namespaces: number;
@@ -46,6 +54,8 @@ export interface EngineBenchResult {
   newNamespace: { p50: number; p99: number; samples: number };
   sourceUpdate: { p50: number; p99: number; samples: number; copiesEach: number };
   rss: { hub: Record<string, number>; agent: Record<string, number> };
+  /** Peak resident set over the whole run (VmHWM: start-up, fan-out and bursts included). */
+  peakRss: { hub: number; agent: number };
   steadyPerMinute: ApiCounts;
 }
 
@@ -267,11 +277,16 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       updates.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - start);
     }
 
+    // As after the fan-out: the resident set once the processes are idle again, not in the
+    // middle of the last update's writes (peakRss shows the bursts).
+    await sleep(5_000);
     log(`adding unrelated Secrets up to ${o.noiseEnd}`);
     await rssAt(`${o.noiseMid} unrelated Secrets`);
     await addNoise(o.noiseEnd);
     await sleep(10_000);
     await rssAt(`${o.noiseEnd} unrelated Secrets`);
+    const peakRss = { hub: peakRssMb(hub.pid!), agent: peakRssMb(agent.pid!) };
+    log(`peak RSS: hub ${peakRss.hub.toFixed(0)} MB, agent ${peakRss.agent.toFixed(0)} MB`);
 
     await copyWatch.stop();
     return {
@@ -290,6 +305,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         copiesEach: o.namespaces / o.shards,
       },
       rss,
+      peakRss,
       steadyPerMinute,
     };
   } finally {

@@ -17,7 +17,12 @@ import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
 import { runMultiClusterBench, type MultiClusterBenchResult } from './multicluster.js';
-import { benchNodeOptions, chartNodeOptions } from './node-options.js';
+import {
+  benchNodeOptions,
+  chartMallocEnv,
+  chartNodeOptions,
+  chartV8Flags,
+} from './node-options.js';
 import { fmtMs } from './util.js';
 
 const root = resolve(import.meta.dirname, '../../..');
@@ -148,6 +153,13 @@ function perShard(mirrors: number, shards: number): string {
   return mirrors % shards === 0 ? String(lo) : `${lo}-${lo + 1}`;
 }
 
+/** `node <v8Flags> <component>/dist/main.js` and MALLOC_ARENA_MAX, as the chart starts it. */
+function startedAs(component: 'hub' | 'agent'): string {
+  const cmd = ['node', ...chartV8Flags(root, component), `${component}/dist/main.js`].join(' ');
+  const env = Object.entries(chartMallocEnv(root, component)).map(([k, v]) => `${k}=${v}`);
+  return `\`${[...env, cmd].join(' ')}\``;
+}
+
 function renderEngine(r: EngineBenchResult, scale: number): string {
   const o = r.options;
   const rssRows = Object.keys(r.rss.hub).map(
@@ -163,6 +175,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `Setup: ${o.namespaces} namespaces, ${o.mirrors} SecretMirrors each selecting ${o.namespaces / o.shards} namespaces by label (${r.copies} copies), ` +
       `sources ~4 KB kubernetes.io/tls Secrets, unrelated Secrets ${o.noiseStart} -> ${o.noiseMid} -> ${o.noiseEnd}; hub and agent run as \`node hub/dist/main.js\` / \`node agent/dist/main.js\` against a real kube-apiserver + etcd on the same 2 cores.`,
     `NODE_OPTIONS: hub \`${o.nodeOptions.hub || '(none)'}\`, agent \`${o.nodeOptions.agent || '(none)'}\` (the charts' \`nodeOptions\`, without \`--enable-source-maps\`: the image has no dependency source maps to load).`,
+    `Command line and allocator, as the charts start them (\`v8Flags\`, \`mallocArenaMax\`): hub ${startedAs('hub')}, agent ${startedAs('agent')}.`,
     '',
     '| measure | result | target |',
     '| --- | --- | --- |',
@@ -173,12 +186,14 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `| Lease writes per minute (hub leader election renews every 2 s, agent heartbeat every 30 s) | ${r.steadyPerMinute.leaseWrites.toFixed(0)} | by design |`,
     `| hub RSS, max | ${hubMax.toFixed(0)} MB | < 120 MB: ${ok(hubMax < 120)} |`,
     `| agent RSS, max | ${agentMax.toFixed(0)} MB | < 80 MB: ${ok(agentMax < 80)} |`,
+    `| peak RSS during the run (VmHWM: start-up, fan-out and bursts included): hub / agent | ${r.peakRss.hub.toFixed(0)} MB / ${r.peakRss.agent.toFixed(0)} MB | |`,
     '',
     '| unrelated Secrets in the cluster | hub RSS | agent RSS |',
     '| --- | --- | --- |',
     ...rssRows,
     '',
-    "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window).",
+    "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window). " +
+      'Each RSS row is read once the processes are idle again (5 s after the fan-out; 5 s after the last source update; 10 s after the last unrelated Secret); the peak row shows what bursts cost.',
     '',
   ].join('\n');
 }

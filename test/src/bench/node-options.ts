@@ -1,7 +1,8 @@
 /**
- * The NODE_OPTIONS the charts ship, read from each chart's values.yaml (`nodeOptions`), so the
- * bench starts hub and agent with the flags a `helm install` gives them and there is one place
- * to change them.
+ * How the charts start node, read from each chart's values.yaml, so the bench starts hub and
+ * agent as a `helm install` does and there is one place to change it: `nodeOptions`
+ * (NODE_OPTIONS), `v8Flags` (V8 flags NODE_OPTIONS refuses, on node's command line) and
+ * `mallocArenaMax` (MALLOC_ARENA_MAX).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,14 +11,48 @@ import { parse } from 'yaml';
 
 export type Component = 'hub' | 'agent';
 
+interface ChartNodeValues {
+  nodeOptions?: unknown;
+  v8Flags?: unknown;
+  mallocArenaMax?: unknown;
+}
+
+function chartValues(
+  root: string,
+  component: Component,
+): { file: string; values: ChartNodeValues } {
+  const file = join(root, 'charts', `mirrorhub-${component}`, 'values.yaml');
+  return { file, values: parse(readFileSync(file, 'utf8')) as ChartNodeValues };
+}
+
+function optionalString(file: string, key: string, value: unknown): string {
+  if (value !== undefined && typeof value !== 'string') {
+    throw new Error(`${file}: ${key} must be a string`);
+  }
+  return value ?? '';
+}
+
 /** `nodeOptions` of charts/mirrorhub-<component>/values.yaml ('' when unset). */
 export function chartNodeOptions(root: string, component: Component): string {
-  const file = join(root, 'charts', `mirrorhub-${component}`, 'values.yaml');
-  const values = parse(readFileSync(file, 'utf8')) as { nodeOptions?: unknown };
-  if (values.nodeOptions !== undefined && typeof values.nodeOptions !== 'string') {
-    throw new Error(`${file}: nodeOptions must be a string`);
+  const { file, values } = chartValues(root, component);
+  return optionalString(file, 'nodeOptions', values.nodeOptions);
+}
+
+/** `v8Flags` of the chart, one argument each (none when unset). */
+export function chartV8Flags(root: string, component: Component): string[] {
+  const { file, values } = chartValues(root, component);
+  return optionalString(file, 'v8Flags', values.v8Flags).split(/\s+/).filter(Boolean);
+}
+
+/** The environment the chart sets for the allocator: MALLOC_ARENA_MAX from `mallocArenaMax`. */
+export function chartMallocEnv(root: string, component: Component): Record<string, string> {
+  const { file, values } = chartValues(root, component);
+  const n = values.mallocArenaMax;
+  if (n === undefined || n === 0) return {};
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+    throw new Error(`${file}: mallocArenaMax must be a whole number`);
   }
-  return values.nodeOptions ?? '';
+  return { MALLOC_ARENA_MAX: String(n) };
 }
 
 /**

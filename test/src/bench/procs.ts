@@ -2,21 +2,28 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { benchNodeOptions, chartNodeOptions } from './node-options.js';
+import {
+  benchNodeOptions,
+  chartMallocEnv,
+  chartNodeOptions,
+  chartV8Flags,
+} from './node-options.js';
 
 /**
- * Starts hub or agent as its real entry point (`node <name>/dist/main.js`), so RSS and request
- * counts are the process's own, with the NODE_OPTIONS its chart ships. `env` adds to (and wins
- * over) the defaults.
+ * Starts hub or agent as its real entry point (`node [v8Flags] <name>/dist/main.js`), so RSS
+ * and request counts are the process's own, started as its chart starts it (NODE_OPTIONS, V8
+ * flags, MALLOC_ARENA_MAX). `env` adds to (and wins over) the defaults.
  */
 export function startMain(
   root: string,
   name: 'hub' | 'agent',
   env: Record<string, string>,
 ): ChildProcess {
-  return spawn(process.execPath, [join(root, name, 'dist/main.js')], {
+  const args = [...chartV8Flags(root, name), join(root, name, 'dist/main.js')];
+  return spawn(process.execPath, args, {
     env: {
       ...process.env,
+      ...chartMallocEnv(root, name),
       MIRRORHUB_NAMESPACE: 'mirrorhub-system',
       POD_NAME: `${name}-bench`,
       LOG_LEVEL: 'warn',

@@ -26,8 +26,17 @@ export function percentile(values: number[], p: number): number {
 
 /** Resident set size of a process in MB, from /proc. */
 export function rssMb(pid: number): number {
+  return statusMb(pid, 'VmRSS');
+}
+
+/** The highest resident set size a process has had so far, in MB (VmHWM). */
+export function peakRssMb(pid: number): number {
+  return statusMb(pid, 'VmHWM');
+}
+
+function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   return kb / 1024;
 }
 

@@ -17,6 +17,7 @@ import {
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
 import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
 import {
+  ACCEPT_METADATA,
   CONTENT_TYPE,
   corePath,
   isAlreadyExists,
@@ -28,11 +29,16 @@ import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
 
 type StringMap = Record<string, string>;
 type KubeObject = V1Secret | V1ConfigMap;
+/**
+ * What a write answers: the object's metadata (uid, resourceVersion, ...). The REST client asks
+ * for metadata only, so a copy's data is not sent back and parsed once per write.
+ */
+export type Written = Pick<KubeObject, 'metadata'>;
 
 /** What the controller learns from a write: the copy's new state (for drift detection). */
 export interface WriteObserver {
   /** We wrote (or read and confirmed) `kind` ns/name at this resourceVersion. */
-  wrote(kind: SourceKind, obj: KubeObject): void;
+  wrote(kind: SourceKind, obj: Written): void;
   /** We are about to delete or release this object: its watch event is our own doing. */
   removing(kind: SourceKind, ref: ObjectRef): void;
   /** Count a successful API write / a failed one. */
@@ -44,12 +50,12 @@ export interface WriteObserver {
 export interface CopyClient {
   /** undefined when it does not exist. */
   read(kind: SourceKind, namespace: string, name: string): Promise<KubeObject | undefined>;
-  create(obj: Copy): Promise<KubeObject>;
+  create(obj: Copy): Promise<Written>;
   /** PUT; `obj.metadata.resourceVersion` makes it conditional. */
-  replace(obj: Copy & { metadata: { resourceVersion?: string | undefined } }): Promise<KubeObject>;
+  replace(obj: Copy & { metadata: { resourceVersion?: string | undefined } }): Promise<Written>;
   /** DELETE with preconditions (uid, resourceVersion). */
   remove(ref: ObjectRef): Promise<void>;
-  mergePatch(kind: SourceKind, namespace: string, name: string, body: unknown): Promise<KubeObject>;
+  mergePatch(kind: SourceKind, namespace: string, name: string, body: unknown): Promise<Written>;
 }
 
 const PLURAL: Record<SourceKind, string> = { Secret: 'secrets', ConfigMap: 'configmaps' };
@@ -65,9 +71,16 @@ export function restCopyClient(rest: RestClient, fieldManager: string): CopyClie
         throw err;
       }
     },
-    create: (obj) => rest.post(corePath(PLURAL[obj.kind], obj.metadata.namespace), obj, q),
+    // Writes answer with metadata only (ACCEPT_METADATA): all we read back is uid and version.
+    create: (obj) =>
+      rest.post(corePath(PLURAL[obj.kind], obj.metadata.namespace), obj, q, ACCEPT_METADATA),
     replace: (obj) =>
-      rest.put(corePath(PLURAL[obj.kind], obj.metadata.namespace, obj.metadata.name), obj, q),
+      rest.put(
+        corePath(PLURAL[obj.kind], obj.metadata.namespace, obj.metadata.name),
+        obj,
+        q,
+        ACCEPT_METADATA,
+      ),
     async remove(ref) {
       const preconditions = {
         ...(ref.uid ? { uid: ref.uid } : {}),
@@ -80,7 +93,13 @@ export function restCopyClient(rest: RestClient, fieldManager: string): CopyClie
       });
     },
     mergePatch: (kind, namespace, name, body) =>
-      rest.patch(corePath(PLURAL[kind], namespace, name), body, CONTENT_TYPE.merge, q),
+      rest.patch(
+        corePath(PLURAL[kind], namespace, name),
+        body,
+        CONTENT_TYPE.merge,
+        q,
+        ACCEPT_METADATA,
+      ),
   };
 }
 
@@ -177,7 +196,7 @@ function read(ctx: ApplyContext, kind: SourceKind, ns: string, name: string) {
   return ctx.client.read(kind, ns, name);
 }
 
-async function createRaw(ctx: ApplyContext, obj: Copy): Promise<KubeObject> {
+async function createRaw(ctx: ApplyContext, obj: Copy): Promise<Written> {
   const created = await call(ctx, obj.kind, 'create', () => ctx.client.create(obj));
   ctx.observer.wrote(obj.kind, created);
   return created;
@@ -187,7 +206,7 @@ async function replaceRaw(
   ctx: ApplyContext,
   obj: Copy,
   resourceVersion: string | undefined,
-): Promise<KubeObject> {
+): Promise<Written> {
   const metadata: Copy['metadata'] & { resourceVersion?: string | undefined } = {
     ...obj.metadata,
     resourceVersion,

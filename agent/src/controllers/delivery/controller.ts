@@ -32,13 +32,17 @@ import {
   LABEL_MANAGED_BY,
   LABEL_PAYLOAD,
   MANAGED_BY_VALUE,
-  RESERVED_PREFIX,
   type CopyMarks,
 } from '@mirrorhub/shared/mirror/names';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
 import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
 import { kubeListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
-import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import {
+  createWatcher,
+  instrumentWatcher,
+  stripManagedFields,
+  type Watcher,
+} from '@mirrorhub/shared/k8s/watcher';
 import { WorkQueue, type ProcessObservation } from '@mirrorhub/shared/k8s/workqueue';
 import { realClock, type Clock } from '@mirrorhub/shared/runtime/clock';
 import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
@@ -60,6 +64,15 @@ import {
   type CopyClient,
   type WriteObserver,
 } from './apply.js';
+import { Compactor } from '../../compact.js';
+import {
+  Interner,
+  slimCopy,
+  slimDelivery,
+  slimNamespace,
+  type CopyObject,
+  type NamespaceObject,
+} from './cached.js';
 import {
   AGENT_FINALIZER,
   compileDeliveryMatcher,
@@ -102,31 +115,9 @@ export interface DeliveryControllerOptions {
    * checked against it (default 2000 ms). See `payloadSettling`.
    */
   payloadSettleMs?: number;
+  /** Compacts the heap, run once the agent is quiet after a burst of work (see compact.ts). */
+  gc?: (() => void) | undefined;
   clock?: Clock;
-}
-
-/** A namespace as cached: name, labels, terminating. */
-interface NamespaceObject extends KubernetesObject {
-  metadata: {
-    name: string;
-    uid?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    deletionTimestamp?: Date;
-  };
-}
-
-/** A copy as cached: identity, resourceVersion, mirrorhub.io/ marks. Never data. */
-interface CopyObject extends KubernetesObject {
-  kind: SourceKind;
-  metadata: {
-    name: string;
-    namespace: string;
-    uid: string | undefined;
-    resourceVersion: string | undefined;
-    labels: Record<string, string> | undefined;
-    annotations: Record<string, string> | undefined;
-  };
 }
 
 /**
@@ -163,74 +154,6 @@ class WritesFailedError extends Error {
   override readonly name = 'WritesFailedError';
 }
 
-/**
- * One instance per distinct string. Every copy of a delivery carries the same marks (delivery
- * name, origin, mirror, hash) and many share names and namespaces, but each watch event parses
- * them into fresh strings; sharing them keeps the copy cache at a few hundred bytes per copy.
- */
-export class Interner {
-  private readonly strings = new Map<string, string>();
-  constructor(private readonly max = 100_000) {}
-  get(s: string): string {
-    const seen = this.strings.get(s);
-    if (seen !== undefined) return seen;
-    if (this.strings.size >= this.max) this.strings.clear();
-    this.strings.set(s, s);
-    return s;
-  }
-}
-
-function pickReserved(
-  map: Record<string, string> | undefined,
-  intern: Interner,
-): Record<string, string> | undefined {
-  if (!map) return undefined;
-  let out: Record<string, string> | undefined;
-  for (const [k, v] of Object.entries(map)) {
-    if (k.startsWith(RESERVED_PREFIX)) (out ??= {})[k] = intern.get(v);
-  }
-  return out;
-}
-
-function slimCopy(
-  kind: SourceKind,
-  intern: Interner,
-  cachedUid: (name: string, namespace: string) => string | undefined,
-) {
-  return (obj: KubernetesObject): CopyObject => {
-    const m = obj.metadata ?? {};
-    // Every event parses a new uid string; keep the one the cache (and our indexes) hold.
-    const cached = m.name && m.namespace ? cachedUid(m.name, m.namespace) : undefined;
-    // One literal with every field: the object keeps its properties in-object (no separate
-    // property array per copy).
-    const metadata: CopyObject['metadata'] = {
-      name: intern.get(m.name ?? ''),
-      namespace: intern.get(m.namespace ?? ''),
-      uid: cached !== undefined && cached === m.uid ? cached : m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: pickReserved(m.labels, intern),
-      annotations: pickReserved(m.annotations, intern),
-    };
-    return { apiVersion: 'v1', kind, metadata };
-  };
-}
-
-function slimNamespace(intern: Interner) {
-  return (obj: KubernetesObject): NamespaceObject => {
-    const m = obj.metadata ?? {};
-    const metadata: NamespaceObject['metadata'] = { name: intern.get(m.name ?? '') };
-    if (m.uid) metadata.uid = m.uid;
-    if (m.resourceVersion) metadata.resourceVersion = m.resourceVersion;
-    if (m.labels) {
-      const labels: Record<string, string> = {};
-      for (const [k, v] of Object.entries(m.labels)) labels[k] = intern.get(v);
-      metadata.labels = labels;
-    }
-    if (m.deletionTimestamp) metadata.deletionTimestamp = m.deletionTimestamp;
-    return { apiVersion: 'v1', kind: 'Namespace', metadata };
-  };
-}
-
 function sameLabels(a: Record<string, string> | undefined, b: Record<string, string> | undefined) {
   const ka = Object.keys(a ?? {});
   return ka.length === Object.keys(b ?? {}).length && ka.every((k) => a?.[k] === b?.[k]);
@@ -254,9 +177,8 @@ export class DeliveryController {
 
   // Copies are keyed by uid everywhere, using the uid string the cache already holds: no key
   // strings of our own per copy (at 20k copies they were ~4 MB).
-  /** delivery name -> uids of its copies; namespace -> delivery -> number of its copies there. */
+  /** delivery name -> uids of its copies (the copy watchers index copies by namespace). */
   private readonly copyIndex = new Map<string, Set<string>>();
-  private readonly nsIndex = new Map<string, Map<string, number>>();
   /** copy uid -> what we know about its content (see `known`). */
   private readonly known = new Map<string, string>();
   private readonly intern = new Interner();
@@ -266,6 +188,7 @@ export class DeliveryController {
   /** payload Secret name -> when its data last changed (see `payloadSettling`). */
   private readonly payloadChangedAt = new Map<string, number>();
 
+  private readonly compactor: Compactor;
   private queue: WorkQueue | undefined;
   private readonly unsubscribe: (() => void)[] = [];
   private started = false;
@@ -283,6 +206,7 @@ export class DeliveryController {
         ? undefined
         : new EventRecorder(this.rest, FIELD_MANAGER, opts.eventsInstance, this.log);
     this.resyncMs = opts.resyncMs ?? 300_000;
+    this.compactor = new Compactor({ gc: opts.gc, clock: this.clock });
     const kc = opts.kubeConfig;
     const ns = opts.namespace;
 
@@ -294,7 +218,7 @@ export class DeliveryController {
         plural: MIRROR_DELIVERY.plural,
         namespace: ns,
       },
-      { resource: 'mirrordeliveries', clock: this.clock },
+      { resource: 'mirrordeliveries', transform: slimDelivery(this.intern), clock: this.clock },
     );
     this.payloads = createWatcher<V1Secret>(
       kc,
@@ -399,6 +323,7 @@ export class DeliveryController {
   /** Stop the watchers (call after every run() returned). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.compactor.stop();
     await this.queue?.shutdown({ timeoutMs: 20_000 });
     for (const u of this.unsubscribe.splice(0)) u();
     await Promise.all(this.watchers.map((w) => w.stop()));
@@ -503,6 +428,10 @@ export class DeliveryController {
     this.deliveries.addHandler({
       onAdd: (d) => this.enqueue(d.metadata.name),
       onUpdate: (d, old) => {
+        // The cache has moved past the version our last patch replaced: drop the patch's answer.
+        const st = this.state.get(d.metadata.name ?? '');
+        if (st?.patched && st.patched.staleVersion !== d.metadata.resourceVersion)
+          delete st.patched;
         // Our own status patches come back as updates: only spec and metadata matter.
         const m = d.metadata;
         const o = old.metadata;
@@ -607,10 +536,13 @@ export class DeliveryController {
 
   private namespaceChanged(ns: NamespaceObject, old?: NamespaceObject): void {
     const name = ns.metadata.name;
-    const withCopies = this.nsIndex.get(name);
+    const withCopies = new Set<string | undefined>();
+    for (const c of [...this.copies.Secret.list(name), ...this.copies.ConfigMap.list(name)]) {
+      withCopies.add(c.metadata.labels?.[LABEL_DELIVERY]);
+    }
     for (const d of this.deliveries.list()) {
       const dn = d.metadata.name ?? '';
-      if (withCopies?.has(dn)) {
+      if (withCopies.has(dn)) {
         this.enqueue(dn);
         continue;
       }
@@ -632,19 +564,11 @@ export class DeliveryController {
     let keys = this.copyIndex.get(delivery);
     if (delta > 0) {
       if (!keys) this.copyIndex.set(delivery, (keys = new Set()));
-      if (keys.has(key)) return;
       keys.add(key);
     } else {
       if (!keys?.delete(key)) return;
       if (keys.size === 0) this.copyIndex.delete(delivery);
     }
-    const ns = c.metadata.namespace;
-    let counts = this.nsIndex.get(ns);
-    if (!counts) this.nsIndex.set(ns, (counts = new Map()));
-    const n = (counts.get(delivery) ?? 0) + delta;
-    if (n > 0) counts.set(delivery, n);
-    else counts.delete(delivery);
-    if (counts.size === 0) this.nsIndex.delete(ns);
   }
 
   private stateOf(name: string): DeliveryState {
@@ -839,7 +763,10 @@ export class DeliveryController {
         }
         this.removing.set(ref.uid, now);
       },
-      written: (kind, verb) => this.metrics.writesTotal.inc({ kind, verb }),
+      written: (kind, verb) => {
+        this.metrics.writesTotal.inc({ kind, verb });
+        this.compactor.worked();
+      },
       failed: (kind, verb, err) =>
         this.metrics.writeErrorsTotal.inc({
           kind,
@@ -893,7 +820,11 @@ export class DeliveryController {
         { fieldManager: FIELD_MANAGER },
       );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
-      this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };
+      this.stateOf(name).patched = {
+        staleVersion: d.metadata.resourceVersion,
+        // As the cache would hold it: without managedFields (one entry per reported namespace).
+        obj: stripManagedFields(updated),
+      };
       return updated;
     } catch (err) {
       this.metrics.writeErrorsTotal.inc({
@@ -952,7 +883,11 @@ export class DeliveryController {
         { fieldManager: FIELD_MANAGER },
       );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
-      this.stateOf(name).patched = { staleVersion: d.metadata.resourceVersion, obj: updated };
+      this.stateOf(name).patched = {
+        staleVersion: d.metadata.resourceVersion,
+        // As the cache would hold it: without managedFields (one entry per reported namespace).
+        obj: stripManagedFields(updated),
+      };
     } catch (err) {
       this.metrics.writeErrorsTotal.inc({
         kind: 'MirrorDelivery',
@@ -967,6 +902,7 @@ export class DeliveryController {
   // ---- metrics ----------------------------------------------------------------------------------
 
   private observe(o: ProcessObservation): void {
+    this.compactor.worked();
     const m = this.metrics;
     m.reconcileTotal.inc({ controller: CONTROLLER_NAME, result: o.result });
     m.reconcileDuration.observe({ controller: CONTROLLER_NAME }, o.durationMs / 1000);
