@@ -105,8 +105,12 @@ async function runDeployment(
   const dep = await admin
     .makeApiClient(AppsV1Api)
     .readNamespacedDeployment({ namespace: NS, name });
-  const [entry, ...rest] = deploymentArgs(dep);
-  expect(entry, `${name}: the chart's entry point`).toMatch(/^\/app\//);
+  // node's own flags (the image's entrypoint is node), then the script and its arguments.
+  const args = deploymentArgs(dep);
+  const script = args.findIndex((a) => a.startsWith('/app/'));
+  expect(script, `${name}: the chart's entry point is under /app`).toBeGreaterThanOrEqual(0);
+  const nodeFlags = args.slice(0, script);
+  const [entry, ...rest] = args.slice(script);
   const serviceAccount = dep.spec!.template.spec!.serviceAccountName!;
   const kubeconfig = await writeKubeConfig(
     await serviceAccountKubeConfig(admin, { namespace: NS, name: serviceAccount }),
@@ -123,10 +127,14 @@ async function runDeployment(
   const log = join(work, `${cluster}-${name}.log`);
   const out = createWriteStream(log);
   // Only PATH and HOME from this process: no AWS_* or KUBECONFIG of the machine leaks in.
-  const child = spawn(process.execPath, [join(repo, entry!.slice('/app/'.length)), ...rest], {
-    env: { PATH: process.env.PATH ?? '', HOME: work, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeFlags, join(repo, entry!.slice('/app/'.length)), ...rest],
+    {
+      env: { PATH: process.env.PATH ?? '', HOME: work, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);
   procs.push({ name: `${cluster}/${name}`, child, log });
