@@ -11,8 +11,6 @@
 // On the hub: every CRD, a MirrorCluster per follower (spec.eks + labels), and the hub with
 // `aws` pointing at the kit's STS and EKS and its base identity the hub user.
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -35,7 +33,6 @@ import {
   trustPolicy,
   type Principal,
 } from '@mirrorhub/infra/aws/moto';
-import { ensureHelm } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import {
   createLogger,
@@ -48,6 +45,7 @@ import {
 } from '@mirrorhub/shared';
 
 import { chartsDir, installCrds } from './crds.js';
+import { isolatedHelm } from './helm.js';
 import { LogSink } from './engine.js';
 import { ClusterObjects, SYSTEM_NS } from './objects.js';
 import { eventually } from './eventually.js';
@@ -483,31 +481,17 @@ export async function prepareFollower(
  */
 export function hubAccessRbac(): Promise<{ role: V1Role; binding: V1RoleBinding }> {
   rendered ??= (async () => {
-    const helm = await ensureHelm();
-    const home = await mkdtemp(join(tmpdir(), 'mirrorhub-helm-'));
+    const helm = await isolatedHelm();
     try {
-      const { stdout } = await run(
-        helm,
-        [
-          'template',
-          'mirrorhub',
-          join(chartsDir, 'mirrorhub-agent'),
-          '--namespace',
-          SYSTEM_NS,
-          '--set',
-          'clusterName=follower',
-        ],
-        {
-          env: {
-            PATH: process.env.PATH ?? '',
-            HOME: home,
-            HELM_CACHE_HOME: join(home, 'cache'),
-            HELM_CONFIG_HOME: join(home, 'config'),
-            HELM_DATA_HOME: join(home, 'data'),
-          },
-          maxBuffer: 16 * 1024 * 1024,
-        },
-      );
+      const stdout = await helm([
+        'template',
+        'mirrorhub',
+        join(chartsDir, 'mirrorhub-agent'),
+        '--namespace',
+        SYSTEM_NS,
+        '--set',
+        'clusterName=follower',
+      ]);
       const objs = parseAllDocuments(stdout)
         .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
         .filter((o) => o !== null);
@@ -528,7 +512,7 @@ export function hubAccessRbac(): Promise<{ role: V1Role; binding: V1RoleBinding 
       }
       return { role, binding };
     } finally {
-      await rm(home, { recursive: true, force: true });
+      await helm.cleanup();
     }
   })();
   return rendered;
