@@ -7,6 +7,7 @@ import {
   k8sTime,
   limitNamespaceStatuses,
   limitProblems,
+  mergePatchBody,
   phaseFromCounts,
   removeCondition,
   setCondition,
@@ -186,5 +187,23 @@ describe('summaries', () => {
       2,
     );
     expect(problems.map((p) => `${p.cluster}/${p.namespace}`)).toEqual(['a/z', 'b/y']);
+  });
+});
+
+describe('mergePatchBody', () => {
+  it('sends every field and null for fields gone at any depth; arrays as a whole', () => {
+    const prev = {
+      reachable: true,
+      lastError: 'down',
+      agent: { present: true, version: '1', lastHeartbeat: 't' },
+      conditions: [{ type: 'A' }, { type: 'B' }],
+    };
+    const next = { reachable: false, agent: { present: false }, conditions: [{ type: 'A' }] };
+    expect(mergePatchBody(prev, next)).toEqual({
+      reachable: false,
+      lastError: null,
+      agent: { present: false, version: null, lastHeartbeat: null },
+      conditions: [{ type: 'A' }],
+    });
   });
 });

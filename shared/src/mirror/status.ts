@@ -177,3 +177,23 @@ export function limitProblems(
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/**
+ * A JSON merge patch from `prev` to `next`: every field of next, and null for every field (at
+ * any depth of plain objects) that next no longer has. Arrays are replaced as a whole.
+ */
+export function mergePatchBody(prev: unknown, next: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const p = isPlain(prev) ? prev : {};
+  const n = isPlain(next) ? next : {};
+  for (const [k, v] of Object.entries(n)) {
+    if (v === undefined) continue;
+    out[k] = isPlain(v) && isPlain(p[k]) ? mergePatchBody(p[k], v) : v;
+  }
+  for (const k of Object.keys(p)) if (!(k in out)) out[k] = null;
+  return out;
+}
+
+function isPlain(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

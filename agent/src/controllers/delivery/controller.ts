@@ -35,6 +35,7 @@ import {
   type CopyMarks,
 } from '@mirrorhub/shared/mirror/names';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
+import { mergePatchBody } from '@mirrorhub/shared/mirror/status';
 import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
 import { kubeListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
 import {
@@ -872,13 +873,11 @@ export class DeliveryController {
 
   private async patchStatus(d: MirrorDelivery, status: MirrorDeliveryStatus): Promise<void> {
     const name = d.metadata.name ?? '';
-    // Merge patch: fields we no longer report must be sent as null to go away.
-    const body: Record<string, unknown> = { ...status };
-    for (const key of Object.keys(d.status ?? {})) if (!(key in status)) body[key] = null;
     try {
       const updated = await this.rest.patch<MirrorDelivery>(
         `${this.deliveryPath(name)}/status`,
-        { status: body },
+        // Fields we no longer report are sent as null, or they would stay.
+        { status: mergePatchBody(d.status, status) },
         CONTENT_TYPE.merge,
         { fieldManager: FIELD_MANAGER },
       );

@@ -24,7 +24,7 @@ import {
   type MirrorCluster,
   type MirrorClusterStatus,
 } from '@mirrorhub/shared/api/index';
-import { equalIgnoringTime } from '@mirrorhub/shared/mirror/index';
+import { equalIgnoringTime, mergePatchBody } from '@mirrorhub/shared/mirror/index';
 import {
   childLogger,
   errorMessage,
@@ -696,26 +696,6 @@ export class ClusterController {
     for (const s of this.readiness.values()) counts[s] = (counts[s] ?? 0) + 1;
     for (const [state, n] of Object.entries(counts)) this.stateGauge.set({ state }, n);
   }
-}
-
-/**
- * A JSON merge patch from `prev` to `next`: every field of next, and null for every field (at
- * any depth of plain objects) that next no longer has. Arrays are replaced as a whole.
- */
-export function mergePatchBody(prev: unknown, next: unknown): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  const p = isPlain(prev) ? prev : {};
-  const n = isPlain(next) ? next : {};
-  for (const [k, v] of Object.entries(n)) {
-    if (v === undefined) continue;
-    out[k] = isPlain(v) && isPlain(p[k]) ? mergePatchBody(p[k], v) : v;
-  }
-  for (const k of Object.keys(p)) if (!(k in out)) out[k] = null;
-  return out;
-}
-
-function isPlain(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function canonical(labels: Readonly<Record<string, string>>): string {

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { mergePatchBody } from './controller.js';
 import { PendingCleanups } from './pending.js';
 
 describe('PendingCleanups', () => {
@@ -23,23 +22,5 @@ describe('PendingCleanups', () => {
     expect(p.prune('a', () => false)).toBe(false);
     p.clear('a');
     expect(p.list('a')).toEqual([]);
-  });
-});
-
-describe('mergePatchBody', () => {
-  it('sends every field and null for fields gone at any depth; arrays as a whole', () => {
-    const prev = {
-      reachable: true,
-      lastError: 'down',
-      agent: { present: true, version: '1', lastHeartbeat: 't' },
-      conditions: [{ type: 'A' }, { type: 'B' }],
-    };
-    const next = { reachable: false, agent: { present: false }, conditions: [{ type: 'A' }] };
-    expect(mergePatchBody(prev, next)).toEqual({
-      reachable: false,
-      lastError: null,
-      agent: { present: false, version: null, lastHeartbeat: null },
-      conditions: [{ type: 'A' }],
-    });
   });
 });

@@ -23,6 +23,7 @@ import {
 import {
   deliveryName,
   equalIgnoringTime,
+  mergePatchBody,
   type MirrorIdentity,
 } from '@mirrorhub/shared/mirror/index';
 import {
@@ -509,9 +510,6 @@ export class MirrorController {
   ): Promise<AnyMirror> {
     const prev = mirror.status ?? {};
     if (equalIgnoringTime(prev, next, [])) return mirror;
-    // A merge patch: send every field, and null for fields that are no longer there.
-    const patch: Record<string, unknown> = { ...next };
-    for (const k of Object.keys(prev)) if (!(k in next)) patch[k] = null;
     const ns = mirror.metadata.namespace;
     const updated = await mergePatchStatus<AnyMirror>(
       this.rest,
@@ -522,7 +520,7 @@ export class MirrorController {
         name: mirror.metadata.name ?? '',
         ...(ns ? { namespace: ns } : {}),
       },
-      patch,
+      mergePatchBody(prev, next),
       { fieldManager: FIELD_MANAGER.hub },
     );
     this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
