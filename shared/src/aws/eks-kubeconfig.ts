@@ -3,7 +3,7 @@
 // uses kubeAccessForCluster, and EksClusterAccess.kubeConfig() loads this on demand.
 import { KubeConfig } from '@kubernetes/client-node';
 import type { User } from '@kubernetes/client-node';
-import type { ClusterKubeConfigOptions, EksTokenSource } from './eks-token.js';
+import { bearerTokens, type ClusterKubeConfigOptions } from './eks-token.js';
 
 const AUTH_PROVIDER_NAME = 'mirrorhub-eks-token';
 
@@ -18,13 +18,7 @@ const AUTH_PROVIDER_NAME = 'mirrorhub-eks-token';
  * the exported config contains no secret: just `auth-provider: {name: mirrorhub-eks-token}`.
  */
 export function kubeConfigForCluster(opts: ClusterKubeConfigOptions): KubeConfig {
-  const getToken =
-    typeof opts.token === 'function'
-      ? opts.token
-      : (
-          (source: EksTokenSource) => async () =>
-            (await source.getToken()).token
-        )(opts.token);
+  const getToken = bearerTokens(opts.token);
   const kc = new KubeConfig();
   kc.addAuthenticator({
     isAuthProvider: (user: User) => user.authProvider?.name === AUTH_PROVIDER_NAME,

@@ -207,6 +207,12 @@ export interface ClusterKubeConfigOptions {
   token: EksTokenSource | (() => Promise<string>);
 }
 
+/** `token` as a function that answers the current bearer token. */
+export function bearerTokens(token: ClusterKubeConfigOptions['token']): () => Promise<string> {
+  if (typeof token === 'function') return token;
+  return async () => (await token.getToken()).token;
+}
+
 /**
  * A KubeAccess for the cluster, without client-node: the server, its CA, and a bearer token
  * from `token` set on every request (so a long-lived REST client or watch always sends a
@@ -214,13 +220,7 @@ export interface ClusterKubeConfigOptions {
  * (eks-kubeconfig.ts).
  */
 export function kubeAccessForCluster(opts: ClusterKubeConfigOptions): KubeAccess {
-  const getToken =
-    typeof opts.token === 'function'
-      ? opts.token
-      : (
-          (source: EksTokenSource) => async () =>
-            (await source.getToken()).token
-        )(opts.token);
+  const getToken = bearerTokens(opts.token);
   const server = opts.server;
   const ca = Buffer.from(opts.caPem, 'utf8');
   return {
