@@ -4,7 +4,12 @@
 // that cluster's queue) forever. Clients made here abort every request after `timeoutMs`, and
 // `withDeadline` turns the abort into an error that says so.
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { CONTENT_TYPE, groupPath, RestClient } from '@mirrorhub/shared/k8s/rest';
+import {
+  CONTENT_TYPE,
+  customObjectPath,
+  RestClient,
+  type CustomObjectRef,
+} from '@mirrorhub/shared/k8s/rest';
 
 /** Default deadline of one request to a cluster. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -52,23 +57,6 @@ export function isAbort(err: unknown): boolean {
 
 function formatMs(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
-/** A custom object: its group, version, plural, name and (when namespaced) namespace. */
-export interface CustomObjectRef {
-  group: string;
-  version: string;
-  plural: string;
-  name: string;
-  namespace?: string;
-}
-
-/** The path of a custom object, or of its status subresource. */
-export function customObjectPath(ref: CustomObjectRef, status = false): string {
-  return (
-    groupPath(ref.group, ref.version, ref.plural, ref.namespace, ref.name) +
-    (status ? '/status' : '')
-  );
 }
 
 /**

@@ -32,6 +32,7 @@ import {
 import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
 import {
   corePath,
+  customObjectPath,
   groupPath,
   isAlreadyExists,
   isNotFound,
@@ -45,12 +46,7 @@ import {
 } from '@mirrorhub/shared/k8s/watcher';
 import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
 import { deliveryUpToDate } from '../controllers/mirror/plan.js';
-import {
-  customObjectPath,
-  DEFAULT_REQUEST_TIMEOUT_MS,
-  timedRestClient,
-  withDeadline,
-} from './client.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, timedRestClient, withDeadline } from './client.js';
 import { LABEL_ORIGIN_CLUSTER } from '../names.js';
 import { WriteOverlay } from '../overlay.js';
 import type { ClusterTarget } from './target.js';

@@ -23,7 +23,9 @@ import {
 } from '@kubernetes/client-node';
 import { backoffDelay } from '../runtime/backoff.js';
 import { realClock, sleep, type Clock } from '../runtime/clock.js';
-import { isConflict } from './rest.js';
+import { isConflict, type CustomObjectRef } from './rest.js';
+
+export type { CustomObjectRef } from './rest.js';
 
 export { ApiException, PatchStrategy } from '@kubernetes/client-node';
 
@@ -119,15 +121,6 @@ export const mergePatchOptions = (): ReturnType<typeof setHeaderOptions> =>
   patchOptions(PatchStrategy.MergePatch);
 export const applyPatchOptions = (): ReturnType<typeof setHeaderOptions> =>
   patchOptions(PatchStrategy.ServerSideApply);
-
-/** Which custom object: namespaced when `namespace` is set, else cluster-scoped. */
-export interface CustomObjectRef {
-  group: string;
-  version: string;
-  plural: string;
-  name: string;
-  namespace?: string;
-}
 
 export interface StatusPatchOptions {
   fieldManager: string;

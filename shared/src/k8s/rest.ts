@@ -230,6 +230,23 @@ export function corePath(plural: string, namespace?: string, name?: string): str
   return `/api/v1${ns}/${plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
 }
 
+/** Which custom object: namespaced when `namespace` is set, else cluster-scoped. */
+export interface CustomObjectRef {
+  group: string;
+  version: string;
+  plural: string;
+  name: string;
+  namespace?: string;
+}
+
+/** The path of a custom object, or of its status subresource. */
+export function customObjectPath(ref: CustomObjectRef, status = false): string {
+  return (
+    groupPath(ref.group, ref.version, ref.plural, ref.namespace, ref.name) +
+    (status ? '/status' : '')
+  );
+}
+
 export function groupPath(
   group: string,
   version: string,
