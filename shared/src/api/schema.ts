@@ -503,6 +503,7 @@ const mirrorStatus = (tsType: string): Schema =>
       conflicts: count(
         'Namespaces where the target name is taken by an object mirrorhub does not own.',
       ),
+      denied: count("Namespaces the cluster's policy does not let mirrorhub write (PolicyDenied)."),
     }),
     clusters: array(
       'Per-cluster state.',
@@ -516,6 +517,7 @@ const mirrorStatus = (tsType: string): Schema =>
           synced: count('Namespaces with an up-to-date copy.'),
           failed: count('Namespaces where writing the copy failed.'),
           conflicts: count('Namespaces where the target name is taken.'),
+          denied: count("Namespaces refused by the cluster's policy."),
           lastSyncTime: dateTime('When the copies in this cluster were last brought up to date.'),
           message: string('Why the cluster is not Active, if it is not.', { maxLength: 4096 }),
         },
@@ -524,7 +526,7 @@ const mirrorStatus = (tsType: string): Schema =>
       { maxItems: 1024, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
     ),
     problems: array(
-      'Namespaces that failed or conflict, at most 50 (see counts for the totals).',
+      'Namespaces that failed, conflict or are refused by policy, at most 50 (see counts for the totals).',
       object(
         'MirrorProblem',
         'One namespace whose copy is not in sync.',
@@ -533,8 +535,8 @@ const mirrorStatus = (tsType: string): Schema =>
           namespace: string('Namespace name.', { maxLength: 63 }),
           state: stringEnum(
             'ProblemState',
-            'Failed: writing failed. Conflict: the name is taken.',
-            ['Failed', 'Conflict'],
+            "Failed: writing failed. Conflict: the name is taken. PolicyDenied: the cluster's policy refuses it.",
+            ['Failed', 'Conflict', 'PolicyDenied'],
           ),
           message: string('What went wrong.', { maxLength: 1024 }),
         },
@@ -613,7 +615,17 @@ export const secretMirror: KindDefinition = {
   description:
     "Copies a Secret or ConfigMap from the mirror's own namespace into other namespaces, in this " +
     'cluster and in MirrorClusters.',
-  spec: mirrorSpec('SecretMirrorSpec', 'What to copy, where to, and how.', []),
+  spec: mirrorSpec('SecretMirrorSpec', 'What to copy, where to, and how.', [
+    {
+      // A namespace's owner may only take over objects through a ClusterSecretMirror (admins):
+      // Adopt from a SecretMirror would let a tenant overwrite another team's Secret.
+      rule: "!has(self.conflictPolicy) || self.conflictPolicy != 'Adopt'",
+      message:
+        'conflictPolicy Adopt is for ClusterSecretMirrors only: a SecretMirror never takes over an object it does not own',
+      fieldPath: '.conflictPolicy',
+      reason: 'FieldValueForbidden',
+    },
+  ]),
   status: mirrorStatus('SecretMirrorStatus'),
   printerColumns: MIRROR_COLUMNS,
   charts: ['mirrorhub-hub'],
@@ -678,13 +690,28 @@ export const mirrorCluster: KindDefinition = {
             'IAM role the hub assumes for this cluster (arn:aws:iam::<account>:role/<name>).',
             { maxLength: 2048, pattern: ROLE_ARN },
           ),
-          externalId: string('ExternalId passed to sts:AssumeRole, if the role requires one.', {
-            minLength: 2,
-            maxLength: 1224,
-            pattern: '^[A-Za-z0-9+=,.@:/_-]+$',
-          }),
+          externalId: string(
+            'ExternalId passed to sts:AssumeRole; required (the follower role trusts the hub role ' +
+              "only with it, so a role ARN alone cannot be used as someone else's confused deputy).",
+            {
+              minLength: 2,
+              maxLength: 1224,
+              pattern: '^[A-Za-z0-9+=,.@:/_-]+$',
+            },
+          ),
         },
-        { required: ['name', 'region', 'roleArn'] },
+        {
+          required: ['name', 'region', 'roleArn'],
+          'x-kubernetes-validations': [
+            {
+              rule: 'has(self.externalId)',
+              message:
+                "eks.externalId is required: the ExternalId of the follower role's trust policy (the terraform follower module's external_id)",
+              fieldPath: '.externalId',
+              reason: 'FieldValueRequired',
+            },
+          ],
+        },
       ),
       kubeconfigSecretRef: object(
         'KubeconfigSecretRef',
@@ -867,6 +894,12 @@ export const mirrorDelivery: KindDefinition = {
           'itself is never overwritten.',
         { maxLength: 63 },
       ),
+      acceptLabel: string(
+        'Set when the hub requires destination namespaces to accept the source namespace: only ' +
+          'namespaces carrying this label with the value "true" are selected ' +
+          '(accept.mirrorhub.io/<source namespace>).',
+        { maxLength: 317 },
+      ),
       template: deliveryTemplate,
       deletePolicy,
       conflictPolicy,
@@ -903,6 +936,7 @@ export const mirrorDelivery: KindDefinition = {
       conflicts: count(
         'Namespaces where the target name is taken by an object mirrorhub does not own.',
       ),
+      denied: count("Namespaces this cluster's policy does not let mirrorhub write."),
     }),
     namespaces: array(
       'Per-namespace state, problems first, at most 500 entries (truncated says when more exist).',
@@ -911,12 +945,14 @@ export const mirrorDelivery: KindDefinition = {
         'State of the copy in one namespace.',
         {
           name: string('Namespace name.', { maxLength: 63 }),
-          state: stringEnum('NamespaceState', 'Synced, Failed or Conflict.', [
-            'Synced',
-            'Failed',
-            'Conflict',
-          ]),
-          message: string('What went wrong, for Failed and Conflict.', { maxLength: 1024 }),
+          state: stringEnum(
+            'NamespaceState',
+            "Synced, Failed, Conflict, or PolicyDenied (the cluster's policy refuses it).",
+            ['Synced', 'Failed', 'Conflict', 'PolicyDenied'],
+          ),
+          message: string('What went wrong, for Failed, Conflict and PolicyDenied.', {
+            maxLength: 1024,
+          }),
         },
         { required: ['name', 'state'] },
       ),

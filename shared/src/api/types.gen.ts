@@ -388,7 +388,10 @@ export interface SecretMirrorStatus {
   /** Per-cluster state. */
   clusters?: ClusterSyncStatus[];
 
-  /** Namespaces that failed or conflict, at most 50 (see counts for the totals). */
+  /**
+   * Namespaces that failed, conflict or are refused by policy, at most 50 (see counts for the
+   * totals).
+   */
   problems?: MirrorProblem[];
 
   /** Latest observations of the object, in the standard metav1.Condition form. */
@@ -415,6 +418,9 @@ export interface MirrorCounts {
 
   /** Namespaces where the target name is taken by an object mirrorhub does not own. */
   conflicts?: number;
+
+  /** Namespaces the cluster's policy does not let mirrorhub write (PolicyDenied). */
+  denied?: number;
 }
 
 /** State of the mirror in one cluster. */
@@ -437,6 +443,9 @@ export interface ClusterSyncStatus {
   /** Namespaces where the target name is taken. */
   conflicts?: number;
 
+  /** Namespaces refused by the cluster's policy. */
+  denied?: number;
+
   /** When the copies in this cluster were last brought up to date. */
   lastSyncTime?: string;
 
@@ -452,16 +461,22 @@ export interface MirrorProblem {
   /** Namespace name. */
   namespace: string;
 
-  /** Failed: writing failed. Conflict: the name is taken. */
+  /**
+   * Failed: writing failed. Conflict: the name is taken. PolicyDenied: the cluster's policy refuses
+   * it.
+   */
   state: ProblemState;
 
   /** What went wrong. */
   message?: string;
 }
 
-/** Failed: writing failed. Conflict: the name is taken. */
-export type ProblemState = 'Failed' | 'Conflict';
-export const PROBLEM_STATE_VALUES = ['Failed', 'Conflict'] as const;
+/**
+ * Failed: writing failed. Conflict: the name is taken. PolicyDenied: the cluster's policy refuses
+ * it.
+ */
+export type ProblemState = 'Failed' | 'Conflict' | 'PolicyDenied';
+export const PROBLEM_STATE_VALUES = ['Failed', 'Conflict', 'PolicyDenied'] as const;
 
 /** One aspect of the current state (metav1.Condition). */
 export interface Condition {
@@ -573,7 +588,10 @@ export interface ClusterSecretMirrorStatus {
   /** Per-cluster state. */
   clusters?: ClusterSyncStatus[];
 
-  /** Namespaces that failed or conflict, at most 50 (see counts for the totals). */
+  /**
+   * Namespaces that failed, conflict or are refused by policy, at most 50 (see counts for the
+   * totals).
+   */
   problems?: MirrorProblem[];
 
   /** Latest observations of the object, in the standard metav1.Condition form. */
@@ -610,7 +628,10 @@ export interface EksAccess {
   /** IAM role the hub assumes for this cluster (arn:aws:iam::<account>:role/<name>). */
   roleArn: string;
 
-  /** ExternalId passed to sts:AssumeRole, if the role requires one. */
+  /**
+   * ExternalId passed to sts:AssumeRole; required (the follower role trusts the hub role only with
+   * it, so a role ARN alone cannot be used as someone else's confused deputy).
+   */
   externalId?: string;
 }
 
@@ -739,6 +760,13 @@ export interface MirrorDeliverySpec {
    * never overwritten.
    */
   sourceNamespace?: string;
+
+  /**
+   * Set when the hub requires destination namespaces to accept the source namespace: only
+   * namespaces carrying this label with the value "true" are selected (accept.mirrorhub.io/<source
+   * namespace>).
+   */
+  acceptLabel?: string;
 
   /**
    * Final metadata of every copy, computed by the hub (source metadata with the mirror template
@@ -870,6 +898,9 @@ export interface DeliveryCounts {
 
   /** Namespaces where the target name is taken by an object mirrorhub does not own. */
   conflicts?: number;
+
+  /** Namespaces this cluster's policy does not let mirrorhub write. */
+  denied?: number;
 }
 
 /** State of the copy in one namespace. */
@@ -877,16 +908,16 @@ export interface DeliveryNamespaceStatus {
   /** Namespace name. */
   name: string;
 
-  /** Synced, Failed or Conflict. */
+  /** Synced, Failed, Conflict, or PolicyDenied (the cluster's policy refuses it). */
   state: NamespaceState;
 
-  /** What went wrong, for Failed and Conflict. */
+  /** What went wrong, for Failed, Conflict and PolicyDenied. */
   message?: string;
 }
 
-/** Synced, Failed or Conflict. */
-export type NamespaceState = 'Synced' | 'Failed' | 'Conflict';
-export const NAMESPACE_STATE_VALUES = ['Synced', 'Failed', 'Conflict'] as const;
+/** Synced, Failed, Conflict, or PolicyDenied (the cluster's policy refuses it). */
+export type NamespaceState = 'Synced' | 'Failed' | 'Conflict' | 'PolicyDenied';
+export const NAMESPACE_STATE_VALUES = ['Synced', 'Failed', 'Conflict', 'PolicyDenied'] as const;
 
 /** Defaults the API server fills in, per type: use them where an object may predate them. */
 export const DEFAULTS = {

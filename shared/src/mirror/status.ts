@@ -118,16 +118,18 @@ export interface SyncCounts {
   synced: number;
   failed: number;
   conflicts: number;
+  /** Selected namespaces the cluster's policy refuses (absent = 0). */
+  denied?: number | undefined;
 }
 
 /**
  * Phase from counts: Error when `error` is set (nothing could be synced), Degraded when any copy
- * failed or conflicts, Active when every selected namespace is synced (also when none is
+ * failed, conflicts or is refused by the cluster's policy, Active when every selected namespace is synced (also when none is
  * selected: there is nothing left to do), Pending otherwise.
  */
 export function phaseFromCounts(counts: SyncCounts, error?: string): MirrorPhase {
   if (error) return 'Error';
-  if (counts.failed > 0 || counts.conflicts > 0) return 'Degraded';
+  if (counts.failed > 0 || counts.conflicts > 0 || (counts.denied ?? 0) > 0) return 'Degraded';
   if (counts.synced >= counts.namespaces) return 'Active';
   return 'Pending';
 }
@@ -145,10 +147,11 @@ export const MAX_PROBLEMS = 50;
 const STATE_ORDER: Record<DeliveryNamespaceStatus['state'], number> = {
   Failed: 0,
   Conflict: 1,
-  Synced: 2,
+  PolicyDenied: 2,
+  Synced: 3,
 };
 
-/** Problems first (Failed, Conflict, then Synced), by name within each, at most `max`. */
+/** Problems first (Failed, Conflict, PolicyDenied, then Synced), by name within each, at most `max`. */
 export function limitNamespaceStatuses(
   entries: readonly DeliveryNamespaceStatus[],
   max: number = MAX_NAMESPACE_ENTRIES,
@@ -159,7 +162,7 @@ export function limitNamespaceStatuses(
   return { namespaces: sorted.slice(0, max), truncated: sorted.length > max };
 }
 
-/** Failed before Conflict, then by cluster and namespace, at most `max`. */
+/** Failed, Conflict, PolicyDenied, then by cluster and namespace, at most `max`. */
 export function limitProblems(
   problems: readonly MirrorProblem[],
   max: number = MAX_PROBLEMS,
