@@ -13,6 +13,8 @@ import {
   type LeaderElector,
 } from '@mirrorhub/shared/runtime/leader';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { parsePolicy, type PolicySpec } from '@mirrorhub/shared/mirror/policy';
+import { createVerifier } from '@mirrorhub/shared/mirror/signing';
 import { RestClient } from '@mirrorhub/shared/k8s/rest';
 import {
   DeliveryController,
@@ -33,8 +35,22 @@ export interface AgentConfig {
   kubeConfig: KubeAccess;
   /** The agent namespace (MirrorDeliveries, payload Secrets, the heartbeat Lease). */
   namespace: string;
-  /** This cluster's name, as the hub knows it (a label on metrics, an annotation on the Lease). */
+  /**
+   * This cluster's name, as the hub knows it (the MirrorCluster's name): deliveries are signed
+   * for it; a label on metrics, an annotation on the Lease.
+   */
   clusterName: string;
+  /**
+   * The hub's Ed25519 public key(s), PEM: the agent acts only on deliveries and payloads signed
+   * by one of them. Two during a key rotation.
+   */
+  hubPublicKeys: string | readonly string[];
+  /**
+   * What this cluster lets the agent write (the agent chart's `policy` values). Absent fields
+   * take the chart's defaults; the control plane's namespaces and the agent's own are always
+   * denied.
+   */
+  policy?: PolicySpec | undefined;
   version: string;
   logger?: Logger;
   /** Serve /healthz, /readyz and /metrics: 0 = an ephemeral port, undefined = no server. */
@@ -85,9 +101,18 @@ export function createAgent(config: AgentConfig): Agent {
     defaultLabels: { cluster: config.clusterName },
     defaultMetrics: config.processMetrics ?? true,
   });
+  // Both throw a message naming what is wrong: the agent does not start on a bad configuration.
+  const policy = parsePolicy(config.policy ?? {}, config.namespace);
+  const verifier = createVerifier(
+    config.hubPublicKeys,
+    'hubPublicKeys (MIRRORHUB_HUB_PUBLIC_KEYS)',
+  );
   const controller = new DeliveryController({
     kubeConfig: config.kubeConfig,
     namespace: config.namespace,
+    clusterName: config.clusterName,
+    policy,
+    verifier,
     agentVersion: config.version,
     logger: log,
     metrics,
@@ -163,7 +188,14 @@ export function createAgent(config: AgentConfig): Agent {
       runDone = work(running.signal);
     }
     log.info(
-      { namespace: config.namespace, version: config.version, identity, port: server?.port },
+      {
+        namespace: config.namespace,
+        version: config.version,
+        identity,
+        port: server?.port,
+        policy: policy.summary,
+        trustedKeys: verifier.keyIds,
+      },
       'agent started',
     );
   }

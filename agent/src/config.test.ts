@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { readConfig } from './config.js';
 
-const base = { MIRRORHUB_CLUSTER_NAME: 'follower-a' };
+const KEY = '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----';
+const base = { MIRRORHUB_CLUSTER_NAME: 'follower-a', MIRRORHUB_HUB_PUBLIC_KEYS: KEY };
 
 describe('readConfig', () => {
   it.each<[string, string[], Record<string, string>, Record<string, unknown>]>([
@@ -42,6 +43,15 @@ describe('readConfig', () => {
       { ...base, MIRRORHUB_VERSION: '9.9.9' },
       { version: '9.9.9' },
     ],
+    [
+      "the follower owner's policy and the hub keys",
+      [],
+      { ...base, MIRRORHUB_POLICY: '{"allowAdopt":true,"namespaces":{"deny":["legacy-.*"]}}' },
+      {
+        hubPublicKeys: KEY,
+        policy: { allowAdopt: true, namespaces: { deny: ['legacy-.*'] } },
+      },
+    ],
   ])('%s', (_, argv, env, expected) => {
     expect(readConfig(argv, env)).toMatchObject(expected);
   });
@@ -50,6 +60,18 @@ describe('readConfig', () => {
     ['cluster name missing', [], {}, /MIRRORHUB_CLUSTER_NAME/],
     ['port not a number', [], { ...base, PORT: 'http' }, /PORT must be a whole number/],
     ['unknown flag', ['--bogus'], base, /bogus/],
+    [
+      'no hub public key',
+      [],
+      { MIRRORHUB_CLUSTER_NAME: 'a' },
+      /MIRRORHUB_HUB_PUBLIC_KEYS is required: the hub's Ed25519 public key/,
+    ],
+    [
+      'policy not JSON',
+      [],
+      { ...base, MIRRORHUB_POLICY: 'allowAdopt: true' },
+      /MIRRORHUB_POLICY is not JSON/,
+    ],
   ])('refuses: %s', (_, argv, env, message) => {
     expect(() => readConfig(argv, env)).toThrow(message);
   });

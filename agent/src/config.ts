@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import type { PolicySpec } from '@mirrorhub/shared/mirror/policy';
 import type { AgentConfig } from './agent.js';
 
 export interface MainConfig extends Omit<AgentConfig, 'kubeConfig' | 'logger'> {
@@ -45,6 +46,21 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
   });
   const clusterName = values['cluster-name'] ?? env['MIRRORHUB_CLUSTER_NAME'] ?? '';
   if (!clusterName) throw new Error('MIRRORHUB_CLUSTER_NAME (or --cluster-name) is required');
+  const hubPublicKeys = env['MIRRORHUB_HUB_PUBLIC_KEYS']?.trim() ?? '';
+  if (!hubPublicKeys) {
+    throw new Error(
+      "MIRRORHUB_HUB_PUBLIC_KEYS is required: the hub's Ed25519 public key(s) in PEM (the agent chart's hubPublicKeys); the agent acts only on deliveries signed by them",
+    );
+  }
+  let policy: PolicySpec | undefined;
+  const rawPolicy = env['MIRRORHUB_POLICY']?.trim();
+  if (rawPolicy) {
+    try {
+      policy = JSON.parse(rawPolicy) as PolicySpec;
+    } catch (err) {
+      throw new Error(`MIRRORHUB_POLICY is not JSON (${(err as Error).message})`, { cause: err });
+    }
+  }
   const identity = env['POD_NAME']
     ? `${env['POD_NAME']}-${randomBytes(3).toString('hex')}`
     : `${hostname()}-${randomBytes(3).toString('hex')}`;
@@ -55,6 +71,8 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
     kubeconfigPath: values.kubeconfig,
     namespace: values.namespace ?? env['MIRRORHUB_NAMESPACE'] ?? 'mirrorhub-system',
     clusterName,
+    hubPublicKeys,
+    policy,
     version: agentVersion(env),
     healthPort: positiveInt('PORT', values.port ?? env['PORT'], 8080),
     resyncSeconds: positiveInt('MIRRORHUB_RESYNC_SECONDS', env['MIRRORHUB_RESYNC_SECONDS'], 300),

@@ -201,9 +201,19 @@ describe('applyActions: one action, its outcome and its calls', () => {
       'adopt a foreign Secret of another type: delete and create',
       { op: 'adopt', namespace: 'a', object: desired('a', 'kubernetes.io/tls') },
       (c) => c.put(secret('a')),
-      false,
+      true,
       { result: 'ok' },
       ['read a', 'delete a', 'create a'],
+    ],
+    [
+      // The plan asks for adopt only where policy allows it; without ctx.adopt the foreign
+      // object is still left alone.
+      'adopt where policy forbids it: a conflict, nothing written',
+      { op: 'adopt', namespace: 'a', object: desired('a', 'kubernetes.io/tls') },
+      (c) => c.put(secret('a')),
+      false,
+      { result: 'conflict', adoptable: true },
+      ['read a'],
     ],
     [
       'update: conditional replace',

@@ -236,7 +236,8 @@ async function create(ctx: ApplyContext, obj: Copy): Promise<Result> {
 }
 
 async function adopt(ctx: ApplyContext, obj: Copy): Promise<Result> {
-  return takeOver(ctx, obj, true);
+  // The plan asks for this only where policy allows Adopt; ctx.adopt says so again.
+  return takeOver(ctx, obj, ctx.adopt);
 }
 
 /** An object holds the target name: write over it if it is ours (or adoptable), else conflict. */

@@ -27,6 +27,7 @@ import {
   type SourceKind,
 } from '@mirrorhub/shared/api/types.gen';
 import {
+  ANNOTATION_BINARY_KEYS,
   ANNOTATION_CONTENT_HASH,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
@@ -35,6 +36,13 @@ import {
   type CopyMarks,
 } from '@mirrorhub/shared/mirror/names';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
+import type { Policy } from '@mirrorhub/shared/mirror/policy';
+import {
+  ANNOTATION_SIGNATURE,
+  deliveryMessage,
+  payloadMessage,
+  type Verifier,
+} from '@mirrorhub/shared/mirror/signing';
 import { mergePatchBody } from '@mirrorhub/shared/mirror/status';
 import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
 import { kubeListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
@@ -100,6 +108,12 @@ export interface DeliveryControllerOptions {
   kubeConfig: KubeAccess;
   /** The agent namespace: MirrorDeliveries and payload Secrets live here. */
   namespace: string;
+  /** This cluster's name as the hub knows it: deliveries are signed for it. */
+  clusterName: string;
+  /** What this cluster lets the agent write (the cluster owner's configuration). */
+  policy: Policy;
+  /** The hub public keys this agent trusts. */
+  verifier: Verifier;
   agentVersion: string;
   logger: Logger;
   metrics: ControllerMetrics;
@@ -640,6 +654,8 @@ export class DeliveryController {
       agentVersion: this.opts.agentVersion,
       now: new Date(now),
       matcher: this.matcherFor(delivery),
+      policy: this.opts.policy,
+      signature: this.verify(delivery, payloadSecret),
     };
     const p = plan(input);
 
@@ -658,7 +674,9 @@ export class DeliveryController {
             {
               client: this.copyClient,
               deliveryName: name,
-              adopt: (delivery.spec.conflictPolicy ?? 'Skip') === 'Adopt',
+              // Adopt only where the cluster's policy allows it (the plan reports the rest).
+              adopt:
+                this.opts.policy.allowAdopt && (delivery.spec.conflictPolicy ?? 'Skip') === 'Adopt',
               observer: this.observer(payloadVersion),
             },
             p.actions,
@@ -694,6 +712,38 @@ export class DeliveryController {
     }
     // Copies not yet checked against a payload that just changed: look again once it settled.
     return { requeueAfterMs: deferred ? settling : this.resyncMs };
+  }
+
+  /**
+   * The delivery's signature, and its payload's (unless the delivery is being deleted: the
+   * payload may be gone, and removing our own copies needs only the delivery's word).
+   */
+  private verify(
+    delivery: MirrorDelivery,
+    payload: V1Secret | undefined,
+  ): { ok: true } | { ok: false; reason: string } {
+    const { clusterName: cluster, namespace, verifier } = this.opts;
+    const name = delivery.metadata.name ?? '';
+    const d = verifier.verify(
+      deliveryMessage({ cluster, namespace, name }, delivery.spec),
+      delivery.metadata.annotations?.[ANNOTATION_SIGNATURE],
+    );
+    if (!d.ok) return { ok: false, reason: `MirrorDelivery ${name}: ${d.reason}` };
+    if (!payload || delivery.metadata.deletionTimestamp) return d;
+    const pname = payload.metadata?.name ?? '';
+    const annotations = payload.metadata?.annotations;
+    const p = verifier.verify(
+      payloadMessage(
+        { cluster, namespace, name: pname },
+        {
+          contentHash: annotations?.[ANNOTATION_CONTENT_HASH],
+          binaryKeys: annotations?.[ANNOTATION_BINARY_KEYS],
+          data: payload.data,
+        },
+      ),
+      annotations?.[ANNOTATION_SIGNATURE],
+    );
+    return p.ok ? p : { ok: false, reason: `payload Secret ${pname}: ${p.reason}` };
   }
 
   private namespaceViews(): NamespaceView[] {
@@ -844,26 +894,45 @@ export class DeliveryController {
   private announce(d: MirrorDelivery, next: MirrorDeliveryStatus): void {
     const before = d.status;
     if (!this.events || !next.phase || next.phase === 'Pending') return;
+    const denied = next.counts?.denied ?? 0;
+    if (denied > 0 && (before?.counts?.denied ?? 0) === 0) {
+      const first = next.namespaces?.find((n) => n.state === 'PolicyDenied');
+      void this.events.record(
+        this.eventTarget(d),
+        'Warning',
+        'PolicyDenied',
+        'Reconcile',
+        `${denied} namespace${denied === 1 ? ' is' : 's are'} refused by this cluster's policy; first: ${first?.name ?? ''}: ${first?.message ?? ''}`,
+      );
+    }
     if (
       before?.phase === next.phase &&
       (next.phase !== 'Error' || before.message === next.message)
     ) {
       return;
     }
-    const reason = { Active: 'Synced', Degraded: 'Degraded', Error: 'Error' }[next.phase];
+    const reason = next.message?.startsWith('SignatureInvalid:')
+      ? 'SignatureInvalid'
+      : next.message?.startsWith('PolicyDenied')
+        ? 'PolicyDenied'
+        : { Active: 'Synced', Degraded: 'Degraded', Error: 'Error' }[next.phase];
     void this.events.record(
-      {
-        apiVersion: d.apiVersion,
-        kind: d.kind,
-        name: d.metadata.name ?? '',
-        namespace: this.opts.namespace,
-        uid: d.metadata.uid,
-      },
+      this.eventTarget(d),
       next.phase === 'Active' ? 'Normal' : 'Warning',
       reason,
       'Reconcile',
       next.message ?? reason,
     );
+  }
+
+  private eventTarget(d: MirrorDelivery) {
+    return {
+      apiVersion: d.apiVersion,
+      kind: d.kind,
+      name: d.metadata.name ?? '',
+      namespace: this.opts.namespace,
+      uid: d.metadata.uid,
+    };
   }
 
   private deliveryPath(name: string): string {

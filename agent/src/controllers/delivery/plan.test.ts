@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parsePolicy } from '@mirrorhub/shared/mirror/policy';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
@@ -23,6 +24,8 @@ import {
 } from './plan.js';
 
 const NOW = new Date('2025-01-02T03:04:05.678Z');
+/** The agent chart's default policy, in the agent namespace mirrorhub-system. */
+const DEFAULT_POLICY = parsePolicy({}, 'mirrorhub-system');
 const NOW_K8S = '2025-01-02T03:04:05Z';
 const EARLIER = '2025-01-01T00:00:00Z';
 const HASH = 'h-new';
@@ -100,6 +103,8 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     copies: [],
     agentVersion: '1.2.3',
     now: NOW,
+    policy: DEFAULT_POLICY,
+    signature: { ok: true },
     ...over,
   };
 }
@@ -240,12 +245,21 @@ describe('plan: actions', () => {
       ['create team-b'],
     ],
     [
-      'Adopt: a foreign object is taken over',
+      "Adopt, where the cluster's policy allows it: a foreign object is taken over",
+      {
+        delivery: delivery({ conflictPolicy: 'Adopt' }),
+        conflicts: new Map([['team-a', { message: 'taken', adoptable: true }]]),
+        policy: parsePolicy({ allowAdopt: true }, 'mirrorhub-system'),
+      },
+      ['adopt team-a', 'create team-b'],
+    ],
+    [
+      "Adopt, where the cluster's policy does not allow it (the default): left alone",
       {
         delivery: delivery({ conflictPolicy: 'Adopt' }),
         conflicts: new Map([['team-a', { message: 'taken', adoptable: true }]]),
       },
-      ['adopt team-a', 'create team-b'],
+      ['create team-b'],
     ],
     [
       "Adopt: another delivery's copy is never taken",
@@ -669,5 +683,125 @@ describe('settle: the status after applying', () => {
     const ok = settle(deleting, pd, [{ namespace: 'team-a', op: 'delete', result: 'ok' }]);
     expect(ok.clean).toBe(true);
     expect(ok.status.phase).toBe('Active');
+  });
+});
+
+describe("plan: the cluster owner's policy and the hub's signature", () => {
+  const SYSTEM = [...NAMESPACES, ns('kube-system'), ns('mirrorhub-system')];
+  const everywhere = delivery({ namespaces: ['.*'] });
+  const denied = (p: ReturnType<typeof plan>) =>
+    p.entries.filter((e) => e.state === 'PolicyDenied').map((e) => `${e.name}: ${e.message}`);
+
+  it('never writes into always-denied namespaces, and says so per namespace', () => {
+    const p = plan(input({ delivery: everywhere, namespaces: SYSTEM }));
+    expect(ops(p.actions)).toEqual(['create other', 'create team-a', 'create team-b']);
+    expect(denied(p)).toEqual([
+      'kube-system: PolicyDenied (policy.namespaces.always-denied): namespace kube-system is never written by mirrorhub (system or agent namespace)',
+      'mirrorhub-system: PolicyDenied (policy.namespaces.always-denied): namespace mirrorhub-system is never written by mirrorhub (system or agent namespace)',
+    ]);
+    expect(p.status).toMatchObject({
+      phase: 'Degraded',
+      counts: { namespaces: 5, synced: 3, failed: 0, conflicts: 0, denied: 2 },
+    });
+    expect(p.status.message).toMatch(
+      /^3\/5 namespaces synced; 2 denied by policy; first: kube-system: PolicyDenied \(policy.namespaces.always-denied\)/,
+    );
+  });
+
+  it('leaves its own copy alone in a namespace the policy now denies (no update, no delete)', () => {
+    const policy = parsePolicy({ namespaces: { deny: ['team-b'] } }, 'mirrorhub-system');
+    const p = plan(
+      input({
+        policy,
+        copies: [copy('team-a', withHash('h-old')), copy('team-b', withHash('h-old'))],
+      }),
+    );
+    expect(ops(p.actions)).toEqual(['update team-a']);
+    expect(denied(p)).toEqual([
+      'team-b: PolicyDenied (policy.namespaces.deny): namespace team-b matches denied pattern "team-b"',
+    ]);
+  });
+
+  it.each<[string, Partial<MirrorDeliverySpec>, RegExp]>([
+    [
+      'a service-account token',
+      { template: { type: 'kubernetes.io/service-account-token' } },
+      /^PolicyDenied \(policy.secretTypes\): Secret type kubernetes.io\/service-account-token is never written/,
+    ],
+    [
+      'an annotation under kubernetes.io',
+      { template: { annotations: { 'kubernetes.io/service-account.name': 'default' } } },
+      /^PolicyDenied \(policy.metadata.deniedDomains\): annotation kubernetes.io\/service-account.name/,
+    ],
+  ])(
+    'refuses %s everywhere: nothing written, Error, every namespace PolicyDenied',
+    (_, spec, message) => {
+      const p = plan(
+        input({ delivery: delivery(spec), copies: [copy('team-a', withHash('h-old'))] }),
+      );
+      expect(p.actions).toEqual([]);
+      expect(p.status.phase).toBe('Error');
+      expect(p.status.message).toMatch(message);
+      expect(p.entries.map((e) => e.state)).toEqual(['PolicyDenied', 'PolicyDenied']);
+      // The hub must see this report as the answer to this content, not wait for another.
+      expect(p.status.observedHash).toBe(HASH);
+    },
+  );
+
+  it('admits a namespace only with the acceptance label the hub asked for', () => {
+    const d = delivery({ acceptLabel: 'accept.mirrorhub.io/apps' });
+    const p = plan(
+      input({
+        delivery: d,
+        namespaces: [ns('team-a', { 'accept.mirrorhub.io/apps': 'true' }), ns('team-b')],
+      }),
+    );
+    expect(ops(p.actions)).toEqual(['create team-a']);
+    // Not accepting is not an error: the namespace is simply not selected.
+    expect(p.status).toMatchObject({ phase: 'Active', counts: { namespaces: 1, synced: 1 } });
+  });
+
+  it('reports a conflict Adopt would need as PolicyDenied when Adopt is not allowed', () => {
+    const i = input({ delivery: delivery({ conflictPolicy: 'Adopt' }) });
+    const p = plan(i);
+    const s = settle(i, p, [
+      { namespace: 'team-a', op: 'create', result: 'conflict', message: 'taken', adoptable: true },
+      { namespace: 'team-b', op: 'create', result: 'ok' },
+    ]);
+    expect(s.status.namespaces).toEqual([
+      {
+        name: 'team-a',
+        state: 'PolicyDenied',
+        message:
+          "PolicyDenied (policy.allowAdopt): the target name is taken by an object mirrorhub does not own, and this cluster's policy does not allow Adopt",
+      },
+      { name: 'team-b', state: 'Synced' },
+    ]);
+  });
+
+  it('acts on nothing whose signature did not verify', () => {
+    const signature = { ok: false as const, reason: 'MirrorDelivery x: not signed' };
+    const p = plan(input({ signature, copies: [copy('team-a', withHash('h-old'))] }));
+    expect(p.actions).toEqual([]);
+    expect(p.addFinalizer).toBe(false);
+    expect(p.status).toMatchObject({
+      phase: 'Error',
+      message:
+        'SignatureInvalid: nothing is written for this delivery: MirrorDelivery x: not signed',
+      observedHash: HASH,
+    });
+  });
+
+  it('lets an unsigned delivery being deleted go without touching a copy', () => {
+    const d = delivery({}, { deletionTimestamp: '2025-01-01T00:00:00Z' });
+    const p = plan(
+      input({ delivery: d, signature: { ok: false, reason: 'forged' }, copies: [copy('team-a')] }),
+    );
+    expect(p.actions).toEqual([]);
+    expect(p.removeFinalizer).toBe(true);
+    // The same delivery, signed, removes its copy first.
+    expect(ops(plan(input({ delivery: d, copies: [copy('team-a')] })).actions)).toEqual([
+      'delete team-a Secret/tls',
+    ]);
   });
 });

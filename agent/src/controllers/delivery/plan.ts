@@ -6,6 +6,11 @@
 // - `plan(input)` decides the actions and the status as it would be if every action succeeded;
 // - `settle(input, plan, outcomes)` folds in what applying the actions actually did (a create
 //   that hit someone else's object, a 403, ...) and gives the status to report.
+//
+// The trust boundary lives here: a delivery whose signature did not verify is not acted on at
+// all, and the cluster owner's policy (shared/src/mirror/policy.ts) refuses, per namespace and
+// with the rule's name, what the delivery asks beyond it (state PolicyDenied). Nothing is
+// written, updated or deleted in a refused namespace.
 
 import { deliveryPolicies } from '@mirrorhub/shared/api/helpers';
 import type {
@@ -34,6 +39,7 @@ import {
   type CopyMarks,
   type NamespaceMatcher,
   type Payload,
+  type Policy,
   type SecretCopy,
   type SyncCounts,
 } from '@mirrorhub/shared/mirror/index';
@@ -95,6 +101,14 @@ export interface PlanInput {
   now: Date;
   /** Compiled matcher for this delivery's spec (a cache); compiled from the spec when absent. */
   matcher?: NamespaceMatcher | undefined;
+  /** This cluster's policy (the agent's configuration). */
+  policy: Policy;
+  /**
+   * Whether the delivery and its payload carry a valid hub signature (see signing.ts). When not,
+   * nothing is written or deleted: the reason goes into status, and a delivery being deleted
+   * just loses the agent's finalizer.
+   */
+  signature: { ok: true } | { ok: false; reason: string };
 }
 
 /** Identity and version of an existing object, for conditional writes. */
@@ -143,8 +157,10 @@ export interface Plan {
   entries: Entry[];
   /** Selected, non-terminating namespaces. */
   selected: number;
-  /** Set when nothing can be synced (invalid spec, payload missing). */
+  /** Set when nothing can be synced (invalid spec, payload missing, refused). */
   error?: string | undefined;
+  /** Refused as a whole (signature, policy); see Draft.refused. */
+  refused?: boolean | undefined;
   suspended: boolean;
   deleting: boolean;
   /** Status to report when every action succeeds. */
@@ -268,16 +284,23 @@ export function plan(input: PlanInput): Plan {
   };
 
   // Being deleted: take every copy away (or release it), then let the delivery go. A suspended
-  // delivery writes nothing, not even then (as Flux does): its finalizer just goes.
+  // delivery writes nothing, not even then (as Flux does): its finalizer just goes. So does an
+  // unsigned or tampered one: its spec (deletePolicy included) is not the hub's word.
   if (deleting) {
     if (!finalizerPresent) return finish(input, draft, { wrote: false, keepStatus: true });
     draft.removeFinalizer = true;
     draft.suspended = policies.suspend;
-    if (!policies.suspend) {
+    if (!policies.suspend && input.signature.ok) {
       draft.actions = ours.map(remove);
       draft.entries = [...new Set(ours.map((c) => c.namespace))].flatMap(removalEntry);
     }
     return finish(input, draft, { wrote: draft.actions.length > 0, keepStatus: true });
+  }
+
+  if (!input.signature.ok) {
+    draft.error = `SignatureInvalid: nothing is written for this delivery: ${input.signature.reason}`;
+    draft.refused = true;
+    return finish(input, draft, { wrote: false });
   }
 
   if (policies.suspend) {
@@ -301,6 +324,15 @@ export function plan(input: PlanInput): Plan {
   const render = (namespace: string): Copy =>
     renderCopy({ kind, name: targetName, namespace, payload, template: spec.template, marks });
   const desiredType = spec.template?.type ?? 'Opaque';
+  const { policy } = input;
+  // Rules about the copy itself (its type, its metadata keys) refuse it everywhere.
+  const refused = policy.checkDelivery({
+    kind,
+    type: desiredType,
+    labels: spec.template?.labels,
+    annotations: spec.template?.annotations,
+  });
+  const acceptLabel = spec.acceptLabel;
 
   const copiesByNs = new Map<string, CopyView[]>();
   for (const c of ours) {
@@ -314,7 +346,25 @@ export function plan(input: PlanInput): Plan {
     // A terminating namespace takes its copies with it; writing there only fails.
     if (ns.terminating) continue;
     const here = copiesByNs.get(ns.name) ?? [];
-    const isSelected = matcher.matches({ name: ns.name, labels: ns.labels });
+    const isSelected =
+      matcher.matches({ name: ns.name, labels: ns.labels }) &&
+      (acceptLabel === undefined || ns.labels?.[acceptLabel] === 'true');
+    if (isSelected || here.length > 0) {
+      // Refused here: nothing is created, updated or removed in this namespace.
+      const denial = policy.checkNamespace(ns) ?? refused;
+      if (denial) {
+        if (isSelected) {
+          draft.selected++;
+          entries.push({
+            name: ns.name,
+            state: 'PolicyDenied',
+            message: clip(denial.message, MAX_ENTRY_MESSAGE),
+            selected: true,
+          });
+        }
+        continue;
+      }
+    }
     const current = isSelected
       ? here.find((c) => c.kind === kind && c.name === targetName)
       : undefined;
@@ -369,7 +419,17 @@ export function plan(input: PlanInput): Plan {
     }
 
     const conflict = conflicts.get(ns.name);
-    if (conflict && !(conflict.adoptable && policies.conflictPolicy === 'Adopt')) {
+    const wantsAdopt = conflict?.adoptable === true && policies.conflictPolicy === 'Adopt';
+    if (conflict && wantsAdopt && !policy.allowAdopt) {
+      entries.push({
+        name: ns.name,
+        state: 'PolicyDenied',
+        message: clip(policy.adoptDenied().message, MAX_ENTRY_MESSAGE),
+        selected: true,
+      });
+      continue;
+    }
+    if (conflict && !wantsAdopt) {
       entries.push({
         name: ns.name,
         state: 'Conflict',
@@ -388,6 +448,10 @@ export function plan(input: PlanInput): Plan {
 
   draft.addFinalizer =
     !finalizerPresent && (ours.length > 0 || actions.some((a) => COPY_WRITES.has(a.op)));
+  if (refused) {
+    draft.error = refused.message;
+    draft.refused = true;
+  }
   return finish(input, draft, { wrote: actions.some((a) => a.op !== 'verify') });
 }
 
@@ -403,6 +467,11 @@ interface Draft {
   entries: Entry[];
   selected: number;
   error?: string | undefined;
+  /**
+   * The delivery was read and refused as a whole (signature, policy): the report describes this
+   * contentHash, so observedHash moves and the hub shows the refusal instead of waiting.
+   */
+  refused?: boolean | undefined;
   suspended: boolean;
   deleting: boolean;
 }
@@ -462,14 +531,19 @@ function buildStatus(
   }
 
   const counts: SyncCounts = { namespaces: draft.selected, synced: 0, failed: 0, conflicts: 0 };
+  let denied = 0;
   for (const e of draft.entries) {
     if (e.state === 'Synced') counts.synced++;
     else if (e.state === 'Failed') counts.failed++;
+    else if (e.state === 'PolicyDenied') denied++;
     else counts.conflicts++;
   }
+  // Reported only when there are any: a status without refusals reads as it always did.
+  if (denied > 0) counts.denied = denied;
   const phase: MirrorPhase = phaseFromCounts(counts, draft.error);
   const { namespaces, truncated } = limitNamespaceStatuses(draft.entries.map(toStatusEntry));
-  const observedHash = draft.error ? previous.observedHash : delivery.spec.contentHash;
+  const observedHash =
+    draft.error && !draft.refused ? previous.observedHash : delivery.spec.contentHash;
   const lastSyncTime =
     opts.wrote ||
     (!draft.error && observedHash !== previous.observedHash) ||
@@ -506,13 +580,15 @@ function summary(phase: MirrorPhase, counts: SyncCounts, entries: readonly Entry
 function describeProblems(entries: readonly Entry[]): string {
   const failed = entries.filter((e) => e.state === 'Failed');
   const conflicts = entries.filter((e) => e.state === 'Conflict');
+  const denied = entries.filter((e) => e.state === 'PolicyDenied');
   const parts: string[] = [];
   if (failed.length > 0) parts.push(`${failed.length} failed`);
   if (conflicts.length > 0) {
     parts.push(`${conflicts.length} ${conflicts.length === 1 ? 'conflict' : 'conflicts'}`);
   }
+  if (denied.length > 0) parts.push(`${denied.length} denied by policy`);
   const byName = (a: Entry, b: Entry) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  const first = [...failed.sort(byName), ...conflicts.sort(byName)][0];
+  const first = [...failed.sort(byName), ...conflicts.sort(byName), ...denied.sort(byName)][0];
   return first
     ? `${parts.join(', ')}; first: ${first.name}: ${first.message ?? first.state}`
     : parts.join(', ');
@@ -539,6 +615,11 @@ export function settle(input: PlanInput, p: Plan, outcomes: readonly Outcome[]):
     list?.find((o) => o.result === 'conflict') ??
     list?.find((o) => o.result === 'retry');
 
+  // A foreign object found by a create that Adopt would take, where policy forbids Adopt.
+  const adoptRefusal =
+    deliveryPolicies(input.delivery.spec).conflictPolicy === 'Adopt' && !input.policy.allowAdopt
+      ? input.policy.adoptDenied().message
+      : undefined;
   const entries: Entry[] = [];
   for (const e of p.entries) {
     const list = byNs.get(e.name);
@@ -554,13 +635,15 @@ export function settle(input: PlanInput, p: Plan, outcomes: readonly Outcome[]):
       if (e.selected) entries.push({ name: e.name, state: 'Synced', selected: true });
       continue;
     }
-    entries.push(entryFor(bad, e, previousEntries.get(e.name)));
+    entries.push(entryFor(bad, e, previousEntries.get(e.name), adoptRefusal));
   }
   // Outcomes in namespaces without an entry: removals from unselected namespaces.
   for (const [ns, list] of byNs) {
     const bad = worst(list);
     if (bad && bad.result !== 'retry') {
-      entries.push(entryFor(bad, { name: ns, state: 'Failed', selected: false }, undefined));
+      entries.push(
+        entryFor(bad, { name: ns, state: 'Failed', selected: false }, undefined, adoptRefusal),
+      );
     }
   }
 
@@ -573,12 +656,21 @@ function entryFor(
   bad: Outcome,
   planned: Entry,
   previous: DeliveryNamespaceStatus | undefined,
+  adoptRefusal: string | undefined,
 ): Entry {
   const { name, selected } = planned;
   switch (bad.result) {
     case 'failed':
       return { name, selected, state: 'Failed', message: clip(bad.message, MAX_ENTRY_MESSAGE) };
     case 'conflict':
+      if (bad.adoptable && adoptRefusal !== undefined) {
+        return {
+          name,
+          selected,
+          state: 'PolicyDenied',
+          message: clip(adoptRefusal, MAX_ENTRY_MESSAGE),
+        };
+      }
       return { name, selected, state: 'Conflict', message: clip(bad.message, MAX_ENTRY_MESSAGE) };
     default:
       // Lost a race (the queue retries at once): keep reporting what we reported before.
