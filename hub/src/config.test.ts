@@ -1,5 +1,19 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFromEnv } from './config.js';
+import { configFromEnv as readEnv } from './config.js';
+
+const KEY_FILE = join(mkdtempSync(join(tmpdir(), 'mirrorhub-hub-config-')), 'private.pem');
+const KEY_PEM = generateKeyPairSync('ed25519')
+  .privateKey.export({ type: 'pkcs8', format: 'pem' })
+  .toString();
+writeFileSync(KEY_FILE, KEY_PEM);
+
+/** The environment under test, with the signing key every hub needs. */
+const configFromEnv = (env: Record<string, string | undefined>) =>
+  readEnv({ MIRRORHUB_SIGNING_KEY_FILE: KEY_FILE, ...env });
 
 describe('configFromEnv', () => {
   it('defaults', () => {
@@ -53,6 +67,20 @@ describe('configFromEnv', () => {
     });
   });
 
+  it('reads the signing key and the tenancy rules', () => {
+    expect(
+      configFromEnv({
+        MIRRORHUB_REMOTE_NAMESPACES: '["platform-.+"]',
+        MIRRORHUB_REQUIRE_ACCEPTANCE: 'true',
+      }),
+    ).toMatchObject({
+      signingKey: KEY_PEM,
+      remoteNamespaces: ['platform-.+'],
+      requireAcceptance: true,
+    });
+    expect(configFromEnv({})).toMatchObject({ remoteNamespaces: [], requireAcceptance: false });
+  });
+
   it('leaves AWS to the default chain when nothing is set', () => {
     expect(configFromEnv({}).aws).toBeUndefined();
   });
@@ -68,6 +96,10 @@ describe('configFromEnv', () => {
       { MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS: '0' },
       /MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS/,
     ],
+    [{ MIRRORHUB_SIGNING_KEY_FILE: '' }, /MIRRORHUB_SIGNING_KEY_FILE is required/],
+    [{ MIRRORHUB_SIGNING_KEY_FILE: '/nonexistent/key.pem' }, /cannot read \/nonexistent\/key.pem/],
+    [{ MIRRORHUB_REMOTE_NAMESPACES: 'platform' }, /must be a JSON array of patterns/],
+    [{ MIRRORHUB_REQUIRE_ACCEPTANCE: 'yes' }, /must be true or false/],
   ])('refuses %j', (env, message) => {
     expect(() => configFromEnv(env)).toThrow(message);
   });

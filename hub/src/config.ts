@@ -1,5 +1,6 @@
 // The hub's configuration from the environment (main.ts only; read once at start-up).
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { HubConfig } from './hub.js';
 
@@ -21,6 +22,11 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * here. MIRRORHUB_STS_ENDPOINT / MIRRORHUB_EKS_ENDPOINT point AssumeRole / DescribeCluster at an
  * emulator or a VPC endpoint, MIRRORHUB_STS_REGION sets the region of AssumeRole calls (default:
  * each cluster's region), MIRRORHUB_ROLE_DURATION_SECONDS the session length (900-3600).
+ *
+ * Trust: MIRRORHUB_SIGNING_KEY_FILE (required) is the hub's Ed25519 private key in PKCS#8 PEM
+ * (the hub chart mounts signing.existingSecret there). Tenancy: MIRRORHUB_REMOTE_NAMESPACES, a
+ * JSON array of anchored regexes of namespaces whose SecretMirrors may reach other clusters;
+ * MIRRORHUB_REQUIRE_ACCEPTANCE ("true": SecretMirror copies need accept.mirrorhub.io/<ns>=true).
  */
 export function configFromEnv(env: Record<string, string | undefined>): EnvConfig {
   const namespace = env['MIRRORHUB_NAMESPACE']?.trim() || 'mirrorhub-system';
@@ -32,7 +38,14 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
   }
   // A pod restarted in place keeps its name: a suffix keeps two lives of it apart in the Lease.
   const identity = `${env['POD_NAME']?.trim() || hostname()}_${randomBytes(4).toString('hex')}`;
+  const acceptance = env['MIRRORHUB_REQUIRE_ACCEPTANCE']?.trim().toLowerCase() ?? '';
+  if (acceptance !== '' && acceptance !== 'true' && acceptance !== 'false') {
+    throw new Error(`MIRRORHUB_REQUIRE_ACCEPTANCE must be true or false; got "${acceptance}"`);
+  }
   return {
+    signingKey: signingKeyFrom(env),
+    remoteNamespaces: remoteNamespacesFrom(env),
+    requireAcceptance: acceptance === 'true',
     namespace,
     agentNamespace: env['MIRRORHUB_AGENT_NAMESPACE']?.trim() || namespace,
     clusterName: env['MIRRORHUB_CLUSTER_NAME']?.trim() || 'hub',
@@ -52,6 +65,39 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
     ...seconds(env, 'MIRRORHUB_CLEANUP_GRACE_SECONDS', 'cleanupGraceMs', 0, 30 * 86_400),
     ...awsFromEnv(env),
   };
+}
+
+function signingKeyFrom(env: Record<string, string | undefined>): string {
+  const file = env['MIRRORHUB_SIGNING_KEY_FILE']?.trim();
+  if (!file) {
+    throw new Error(
+      "MIRRORHUB_SIGNING_KEY_FILE is required: the path of the hub's Ed25519 private key (PEM), which signs every delivery (the hub chart mounts signing.existingSecret there; create one with `openssl genpkey -algorithm ed25519`)",
+    );
+  }
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`MIRRORHUB_SIGNING_KEY_FILE: cannot read ${file}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+function remoteNamespacesFrom(env: Record<string, string | undefined>): string[] {
+  const raw = env['MIRRORHUB_REMOTE_NAMESPACES']?.trim();
+  if (!raw) return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    throw new Error(`MIRRORHUB_REMOTE_NAMESPACES must be a JSON array of patterns; got "${raw}"`, {
+      cause: err,
+    });
+  }
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string' || v === '')) {
+    throw new Error(`MIRRORHUB_REMOTE_NAMESPACES must be a JSON array of patterns; got "${raw}"`);
+  }
+  return value as string[];
 }
 
 function awsFromEnv(env: Record<string, string | undefined>): Pick<EnvConfig, 'aws'> {

@@ -24,6 +24,9 @@ import { localTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';
 import { PendingCleanups } from './controllers/cluster/pending.js';
 import { MirrorController } from './controllers/mirror/controller.js';
+import type { Tenancy } from './controllers/mirror/plan.js';
+import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
+import { createSigner } from '@mirrorhub/shared/mirror/signing';
 import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
 
@@ -76,6 +79,21 @@ export interface HubConfig {
   cleanupGraceMs?: number;
   /** false: run the controllers at once (one replica, tests). Default: elect with defaults. */
   leaderElection?: false | LeaderElectionConfig;
+  /**
+   * The hub's Ed25519 private key (PKCS#8 PEM): every MirrorDelivery and payload Secret is
+   * signed with it, and agents act only on what verifies against their hubPublicKeys.
+   */
+  signingKey: string;
+  /**
+   * Anchored regexes of namespaces whose SecretMirrors may deliver to clusters other than the
+   * hub's own (default none: only ClusterSecretMirrors reach followers).
+   */
+  remoteNamespaces?: readonly string[];
+  /**
+   * Copies of a SecretMirror from namespace N land only in namespaces labelled
+   * accept.mirrorhub.io/N=true (default false).
+   */
+  requireAcceptance?: boolean;
 }
 
 export interface Hub {
@@ -105,6 +123,19 @@ export function createHub(config: HubConfig): Hub {
   const invalid = validateClusterName(clusterName);
   if (invalid) throw new Error(`hub: ${invalid}`);
   if (!config.identity) throw new Error('hub: identity must not be empty');
+  const signer = createSigner(
+    config.signingKey ?? '',
+    'hub: the signing key (MIRRORHUB_SIGNING_KEY_FILE)',
+  );
+  const remoteNamespaces = (config.remoteNamespaces ?? []).map((p, i) =>
+    compilePattern(p, `remoteNamespaces[${i}] (MIRRORHUB_REMOTE_NAMESPACES)`),
+  );
+  const badPattern = remoteNamespaces.find((m) => !m.ok);
+  if (badPattern && !badPattern.ok) throw new Error(`hub: ${badPattern.error}`);
+  const tenancy: Tenancy = {
+    remoteNamespaces,
+    requireAcceptance: config.requireAcceptance ?? false,
+  };
 
   const logger =
     config.logger ?? createLogger({ base: { component: 'hub', version: config.version } });
@@ -176,6 +207,8 @@ export function createHub(config: HubConfig): Hub {
       registry,
       originCluster: clusterName,
       hubSecret,
+      signer,
+      tenancy,
       identity: config.identity,
       logger,
       metrics,

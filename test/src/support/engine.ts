@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '@mirrorhub/shared';
 
 import { installCrds } from './crds.js';
 import { ClusterObjects, SYSTEM_NS } from './objects.js';
+import { TEST_HUB_KEY } from './signing.js';
 
 /** Every log line hub and agents wrote, to prove no secret value ever reaches a log. */
 export class LogSink {
@@ -68,6 +69,7 @@ export class Engine extends ClusterObjects {
       version: 'test',
       logger: this.logger('hub'),
       leaderElection: false,
+      signingKey: TEST_HUB_KEY.privateKeyPem,
       ...this.opts.hub,
       ...extra,
     } as HubConfig;
@@ -78,6 +80,7 @@ export class Engine extends ClusterObjects {
       kubeConfig: this.kc,
       namespace: SYSTEM_NS,
       clusterName: 'hub',
+      hubPublicKeys: TEST_HUB_KEY.publicKeyPem,
       version: 'test',
       logger: this.logger('agent'),
       ...this.opts.agent,

@@ -49,6 +49,7 @@ import { isolatedHelm } from './helm.js';
 import { LogSink } from './engine.js';
 import { ClusterObjects, SYSTEM_NS } from './objects.js';
 import { eventually } from './eventually.js';
+import { TEST_HUB_KEY } from './signing.js';
 
 export { SYSTEM_NS };
 export const HUB = 'hub';
@@ -181,6 +182,7 @@ export class MultiCluster {
       version: 'test',
       logger: this.logger('hub'),
       leaderElection: false,
+      signingKey: TEST_HUB_KEY.privateKeyPem,
       ...FAST,
       ...over,
       aws: {
@@ -208,6 +210,7 @@ export class MultiCluster {
       kubeConfig: this.kc(cluster),
       namespace: SYSTEM_NS,
       clusterName: cluster,
+      hubPublicKeys: TEST_HUB_KEY.publicKeyPem,
       version: '0.1.0-test',
       logger: this.logger('agent', cluster),
       heartbeat: { intervalMs: HEARTBEAT_MS },

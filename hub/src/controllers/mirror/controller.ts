@@ -55,7 +55,9 @@ import {
   type ClusterObservation,
   type PlannedEvent,
   type SourceObservation,
+  type Tenancy,
 } from './plan.js';
+import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import { SourceWatches } from './sources.js';
 
 const CONTROLLER = 'mirror';
@@ -68,6 +70,10 @@ export interface MirrorControllerOptions {
   originCluster: string;
   /** Key material for content hashes (Secret mirrorhub-hash-key). */
   hubSecret: Uint8Array;
+  /** Signs every delivery and payload (the hub's Ed25519 key). */
+  signer: Signer;
+  /** What SecretMirrors may do (namespaced mirrors belong to tenants). */
+  tenancy?: Tenancy | undefined;
   /** Reporting instance of Events. */
   identity: string;
   logger: Logger;
@@ -374,6 +380,8 @@ export class MirrorController {
       clusters: conns.map((c) => this.observe(c, name)),
       hubSecret: this.opts.hubSecret,
       originCluster: this.opts.originCluster,
+      signer: this.opts.signer,
+      tenancy: this.opts.tenancy,
       now: new Date(this.clock.now()),
     });
 
