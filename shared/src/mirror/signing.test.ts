@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { MirrorDeliverySpec } from '../api/types.gen.js';
 import { createSigner, createVerifier, deliveryMessage, payloadMessage } from './signing.js';
 
 const pem = (type: 'ed25519' | 'ec' = 'ed25519') => {

@@ -21,6 +21,8 @@ import {
   verify as edVerify,
   type KeyObject,
 } from 'node:crypto';
+import { deliveryPolicies } from '../api/helpers.js';
+import type { MirrorDeliverySpec } from '../api/types.gen.js';
 import { canonicalJson } from './hash.js';
 
 /** Annotation holding `<keyId>.<base64url signature>` on MirrorDeliveries and payload Secrets. */
@@ -34,9 +36,16 @@ export interface SignedPlace {
   name: string;
 }
 
-/** The bytes signed for a MirrorDelivery. */
-export function deliveryMessage(place: SignedPlace, spec: unknown): Buffer {
-  return Buffer.from(`mirrorhub.io/delivery/v1\n${canonicalJson({ ...place, spec })}`);
+/**
+ * The bytes signed for a MirrorDelivery. The spec is taken with the CRD's defaults applied
+ * (deletePolicy, conflictPolicy, suspend), so a field the API server fills in on the way does not
+ * break the signature, and a field it could fill in is covered like one that was sent.
+ */
+export function deliveryMessage(place: SignedPlace, spec: MirrorDeliverySpec): Buffer {
+  const withDefaults = { ...spec, ...deliveryPolicies(spec) };
+  return Buffer.from(
+    `mirrorhub.io/delivery/v1\n${canonicalJson({ ...place, spec: withDefaults })}`,
+  );
 }
 
 /** The bytes signed for a payload Secret: its data and the contentHash it carries. */

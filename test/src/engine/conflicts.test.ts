@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { Engine, secretMirror } from '../support/engine.js';
+import { clusterSecretMirror, Engine } from '../support/engine.js';
 import { consistently, eventually } from '../support/eventually.js';
 
+// Adopt is an administrator's tool (ClusterSecretMirror), and the cluster's owner must allow it
+// in the agent's policy; security.test.ts proves every path where it is refused.
 describe('objects mirrorhub does not own', () => {
   let e: Engine;
 
   beforeAll(async () => {
-    e = await Engine.start();
+    e = await Engine.start({ agent: { policy: { allowAdopt: true } } });
     for (const ns of ['src', 'team-1', 'team-2']) await e.ensureNamespace(ns);
     await e.putSecret('src', 'api-key', { key: 'from-source' });
     // team-1 already has its own Secret with the target name.
@@ -25,8 +27,8 @@ describe('objects mirrorhub does not own', () => {
 
   it('never overwrites them under conflictPolicy Skip, and reports the conflict per namespace and as an Event', async () => {
     await e.applyMirror(
-      secretMirror('src', 'api-key', {
-        source: { kind: 'Secret', name: 'api-key' },
+      clusterSecretMirror('api-key', {
+        source: { kind: 'Secret', name: 'api-key', namespace: 'src' },
         destination: { namespaces: ['team-.*'] },
         pollPeriodSeconds: 3600,
       }),
@@ -34,7 +36,7 @@ describe('objects mirrorhub does not own', () => {
     await eventually(async () =>
       expect(await e.secretData('team-2', 'api-key')).toEqual({ key: 'from-source' }),
     );
-    const m = await e.mirrorStatus('SecretMirror', 'api-key', 'src', (m) => {
+    const m = await e.mirrorStatus('ClusterSecretMirror', 'api-key', undefined, (m) => {
       expect(m.status?.counts?.conflicts).toBe(1);
       expect(m.status?.problems).toEqual([
         expect.objectContaining({
@@ -46,7 +48,7 @@ describe('objects mirrorhub does not own', () => {
     });
     expect(m.status?.phase).toBe('Degraded');
     await eventually(async () =>
-      expect((await e.events('src', 'api-key')).map((ev) => ev.reason)).toContain('Conflict'),
+      expect((await e.events('default', 'api-key')).map((ev) => ev.reason)).toContain('Conflict'),
     );
     await consistently(
       async () => expect(await e.secretData('team-1', 'api-key')).toEqual({ key: 'team-1-own' }),
@@ -55,7 +57,7 @@ describe('objects mirrorhub does not own', () => {
   });
 
   it('takes them over under conflictPolicy Adopt', async () => {
-    const m = await e.getMirror('SecretMirror', 'api-key', 'src');
+    const m = await e.getMirror('ClusterSecretMirror', 'api-key');
     await e.applyMirror({ ...m!, spec: { ...m!.spec, conflictPolicy: 'Adopt' } });
     await eventually(
       async () => expect(await e.secretData('team-1', 'api-key')).toEqual({ key: 'from-source' }),
@@ -63,7 +65,7 @@ describe('objects mirrorhub does not own', () => {
     );
     const adopted = await e.readSecret('team-1', 'api-key');
     expect(adopted?.metadata?.labels?.['mirrorhub.io/managed-by']).toBe('mirrorhub');
-    await e.mirrorStatus('SecretMirror', 'api-key', 'src', (m) => {
+    await e.mirrorStatus('ClusterSecretMirror', 'api-key', undefined, (m) => {
       expect(m.status?.phase).toBe('Active');
       expect(m.status?.counts?.conflicts).toBe(0);
     });
