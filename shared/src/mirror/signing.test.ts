@@ -25,7 +25,7 @@ const spec = {
   target: { kind: 'Secret', name: 'tls' },
   namespaces: ['team-.+'],
   contentHash: 'abc',
-};
+} as MirrorDeliverySpec;
 
 describe('delivery signatures', () => {
   const verifier = createVerifier(hub.public);
