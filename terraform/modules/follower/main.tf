@@ -101,15 +101,8 @@ resource "aws_eks_access_entry" "hub" {
   }
 }
 
-resource "aws_eks_access_policy_association" "agent_namespace" {
-  count = var.create_access_entry && var.associate_access_policy ? 1 : 0
-
-  cluster_name  = var.cluster_name
-  principal_arn = aws_eks_access_entry.hub[0].principal_arn
-  policy_arn    = var.access_policy_arn
-
-  access_scope {
-    type       = "namespace"
-    namespaces = [var.agent_namespace]
-  }
-}
+# No aws_eks_access_policy_association, on purpose: every AWS-managed access policy, even
+# AmazonEKSViewPolicy scoped to the agent namespace, grants the hub more than it needs, and none
+# covers mirrorhub's MirrorDeliveries. The agent chart's hub-access Role is the whole grant.
+# (variables.tf refuses the inputs that used to add one; the next apply after an upgrade removes
+# an association an earlier version of this module created.)

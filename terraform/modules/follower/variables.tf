@@ -126,20 +126,36 @@ variable "create_access_entry" {
   default     = true
 }
 
+################################################################################
+# Removed: EKS access policies
+################################################################################
+
+# Earlier versions could associate an EKS access policy (default AmazonEKSEditPolicy) with the
+# hub's access entry. Every AWS-managed access policy, even AmazonEKSViewPolicy scoped to the
+# agent namespace, grants the hub more than it needs, and none covers mirrorhub's
+# MirrorDeliveries, so the module no longer creates one. These two inputs stay only to refuse a
+# configuration that still asks for it, with a message instead of "Unsupported argument".
+
 variable "associate_access_policy" {
-  description = "Also associate an EKS access policy with the entry, scoped to agent_namespace only. Off by default: the agent chart's hub-access Role is the least-privilege grant, and no AWS-managed access policy covers mirrorhub's MirrorDelivery resources, so the Role is needed anyway."
+  description = "Removed (always false): the module associates no EKS access policy. Setting it to true fails validation."
   type        = bool
   default     = false
+  nullable    = false
+
+  validation {
+    condition     = !var.associate_access_policy
+    error_message = "associate_access_policy is no longer supported: the hub's EKS access entry gets no access policy, since every AWS access policy (even AmazonEKSViewPolicy) grants more than the hub needs and none covers MirrorDeliveries. Install the agent chart with hubAccess.enabled = true and hubAccess.group set to this module's kubernetes_groups[0] (that Role is the hub's whole grant, in the agent namespace only), then remove associate_access_policy and access_policy_arn from this module block; the next apply deletes any association an earlier version created."
+  }
 }
 
 variable "access_policy_arn" {
-  description = "The EKS access policy for associate_access_policy (always namespace-scoped to agent_namespace)."
+  description = "Removed (always null): the module associates no EKS access policy. Setting any ARN fails validation."
   type        = string
-  default     = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
+  default     = null
 
   validation {
-    condition     = can(regex("^arn:aws[a-z-]*:eks::aws:cluster-access-policy/Amazon[A-Za-z]+$", var.access_policy_arn)) && !endswith(var.access_policy_arn, "/AmazonEKSClusterAdminPolicy")
-    error_message = "access_policy_arn must be an EKS access policy ARN, and never AmazonEKSClusterAdminPolicy."
+    condition     = var.access_policy_arn == null
+    error_message = "access_policy_arn is no longer supported: the module associates no EKS access policy with the hub's access entry, not even AmazonEKSViewPolicy, because each grants more than the hub needs. Grant the hub access with the agent chart's hub-access Role (hubAccess.enabled = true, hubAccess.group = this module's kubernetes_groups[0]) and remove access_policy_arn (and associate_access_policy) from this module block."
   }
 }
 
