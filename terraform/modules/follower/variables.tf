@@ -68,13 +68,14 @@ variable "hub_role_arn" {
 }
 
 variable "external_id" {
-  description = "sts:ExternalId the hub must pass (MirrorCluster spec.eks.externalId). Not a secret, but unique per follower, so a MirrorCluster cannot be pointed at another tenant's role by mistake."
+  description = "sts:ExternalId the hub must pass (MirrorCluster spec.eks.externalId); the role's trust policy requires it. Required: 2-1224 characters of letters, digits and +=,.@:/_-. Not a secret, but unique per follower, so a MirrorCluster cannot be pointed at another tenant's role by mistake."
   type        = string
+  nullable    = false
 
   validation {
     # RE2 repeats at most 1000 times, hence the length check apart.
     condition     = length(var.external_id) >= 2 && length(var.external_id) <= 1224 && can(regex("^[\\w+=,.@:/-]+$", var.external_id))
-    error_message = "external_id must be 2-1224 characters of letters, digits and +=,.@:/_-."
+    error_message = "external_id must be 2-1224 characters of letters, digits and +=,.@:/_- (what AWS allows for sts:ExternalId; no spaces, never empty). The follower role trusts the hub only with this ExternalId: choose one value per follower, e.g. \"mirrorhub-<cluster>-<random>\", and set the same value as the MirrorCluster's spec.eks.externalId (the mirror_cluster output carries it)."
   }
 }
 
