@@ -88,32 +88,36 @@ resource "aws_iam_role" "this" {
   }
 }
 
+# What the hub may do with its own credentials: assume the listed follower roles, nothing else.
+#
+# No eks:DescribeCluster (and no eks:ListClusters) here. The hub describes a follower cluster
+# with the follower role's session (shared/src/aws/cluster-access.ts), which the follower module
+# allows on exactly that cluster's ARN. With the hub's own session the call could not work
+# anyway: EKS has no resource-based policies, so an identity policy in the management account
+# cannot open a cluster in another account, and the hub never calls EKS as itself.
 data "aws_iam_policy_document" "permissions" {
-  dynamic "statement" {
-    for_each = length(var.follower_role_arns) > 0 ? [1] : []
+  count = length(var.follower_role_arns) > 0 ? 1 : 0
 
-    content {
-      sid       = "AssumeFollowerRoles"
-      effect    = "Allow"
-      actions   = local.assume_actions
-      resources = sort(distinct(var.follower_role_arns))
-    }
-  }
-
-  # eks:DescribeCluster in a follower account is made with the follower role's session (the
-  # follower module grants it there); these are for EKS clusters in the hub's own account.
   statement {
-    sid       = "DescribeClusters"
+    sid       = "AssumeFollowerRoles"
     effect    = "Allow"
-    actions   = ["eks:DescribeCluster", "eks:ListClusters"]
-    resources = ["*"]
+    actions   = local.assume_actions
+    resources = sort(distinct(var.follower_role_arns))
   }
 }
 
+# IAM refuses a policy without statements, so a hub with no followers yet has no inline policy.
 resource "aws_iam_role_policy" "this" {
+  count = length(var.follower_role_arns) > 0 ? 1 : 0
+
   name   = "mirrorhub-hub"
   role   = aws_iam_role.this.id
-  policy = data.aws_iam_policy_document.permissions.json
+  policy = data.aws_iam_policy_document.permissions[0].json
+}
+
+moved {
+  from = aws_iam_role_policy.this
+  to   = aws_iam_role_policy.this[0]
 }
 
 resource "aws_eks_pod_identity_association" "this" {

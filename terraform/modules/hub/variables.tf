@@ -113,7 +113,7 @@ variable "pod_identity_cluster_name" {
 ################################################################################
 
 variable "follower_role_arns" {
-  description = "ARNs of the follower roles (the follower module's role_arn output) the hub may assume. Nothing else can be assumed."
+  description = "ARNs of the follower roles (the follower module's role_arn output) the hub may assume: the only resources its policy names. Nothing else can be assumed, and the hub gets no EKS permission of its own (it describes each follower cluster with that follower's session)."
   type        = list(string)
   default     = []
 
