@@ -2,7 +2,8 @@
 // (infra/src/components/terraform.ts), the provider installed from a local filesystem mirror.
 //
 // 1. `terraform fmt -check -recursive`, and `terraform validate` of each module and the example.
-// 2. Variable validation refuses what must never be applied (system:masters, cluster admin).
+// 2. Variable validation refuses what must never be applied (system:masters, any EKS access
+//    policy, a missing or malformed ExternalId), each with its message.
 // 3. `terraform apply` of examples/multi-account against the kit: moto is IAM/STS for accounts
 //    111111111111 (management), 222222222222 and 333333333333 (followers), the EKS emulator
 //    holds the clusters follower-a and follower-b. Then the roles are used as the hub uses
@@ -54,6 +55,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 
 import { installCrds } from './support/crds.js';
+import { TEST_HUB_KEY } from './support/signing.js';
 import {
   TERRAFORM_DIR,
   applyMultiAccountExample,
@@ -286,15 +288,34 @@ describe('the modules refuse dangerous inputs', () => {
     await cp(join(root, '..', 'modules'), join(root, 'modules'), { recursive: true });
   });
 
-  const follower = (extra: string) => `
+  const follower = (extra: string, externalId: string | null = 'external_id  = "abc-123"') => `
 module "follower" {
   source       = "./modules/follower"
   hub_role_arn = "arn:aws:iam::111111111111:role/mirrorhub-hub"
-  external_id  = "abc-123"
+  ${externalId ?? ''}
   cluster_name = "follower-a"
   ${extra}
 }
 `;
+  const accessPolicy = (name: string) =>
+    follower(`access_policy_arn = "arn:aws:eks::aws:cluster-access-policy/${name}"`);
+  const externalId = (value: string) => follower('', `external_id  = ${JSON.stringify(value)}`);
+  const NO_ACCESS_POLICY = 'Install the agent chart with hubAccess.enabled = true';
+  const BAD_EXTERNAL_ID = 'external_id must be 2-1224 characters of letters, digits and +=,.@:/_-';
+
+  async function validate(hcl: string) {
+    await writeFile(join(root, 'main.tf'), hcl);
+    await terraform(root, ['init', '-backend=false', '-input=false']);
+    const run = await terraform(root, ['validate', '-json'], { allowFailure: true });
+    const result = JSON.parse(run.stdout) as {
+      valid: boolean;
+      diagnostics: Array<{ summary: string; detail?: string }>;
+    };
+    return {
+      valid: result.valid,
+      messages: result.diagnostics.map((d) => `${d.summary}: ${d.detail ?? ''}`).join('\n'),
+    };
+  }
 
   it.each([
     {
@@ -303,17 +324,43 @@ module "follower" {
       error: 'none starting with system: (no system:masters)',
     },
     {
-      name: 'a cluster-admin access policy',
-      hcl: follower(
-        'associate_access_policy = true\n  access_policy_arn = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"',
-      ),
-      error: 'never AmazonEKSClusterAdminPolicy',
+      name: 'associating an EKS access policy at all',
+      hcl: follower('associate_access_policy = true'),
+      error: `associate_access_policy is no longer supported: the hub's EKS access entry gets no access policy`,
     },
+    ...[
+      'AmazonEKSClusterAdminPolicy',
+      'AmazonEKSAdminPolicy',
+      'AmazonEKSEditPolicy',
+      // Even view: it reads Pods, ConfigMaps and more in the agent namespace, which the hub never needs.
+      'AmazonEKSViewPolicy',
+    ].map((policy) => ({
+      name: `the access policy ${policy}`,
+      hcl: accessPolicy(policy),
+      error: 'access_policy_arn is no longer supported',
+    })),
     {
       name: 'a trusted hub "role" that is a wildcard',
       hcl: follower('').replace('role/mirrorhub-hub', 'role/*'),
       error: 'hub_role_arn must be a role ARN without wildcards',
     },
+    {
+      name: 'a follower role without an ExternalId',
+      hcl: follower('', null),
+      error: 'The argument "external_id" is required',
+    },
+    {
+      name: 'a null ExternalId',
+      hcl: follower('', 'external_id  = null'),
+      error: 'required variable may not be set to null',
+    },
+    ...[
+      { what: 'an empty ExternalId', value: '' },
+      { what: 'a one-character ExternalId', value: 'x' },
+      { what: 'an ExternalId of 1225 characters', value: 'x'.repeat(1225) },
+      { what: 'an ExternalId with a space', value: 'mirrorhub follower-a' },
+      { what: 'an ExternalId with a character AWS refuses', value: 'mirrorhub#follower-a' },
+    ].map(({ what, value }) => ({ name: what, hcl: externalId(value), error: BAD_EXTERNAL_ID })),
     {
       name: 'a wildcard follower role for the hub',
       hcl: `module "hub" {
@@ -325,15 +372,43 @@ module "follower" {
       error: 'Each follower_role_arns entry must be a role ARN without wildcards',
     },
   ])('refuses $name', async ({ hcl, error }) => {
-    await writeFile(join(root, 'main.tf'), hcl);
-    await terraform(root, ['init', '-backend=false', '-input=false']);
-    const run = await terraform(root, ['validate', '-json'], { allowFailure: true });
-    const result = JSON.parse(run.stdout) as {
-      valid: boolean;
-      diagnostics: Array<{ detail?: string }>;
-    };
-    expect(result.valid).toBe(false);
-    expect(result.diagnostics.map((d) => d.detail ?? '').join('\n')).toContain(error);
+    const { valid, messages } = await validate(hcl);
+    expect(valid).toBe(false);
+    expect(messages).toContain(error);
+  });
+
+  it('says what to do instead of an access policy, and how to choose an ExternalId', async () => {
+    expect((await validate(follower('associate_access_policy = true'))).messages).toContain(
+      NO_ACCESS_POLICY,
+    );
+    expect((await validate(accessPolicy('AmazonEKSViewPolicy'))).messages).toMatch(
+      /hub-access Role \(hubAccess\.enabled = true, hubAccess\.group = this module's kubernetes_groups\[0\]\) and remove access_policy_arn/,
+    );
+    expect((await validate(externalId(''))).messages).toContain(
+      "set the same value as the MirrorCluster's spec.eks.externalId",
+    );
+  });
+
+  it.each([
+    { name: 'the shortest ExternalId', hcl: externalId('ab') },
+    { name: 'the longest ExternalId', hcl: externalId('x'.repeat(1224)) },
+    {
+      name: 'every character AWS allows in an ExternalId',
+      hcl: externalId('AZaz09+=,.@:/_-'),
+    },
+    { name: 'associate_access_policy = false', hcl: follower('associate_access_policy = false') },
+    {
+      name: 'a hub with no follower roles yet (and so no inline policy)',
+      hcl: `module "hub" {
+  source            = "./modules/hub"
+  oidc_provider_arn = "arn:aws:iam::111111111111:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/X"
+}
+`,
+    },
+  ])('accepts $name', async ({ hcl }) => {
+    const { valid, messages } = await validate(hcl);
+    expect(messages).toBe('');
+    expect(valid).toBe(true);
   });
 });
 
@@ -346,6 +421,29 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
   const hubRoleArn = () => `arn:aws:iam::${account('hub')}:role/mirrorhub-hub`;
   const followerRoleArn = (cluster: string) =>
     `arn:aws:iam::${account(cluster)}:role/mirrorhub-follower`;
+  const clusterArn = (cluster: string) =>
+    `arn:aws:eks:${kit.aws!.region}:${account(cluster)}:cluster/${cluster}`;
+
+  /** The hub role's session, as the AWS SDK's web-identity provider gets it in the hub's pod (IRSA). */
+  async function hubSession(): Promise<AwsCredentials> {
+    const sts = new STSClient({ endpoint: kit.aws!.stsEndpoint, region: kit.aws!.region });
+    try {
+      const web = await sts.send(
+        new AssumeRoleWithWebIdentityCommand({
+          RoleArn: hubRoleArn(),
+          RoleSessionName: 'mirrorhub-hub-test',
+          WebIdentityToken: await serviceAccountToken(HUB_SA),
+        }),
+      );
+      return {
+        accessKeyId: web.Credentials!.AccessKeyId!,
+        secretAccessKey: web.Credentials!.SecretAccessKey!,
+        sessionToken: web.Credentials!.SessionToken!,
+      };
+    } finally {
+      sts.destroy();
+    }
+  }
 
   beforeAll(async () => {
     ({ dir, env, outputs } = await applyMultiAccountExample({
@@ -420,7 +518,7 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
     }
   });
 
-  it('lets the hub assume exactly the follower roles and describe clusters', async () => {
+  it('lets the hub assume exactly the follower roles, and nothing else (no EKS permission)', async () => {
     const policy = await getRolePolicy(account('hub'), 'mirrorhub-hub', 'mirrorhub-hub');
     for (const f of FOLLOWERS) {
       for (const action of ['sts:AssumeRole', 'sts:TagSession']) {
@@ -429,13 +527,73 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
     }
     const stranger = `arn:aws:iam::${account('follower-a')}:role/OrganizationAccountAccessRole`;
     expect(allows(policy, { action: 'sts:AssumeRole', resource: stranger })).toBe(false);
-    expect(allows(policy, { action: 'eks:DescribeCluster', resource: '*' })).toBe(true);
-    expect(policy.Statement.flatMap((s) => many(s.Action)).sort()).toEqual([
-      'eks:DescribeCluster',
-      'eks:ListClusters',
-      'sts:AssumeRole',
-      'sts:TagSession',
-    ]);
+    // The hub describes a follower cluster as the follower role; as itself it may describe none.
+    for (const resource of [
+      '*',
+      ...FOLLOWERS.map((f) => clusterArn(f.cluster)),
+      `arn:aws:eks:${kit.aws!.region}:${account('hub')}:cluster/hub`,
+    ]) {
+      expect(allows(policy, { action: 'eks:DescribeCluster', resource })).toBe(false);
+      expect(allows(policy, { action: 'eks:ListClusters', resource })).toBe(false);
+    }
+    // One statement: these actions on exactly these resources (the order IAM keeps is not ours).
+    expect(policy.Statement).toHaveLength(1);
+    const [st] = policy.Statement;
+    expect(st).toMatchObject({ Sid: 'AssumeFollowerRoles', Effect: 'Allow' });
+    expect(Object.keys(st!).sort()).toEqual(['Action', 'Effect', 'Resource', 'Sid']);
+    expect(many(st!.Action).sort()).toEqual(['sts:AssumeRole', 'sts:TagSession']);
+    expect(many(st!.Resource).sort()).toEqual(
+      FOLLOWERS.map((f) => followerRoleArn(f.cluster)).sort(),
+    );
+  });
+
+  it("STS refuses AssumeRole into a follower role without its ExternalId, and EKS finds no cluster outside the caller's account", async () => {
+    const { stsEndpoint, eksEndpoint, region } = kit.aws!;
+    const hub = await hubSession();
+    const assume = (roleArn: string, externalId: string | undefined) =>
+      assumeRole(stsEndpoint, {
+        credentials: hub,
+        roleArn,
+        sessionName: 'mirrorhub-hub-test',
+        externalId,
+        region,
+      }).then(
+        () => 'allowed',
+        (err: Error) => err.name,
+      );
+    const [a, b] = FOLLOWERS;
+    // Through the kit's STS gate, which holds AssumeRole to the trust policy as STS does.
+    expect(await assume(followerRoleArn(a.cluster), undefined)).toBe('AccessDenied');
+    expect(await assume(followerRoleArn(a.cluster), b.externalId)).toBe('AccessDenied');
+    expect(await assume(followerRoleArn(b.cluster), a.externalId)).toBe('AccessDenied');
+    expect(await assume(followerRoleArn(a.cluster), a.externalId)).toBe('allowed');
+
+    // DescribeCluster works only with credentials of the cluster's own account (EKS has no
+    // resource policies): the hub's own session cannot describe a follower cluster whatever its
+    // policy says, and one follower's session cannot describe the other's. (The emulator, like
+    // EKS, looks clusters up in the caller's account; it evaluates no identity policy, which the
+    // policy documents above cover.)
+    const describe = async (credentials: AwsCredentials, name: string) => {
+      const eks = new EKSClient({ endpoint: eksEndpoint, region, credentials });
+      try {
+        const { cluster } = await eks.send(new DescribeClusterCommand({ name }));
+        return cluster?.arn;
+      } catch (err) {
+        return (err as Error).name;
+      } finally {
+        eks.destroy();
+      }
+    };
+    expect(await describe(hub, a.cluster)).toBe('ResourceNotFoundException');
+    const sessionA = await assumeRole(stsEndpoint, {
+      credentials: hub,
+      roleArn: followerRoleArn(a.cluster),
+      sessionName: 'mirrorhub-hub-test',
+      externalId: a.externalId,
+      region,
+    });
+    expect(await describe(sessionA, a.cluster)).toBe(clusterArn(a.cluster));
+    expect(await describe(sessionA, b.cluster)).toBe('ResourceNotFoundException');
   });
 
   it.each(FOLLOWERS)(
@@ -451,16 +609,36 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
       expect(allows(trust, asHub(undefined))).toBe(false);
       expect(allows(trust, asHub('guessed'))).toBe(false);
       expect(allows(trust, asHub(f.externalId, accounts.operator.arn))).toBe(false);
+      for (const st of trust.Statement) {
+        expect(st.Condition?.StringEquals?.['sts:ExternalId']).toBe(f.externalId);
+      }
 
       const policy = await getRolePolicy(
         account(f.cluster),
         'mirrorhub-follower',
         'mirrorhub-follower',
       );
-      const arn = `arn:aws:eks:${kit.aws!.region}:${account(f.cluster)}:cluster/${f.cluster}`;
       expect(policy.Statement).toEqual([
-        expect.objectContaining({ Action: 'eks:DescribeCluster', Resource: arn }),
+        {
+          Sid: 'DescribeThisCluster',
+          Effect: 'Allow',
+          Action: 'eks:DescribeCluster',
+          Resource: clusterArn(f.cluster),
+        },
       ]);
+      const other = FOLLOWERS.find((o) => o !== f)!;
+      expect(
+        allows(policy, { action: 'eks:DescribeCluster', resource: clusterArn(f.cluster) }),
+      ).toBe(true);
+      expect(
+        allows(policy, { action: 'eks:DescribeCluster', resource: clusterArn(other.cluster) }),
+      ).toBe(false);
+      expect(
+        allows(policy, {
+          action: 'eks:DescribeCluster',
+          resource: `arn:aws:eks:${kit.aws!.region}:${account(f.cluster)}:cluster/another`,
+        }),
+      ).toBe(false);
     },
   );
 
@@ -468,21 +646,7 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
     'the hub, from its ServiceAccount token, reaches $cluster as group mirrorhub-hub and nothing more',
     async (f) => {
       const { stsEndpoint, eksEndpoint, region } = kit.aws!;
-      // IRSA: what the AWS SDK's web-identity provider does in the hub's pod.
-      const sts = new STSClient({ endpoint: stsEndpoint, region });
-      const web = await sts.send(
-        new AssumeRoleWithWebIdentityCommand({
-          RoleArn: hubRoleArn(),
-          RoleSessionName: 'mirrorhub-hub-test',
-          WebIdentityToken: await serviceAccountToken(HUB_SA),
-        }),
-      );
-      sts.destroy();
-      const hub: AwsCredentials = {
-        accessKeyId: web.Credentials!.AccessKeyId!,
-        secretAccessKey: web.Credentials!.SecretAccessKey!,
-        sessionToken: web.Credentials!.SessionToken!,
-      };
+      const hub = await hubSession();
       expect((await getCallerIdentity(stsEndpoint, hub)).arn).toBe(
         `arn:aws:sts::${account('hub')}:assumed-role/mirrorhub-hub/mirrorhub-hub-test`,
       );
@@ -623,12 +787,33 @@ describe('examples/multi-account applied to moto and the EKS emulator', () => {
 
   it('outputs Helm values the charts render: IRSA on the hub, the group on the agents', async () => {
     const helm = await ensureHelm();
-    const render = async (chart: string, values: string, extra: string[] = []) => {
+    // What a chart needs that terraform cannot know: the hub's signing key (the hub chart's
+    // signing.existingSecret, the agents' hubPublicKeys), given here only to charts that have it.
+    const signingValues = async (chart: string): Promise<string[]> => {
+      const defaults = parseYaml(
+        await readFile(join(repo, 'charts', chart, 'values.yaml'), 'utf8'),
+      ) as Record<string, unknown>;
+      if ('signing' in defaults) return ['--set', 'signing.existingSecret=mirrorhub-hub-signing'];
+      if (!('hubPublicKeys' in defaults)) return [];
+      const pub = join(work, 'hub-signing.pub');
+      await writeFile(pub, TEST_HUB_KEY.publicKeyPem);
+      return ['--set-file', `hubPublicKeys[0]=${pub}`];
+    };
+    const render = async (chart: string, values: string) => {
       const file = join(work, `${chart}-values.yaml`);
       await writeFile(file, values);
       const child = spawn(
         helm,
-        ['template', 'x', join(repo, 'charts', chart), '-n', NS, '-f', file, ...extra],
+        [
+          'template',
+          'x',
+          join(repo, 'charts', chart),
+          '-n',
+          NS,
+          '-f',
+          file,
+          ...(await signingValues(chart)),
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let out = '';
