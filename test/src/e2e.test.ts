@@ -33,9 +33,12 @@ import { parse as parseYaml } from 'yaml';
 import { chartsDir } from './support/crds.js';
 import { eventually } from './support/eventually.js';
 import { isolatedHelm, type Helm } from './support/helm.js';
+import { generateHubKeyPair } from './support/signing.js';
 import {
   deploymentArgs,
   deploymentEnv,
+  mountSecretVolumes,
+  relocateEnv,
   serviceAccountKubeConfig,
   writeKubeConfig,
 } from './support/serviceaccount.js';
@@ -48,6 +51,8 @@ import {
 } from './support/terraform.js';
 
 const repo = resolve(import.meta.dirname, '../..');
+/** The hub's signing key pair, made as docs/getting-started.md makes it. */
+const HUB_KEY = generateHubKeyPair();
 const NS = 'mirrorhub-system';
 const FOLLOWERS: readonly [ExampleFollower, ExampleFollower] = [
   {
@@ -117,8 +122,10 @@ async function runDeployment(
     join(work, `${cluster}-${name}.kubeconfig`),
   );
   const port = await findFreePort();
+  // The kubelet mounts the pod's Secret volumes (the hub's signing key) before it starts it.
+  const mounts = await mountSecretVolumes(admin, dep, join(work, `${cluster}-${name}-root`));
   const env = {
-    ...deploymentEnv(dep, `${name}-e2e`),
+    ...relocateEnv(deploymentEnv(dep, `${name}-e2e`), mounts),
     PORT: String(port),
     KUBECONFIG: kubeconfig,
     ...extraEnv,
@@ -213,6 +220,17 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
         '',
       ].join('\n'),
     );
+    // The signing key, as the page makes it (openssl genpkey / pkey -pubout make the same PEMs).
+    await kubectl('hub', ['create', 'namespace', NS]);
+    await kubectl('hub', [
+      '-n',
+      NS,
+      'create',
+      'secret',
+      'generic',
+      'mirrorhub-hub-signing',
+      `--from-file=private.pem=${await file('hub-signing.pem', HUB_KEY.privateKeyPem)}`,
+    ]);
     const out = await helm([
       'install',
       'mirrorhub-hub',
@@ -226,6 +244,8 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
       values,
       '-f',
       endpoints,
+      '--set',
+      'signing.existingSecret=mirrorhub-hub-signing',
     ]);
     expect(out).toContain('STATUS: deployed');
     const sa = await hubAdmin
@@ -252,6 +272,8 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
         kit.cluster(f.cluster).kubeconfigPath,
         '-f',
         await file(`agent-${f.key}-values.yaml`, all[f.key]!),
+        '--set-file',
+        `hubPublicKeys[0]=${await file('hub-signing.pub', HUB_KEY.publicKeyPem)}`,
       ]);
       expect(out).toContain('STATUS: deployed');
     },

@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { generateHubKeyPair } from '../support/signing.js';
 import {
   benchNodeOptions,
   chartMallocEnv,
@@ -14,6 +17,18 @@ import {
  * and request counts are the process's own, started as its chart starts it (NODE_OPTIONS, V8
  * flags, MALLOC_ARENA_MAX). `env` adds to (and wins over) the defaults.
  */
+/** The hub's signing key for this benchmark run: the hub reads the file, agents trust the key. */
+const HUB_KEY = generateHubKeyPair();
+let keyFile: string | undefined;
+function signingEnv(name: 'hub' | 'agent'): Record<string, string> {
+  if (name === 'agent') return { MIRRORHUB_HUB_PUBLIC_KEYS: HUB_KEY.publicKeyPem };
+  if (!keyFile) {
+    keyFile = join(mkdtempSync(join(tmpdir(), 'mirrorhub-bench-key-')), 'private.pem');
+    writeFileSync(keyFile, HUB_KEY.privateKeyPem, { mode: 0o600 });
+  }
+  return { MIRRORHUB_SIGNING_KEY_FILE: keyFile };
+}
+
 export function startMain(
   root: string,
   name: 'hub' | 'agent',
@@ -28,6 +43,7 @@ export function startMain(
       POD_NAME: `${name}-bench`,
       LOG_LEVEL: 'warn',
       NODE_OPTIONS: benchNodeOptions(chartNodeOptions(root, name)),
+      ...signingEnv(name),
       ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -4,7 +4,7 @@
  * converged and stops (that is how the test suite proves this command works).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, writeFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -19,9 +19,12 @@ import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 import { installCrds } from '../support/crds.js';
 import { prepareFollower, type FollowerAccess } from '../support/multicluster.js';
 import { eventually } from '../support/eventually.js';
+import { generateHubKeyPair } from '../support/signing.js';
 
 const root = resolve(import.meta.dirname, '../../..');
 const SYSTEM_NS = 'mirrorhub-system';
+/** The demo hub's signing key, made afresh each run. */
+const HUB_KEY = generateHubKeyPair();
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -171,12 +174,17 @@ function run(
   env: Record<string, string>,
 ): ChildProcess {
   const log = createWriteStream(join(dir, 'logs', `${name}.log`));
+  // The hub signs every delivery; each agent trusts that key only (docs/security.md).
+  const keyFile = join(dir, 'hub-signing.pem');
+  writeFileSync(keyFile, HUB_KEY.privateKeyPem, { mode: 0o600 });
   const child = spawn(process.execPath, [join(root, entry)], {
     env: {
       ...process.env,
       KUBECONFIG: kubeconfig,
       MIRRORHUB_NAMESPACE: SYSTEM_NS,
       MIRRORHUB_CLUSTER_NAME: 'hub',
+      MIRRORHUB_SIGNING_KEY_FILE: keyFile,
+      MIRRORHUB_HUB_PUBLIC_KEYS: HUB_KEY.publicKeyPem,
       LOG_LEVEL: 'info',
       ...env,
     },

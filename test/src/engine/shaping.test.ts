@@ -2,12 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
+import { DEFAULT_SECRET_TYPES } from '@mirrorhub/shared/mirror/policy';
 
 describe('shaping the copy', () => {
   let e: Engine;
 
   beforeAll(async () => {
-    e = await Engine.start();
+    // A custom Secret type is a copy the cluster's owner must allow (the default policy lists the
+    // built-in types only).
+    e = await Engine.start({
+      agent: { policy: { secretTypes: [...DEFAULT_SECRET_TYPES, 'example.com/robot'] } },
+    });
     for (const ns of ['src', 'app']) await e.ensureNamespace(ns);
     await e.putSecret(
       'src',
@@ -66,7 +71,7 @@ describe('shaping the copy', () => {
     const copy = (await e.readSecret('app', 'registry'))!;
     expect(copy.metadata?.labels?.['mirrorhub.io/managed-by']).toBe('mirrorhub');
     expect(copy.metadata?.labels?.['mirrorhub.io/delivery']).toMatch(
-      /^sm-src-registry-[0-9a-z]{8}$/,
+      /^sm-src-registry-[0-9a-f]{16}$/,
     );
     expect(copy.metadata?.annotations?.['mirrorhub.io/origin']).toBe('hub/src/registry');
     expect(copy.metadata?.annotations?.['mirrorhub.io/mirror']).toBe('SecretMirror/src/registry');

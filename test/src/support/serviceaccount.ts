@@ -1,7 +1,8 @@
 // Acting as the identities the charts create: a chart's ServiceAccount (through TokenRequest)
 // or the hub's group in a follower (through impersonation), plus what a process needs to run as
-// the chart's Deployment would run it (env, kubeconfig file).
-import { chmod, writeFile } from 'node:fs/promises';
+// the chart's Deployment would run it (env, Secret volumes, kubeconfig file).
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 
 import {
   AuthorizationV1Api,
@@ -138,4 +139,50 @@ export function deploymentEnv(deployment: V1Deployment, podName: string): Record
 /** The container's args (the entry point inside the image, e.g. /app/hub/dist/main.js). */
 export function deploymentArgs(deployment: V1Deployment): string[] {
   return deployment.spec?.template.spec?.containers[0]?.args ?? [];
+}
+
+/**
+ * The container's Secret volumes, as the kubelet mounts them: each Secret's keys (or the listed
+ * items) written under `root` + mountPath. Returns mountPath -> the directory that stands in
+ * for it, for `relocateEnv`.
+ */
+export async function mountSecretVolumes(
+  admin: KubeConfig,
+  deployment: V1Deployment,
+  root: string,
+): Promise<Map<string, string>> {
+  const pod = deployment.spec?.template.spec;
+  const namespace = deployment.metadata?.namespace ?? 'default';
+  const mounts = new Map<string, string>();
+  for (const m of pod?.containers[0]?.volumeMounts ?? []) {
+    const volume = pod?.volumes?.find((v) => v.name === m.name);
+    if (!volume?.secret?.secretName) continue;
+    const secret = await admin
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ namespace, name: volume.secret.secretName });
+    const dir = join(root, m.mountPath);
+    await mkdir(dir, { recursive: true });
+    const items = volume.secret.items ?? Object.keys(secret.data ?? {}).map((key) => ({ key, path: key }));
+    for (const { key, path } of items) {
+      const b64 = secret.data?.[key];
+      if (b64 === undefined) throw new Error(`Secret ${volume.secret.secretName} has no key ${key}`);
+      await writeFile(join(dir, path), Buffer.from(b64, 'base64'), { mode: 0o400 });
+    }
+    mounts.set(m.mountPath, dir);
+  }
+  return mounts;
+}
+
+/** Env values that name a path under a mounted volume, pointed at where it was mounted here. */
+export function relocateEnv(
+  env: Record<string, string>,
+  mounts: ReadonlyMap<string, string>,
+): Record<string, string> {
+  const out = { ...env };
+  for (const [k, v] of Object.entries(out)) {
+    for (const [mountPath, dir] of mounts) {
+      if (v === mountPath || v.startsWith(`${mountPath}/`)) out[k] = dir + v.slice(mountPath.length);
+    }
+  }
+  return out;
 }
