@@ -66,3 +66,50 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
+
+{{/* Where the signing key is mounted (read-only; the root filesystem is read-only too). */}}
+{{- define "mirrorhub-hub.signingKeyDir" -}}
+/etc/mirrorhub/signing
+{{- end }}
+
+{{/* signing.existingSecret, required: the hub signs nothing without its key. */}}
+{{- define "mirrorhub-hub.signingSecret" -}}
+{{- if not .Values.signing.existingSecret }}
+{{- fail (printf "signing.existingSecret is required: the name of a Secret in namespace %s whose key private.pem holds the hub's Ed25519 private key (PKCS#8 PEM). Create it with `openssl genpkey -algorithm ed25519 -out hub-signing.pem && kubectl -n %s create secret generic mirrorhub-hub-signing --from-file=private.pem=hub-signing.pem`, then --set signing.existingSecret=mirrorhub-hub-signing; agents need the public key (`openssl pkey -in hub-signing.pem -pubout`) in their hubPublicKeys" .Release.Namespace .Release.Namespace) }}
+{{- end }}
+{{- .Values.signing.existingSecret }}
+{{- end }}
+
+{{/*
+The validations on the hub's Secret writes in an agent namespace: payload Secrets only. The
+agent chart has the same list for the hub's identity in every follower (hubAccess); Helm cannot
+share a template between charts, so test/src/charts.test.ts keeps the two equal. Needs the
+variables `target`, `who` and `source`.
+*/}}
+{{- define "mirrorhub-hub.payloadValidations" -}}
+validations:
+  # CREATE and UPDATE: a payload Secret is Opaque...
+  - expression: request.operation == "DELETE" || object.?type.orValue("Opaque") == "Opaque"
+    reason: Forbidden
+    messageExpression: >-
+      "PayloadsOnly (payload.type): " + variables.target + ": " + variables.who +
+      " may write only payload Secrets here, of type Opaque, not " +
+      object.?type.orValue("Opaque") + variables.source
+  # ...labelled mirrorhub.io/payload=true...
+  - expression: >-
+      request.operation == "DELETE" ||
+      object.metadata.?labels[?"mirrorhub.io/payload"] == optional.of("true")
+    reason: Forbidden
+    messageExpression: >-
+      "PayloadsOnly (payload.label): " + variables.target + ": " + variables.who +
+      " may write only payload Secrets here, labelled mirrorhub.io/payload=true" + variables.source
+  # UPDATE and DELETE: ...and only a Secret that is a payload already.
+  - expression: >-
+      request.operation == "CREATE" ||
+      oldObject.metadata.?labels[?"mirrorhub.io/payload"] == optional.of("true")
+    reason: Forbidden
+    messageExpression: >-
+      "PayloadsOnly (payload.existing): " + variables.target + ": " + variables.who +
+      " may change or delete only payload Secrets (labelled mirrorhub.io/payload=true), and this one is not" +
+      variables.source
+{{- end }}
