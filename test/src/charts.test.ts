@@ -4,6 +4,8 @@
 //
 // test/src/e2e.test.ts then runs the hub and agents as these charts' Deployments (entry point,
 // env, ServiceAccount token) and completes a mirror across clusters with them.
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import {
@@ -21,9 +23,11 @@ import {
   type V1Role,
   type V1RoleBinding,
   type V1ServiceAccount,
+  type V1ValidatingAdmissionPolicy,
+  type V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 
 import { DEFAULT_LEASE_NAME, HASH_KEY_SECRET } from '@mirrorhub/hub/names';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
@@ -89,18 +93,63 @@ function only<T = Obj>(objs: Obj[], kind: string, name?: string): T {
   return found[0] as T;
 }
 
+/** A hub public key, as `openssl pkey -in hub-signing.pem -pubout` prints it. */
+const publicKeyPem = () =>
+  generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+const HUB_PUBLIC_KEY = publicKeyPem();
+const SIGNING_SECRET = 'mirrorhub-hub-signing';
+/** The hub chart's one required value: the hub signs every delivery with this key. */
+const HUB_REQUIRED = ['--set', `signing.existingSecret=${SIGNING_SECRET}`];
+/**
+ * The ValidatingAdmissionPolicies of a rendering, by name, after checking that each has a
+ * binding of the same name that denies (and no binding is left without its policy).
+ */
+function admissionPolicies(objs: Obj[]): Map<string, V1ValidatingAdmissionPolicy> {
+  const policies = objs.filter(
+    (o) => o.kind === 'ValidatingAdmissionPolicy',
+  ) as unknown as V1ValidatingAdmissionPolicy[];
+  const bindings = objs.filter(
+    (o) => o.kind === 'ValidatingAdmissionPolicyBinding',
+  ) as unknown as V1ValidatingAdmissionPolicyBinding[];
+  expect(bindings.map((b) => b.metadata?.name).sort()).toEqual(
+    policies.map((p) => p.metadata?.name).sort(),
+  );
+  for (const b of bindings) {
+    expect(b.spec).toEqual({ policyName: b.metadata?.name, validationActions: ['Deny'] });
+  }
+  return new Map(policies.map((p) => [p.metadata!.name!, p]));
+}
+
 const HUB_VALUE_SETS: Record<string, string[]> = {
-  defaults: [],
-  irsa: ['--set', `aws.roleArn=${ROLE_ARN}`, '--set', 'aws.region=eu-west-1'],
-  'agent elsewhere, editors aggregated': [
+  'defaults (plus the required signing key)': HUB_REQUIRED,
+  irsa: [...HUB_REQUIRED, '--set', `aws.roleArn=${ROLE_ARN}`, '--set', 'aws.region=eu-west-1'],
+  'agent elsewhere, editors aggregated, tenancy': [
+    ...HUB_REQUIRED,
     '--set',
     'localAgent.namespace=mirrorhub-agent',
     '--set',
     'rbac.aggregate.edit=true',
+    '--set',
+    'tenancy.remoteNamespaces={platform-.+,shared}',
+    '--set',
+    'tenancy.requireAcceptance=true',
   ],
 };
-/** The agent chart's one required value: the agent does not start without a cluster name. */
-const AGENT_REQUIRED = ['--set', 'clusterName=follower-a'];
+/**
+ * The agent chart's required values: the agent does not start without a cluster name, nor
+ * without the hub's public key.
+ */
+const agentRequired = (clusterName: string, keys = [HUB_PUBLIC_KEY]) => [
+  '--set',
+  `clusterName=${clusterName}`,
+  '--set-json',
+  `hubPublicKeys=${JSON.stringify(keys)}`,
+];
+const AGENT_REQUIRED = agentRequired('follower-a');
+/** The agent chart's policy values as values.yaml sets them. */
+const DEFAULT_POLICY = (
+  parseYaml(readFileSync(join(AGENT_CHART, 'values.yaml'), 'utf8')) as { policy: unknown }
+).policy;
 const AGENT_VALUE_SETS: Record<string, string[]> = {
   'defaults (plus the required cluster name)': AGENT_REQUIRED,
   'group and users, two replicas': [
@@ -109,6 +158,21 @@ const AGENT_VALUE_SETS: Record<string, string[]> = {
     'hubAccess.users={system:serviceaccount:ops:hub,alice}',
     '--set',
     'replicaCount=2',
+  ],
+  'a strict policy, no admission policies': [
+    ...AGENT_REQUIRED,
+    '--set',
+    'policy.namespaces.allow={team-.+}',
+    '--set',
+    'policy.namespaces.deny={team-secret}',
+    '--set',
+    'policy.namespaces.requireLabel=mirrorhub.io/accept=true',
+    '--set',
+    'policy.allowAdopt=true',
+    '--set',
+    'policy.secretTypes={Opaque}',
+    '--set',
+    'admissionPolicies.enabled=false',
   ],
 };
 
@@ -127,7 +191,7 @@ describe('charts, rendered', () => {
   );
 
   it('hub: two replicas that spread, leader identity from the pod name, probes, locked-down pods', async () => {
-    const objs = await render(HUB_CHART);
+    const objs = await render(HUB_CHART, HUB_REQUIRED);
     const dep = only<V1Deployment>(objs, 'Deployment');
     expect(dep.spec?.replicas).toBe(2);
     const pod = dep.spec!.template.spec!;
@@ -138,11 +202,30 @@ describe('charts, rendered', () => {
       POD_NAME: 'mirrorhub-hub-abc',
       MIRRORHUB_CLUSTER_NAME: 'hub',
       MIRRORHUB_AGENT_NAMESPACE: NS,
+      MIRRORHUB_SIGNING_KEY_FILE: '/etc/mirrorhub/signing/private.pem',
+      MIRRORHUB_REMOTE_NAMESPACES: '[]',
+      MIRRORHUB_REQUIRE_ACCEPTANCE: 'false',
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
       NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2 --max-old-space-size=256',
     });
+    // The signing key: the one key of the Secret, read-only, where MIRRORHUB_SIGNING_KEY_FILE
+    // says, readable by the hub's group (fsGroup) only.
+    expect(pod.volumes).toEqual([
+      {
+        name: 'signing-key',
+        secret: {
+          secretName: SIGNING_SECRET,
+          items: [{ key: 'private.pem', path: 'private.pem' }],
+          defaultMode: 0o440,
+        },
+      },
+    ]);
+    expect(c.volumeMounts).toEqual([
+      { name: 'signing-key', mountPath: '/etc/mirrorhub/signing', readOnly: true },
+    ]);
+    expect(pod.securityContext?.fsGroup).toBe(65532);
     expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
     expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
     expect(c.resources?.requests).toBeDefined();
@@ -185,12 +268,12 @@ describe('charts, rendered', () => {
     expect(deploymentEnv(dep, 'p').AWS_REGION).toBe('eu-west-1');
     expectLockedDown(dep);
 
-    const plain = only<V1ServiceAccount>(await render(HUB_CHART), 'ServiceAccount');
+    const plain = only<V1ServiceAccount>(await render(HUB_CHART, HUB_REQUIRED), 'ServiceAccount');
     expect(plain.metadata?.annotations?.['eks.amazonaws.com/role-arn']).toBeUndefined();
   });
 
   it('hub: a ServiceMonitor only when the cluster serves the Prometheus Operator API', async () => {
-    const on = ['--set', 'serviceMonitor.enabled=true'];
+    const on = [...HUB_REQUIRED, '--set', 'serviceMonitor.enabled=true'];
     expect((await render(HUB_CHART, on)).some((o) => o.kind === 'ServiceMonitor')).toBe(false);
     const sm = only(
       await render(HUB_CHART, [...on, '--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor']),
@@ -200,7 +283,10 @@ describe('charts, rendered', () => {
   });
 
   it('hub: with the local agent in another namespace, the delivery Role goes there and nothing else does', async () => {
-    const objs = await render(HUB_CHART, HUB_VALUE_SETS['agent elsewhere, editors aggregated']);
+    const objs = await render(
+      HUB_CHART,
+      HUB_VALUE_SETS['agent elsewhere, editors aggregated, tenancy'],
+    );
     const roles = objs.filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding');
     expect(roles.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`).sort()).toEqual(
       [
@@ -214,23 +300,25 @@ describe('charts, rendered', () => {
     expect(binding.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'mirrorhub-hub', namespace: NS },
     ]);
-    // ...and the hub is told to deliver there.
-    expect(deploymentEnv(only(objs, 'Deployment'), 'p').MIRRORHUB_AGENT_NAMESPACE).toBe(
-      'mirrorhub-agent',
-    );
+    // ...and the hub is told to deliver there, under the tenancy values.
+    expect(deploymentEnv(only(objs, 'Deployment'), 'p')).toMatchObject({
+      MIRRORHUB_AGENT_NAMESPACE: 'mirrorhub-agent',
+      MIRRORHUB_REMOTE_NAMESPACES: '["platform-.+","shared"]',
+      MIRRORHUB_REQUIRE_ACCEPTANCE: 'true',
+    });
     // Namespace editors may now create SecretMirrors (opt-in), and only SecretMirrors.
     const edit = only<V1ClusterRole>(objs, 'ClusterRole', 'mirrorhub-hub-edit');
     expect(edit.metadata?.labels).toMatchObject({
       'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
     });
     expect(edit.rules?.flatMap((r) => r.resources)).toEqual(['secretmirrors']);
-    expect((await render(HUB_CHART)).some((o) => o.metadata.name === 'mirrorhub-hub-edit')).toBe(
-      false,
-    );
+    expect(
+      (await render(HUB_CHART, HUB_REQUIRED)).some((o) => o.metadata.name === 'mirrorhub-hub-edit'),
+    ).toBe(false);
   });
 
   it('hub: the leader Lease and hash-key Secret it may touch are the names the hub uses', async () => {
-    const role = only<V1Role>(await render(HUB_CHART), 'Role', 'mirrorhub-hub');
+    const role = only<V1Role>(await render(HUB_CHART, HUB_REQUIRED), 'Role', 'mirrorhub-hub');
     const named = (resource: string) =>
       (role.rules ?? [])
         .filter((r) => r.resources?.includes(resource) && r.resourceNames)
@@ -240,7 +328,11 @@ describe('charts, rendered', () => {
   });
 
   it("the hub has the same rights in its own cluster's agent namespace as in every follower's", async () => {
-    const hubDelivery = only<V1Role>(await render(HUB_CHART), 'Role', 'mirrorhub-hub-delivery');
+    const hubDelivery = only<V1Role>(
+      await render(HUB_CHART, HUB_REQUIRED),
+      'Role',
+      'mirrorhub-hub-delivery',
+    );
     const hubAccess = only<V1Role>(
       await render(AGENT_CHART, AGENT_REQUIRED),
       'Role',
@@ -260,11 +352,14 @@ describe('charts, rendered', () => {
       '--max-opt=1',
       '/app/agent/dist/main.js',
     ]);
-    expect(deploymentEnv(dep, 'agent-0')).toEqual({
+    const env = deploymentEnv(dep, 'agent-0');
+    expect(env).toEqual({
       MIRRORHUB_NAMESPACE: NS,
       POD_NAME: 'agent-0',
       MIRRORHUB_CLUSTER_NAME: 'follower-a',
       MIRRORHUB_LEADER_ELECTION: 'false',
+      MIRRORHUB_POLICY: expect.any(String),
+      MIRRORHUB_HUB_PUBLIC_KEYS: HUB_PUBLIC_KEY.trim(),
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
@@ -282,6 +377,8 @@ describe('charts, rendered', () => {
       'Deployment',
     );
     expect(deploymentArgs(plain)).toEqual(['/app/agent/dist/main.js']);
+    // The policy the agent enforces is the chart's policy values, as JSON.
+    expect(JSON.parse(env.MIRRORHUB_POLICY!)).toEqual(DEFAULT_POLICY);
     expect(deploymentEnv(plain, 'agent-0').MALLOC_ARENA_MAX).toBeUndefined();
     // No leader election with one replica, so never two agents at once during an update.
     expect(dep.spec?.strategy?.type).toBe('Recreate');
@@ -319,6 +416,174 @@ describe('charts, rendered', () => {
     ]);
     const off = await render(AGENT_CHART, [...AGENT_REQUIRED, '--set', 'hubAccess.enabled=false']);
     expect(off.some((o) => o.metadata.name === 'mirrorhub-agent-hub-access')).toBe(false);
+  });
+
+  it('agent: MIRRORHUB_POLICY follows the policy values, and every hub key is trusted', async () => {
+    const second = publicKeyPem();
+    const dep = only<V1Deployment>(
+      await render(AGENT_CHART, [
+        ...agentRequired('follower-a', [HUB_PUBLIC_KEY, second]),
+        '--set',
+        'policy.allowAdopt=true',
+        '--set',
+        'policy.namespaces.allow={team-.+}',
+      ]),
+      'Deployment',
+    );
+    const env = deploymentEnv(dep, 'agent-0');
+    expect(JSON.parse(env.MIRRORHUB_POLICY!)).toMatchObject({
+      allowAdopt: true,
+      namespaces: { allow: ['team-.+'], deny: [], requireLabel: '' },
+    });
+    // One PEM block per key, as the agent reads them.
+    expect(env.MIRRORHUB_HUB_PUBLIC_KEYS).toBe(`${HUB_PUBLIC_KEY.trim()}\n${second.trim()}`);
+  });
+
+  it('agent: admission policies generated from the policy values, each bound to Deny', async () => {
+    const objs = await render(AGENT_CHART, [
+      ...AGENT_VALUE_SETS['group and users, two replicas']!,
+      '--set',
+      'policy.namespaces.allow={team-.+}',
+      '--set',
+      'policy.namespaces.deny={team-secret}',
+      '--set',
+      'policy.namespaces.requireLabel=mirrorhub.io/accept',
+      '--set',
+      'policy.secretTypes={Opaque,kubernetes.io/service-account-token}',
+    ]);
+    const policies = admissionPolicies(objs);
+    expect([...policies.keys()].sort()).toEqual([
+      'mirrorhub-agent-copies',
+      'mirrorhub-agent-hub-payloads',
+    ]);
+    for (const [, vap] of policies) expect(vap.spec?.failurePolicy).toBe('Fail');
+
+    const copies = policies.get('mirrorhub-agent-copies')!.spec!;
+    expect(copies.matchConstraints?.resourceRules).toEqual([
+      {
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        operations: ['CREATE', 'UPDATE', 'DELETE'],
+        resources: ['secrets', 'configmaps'],
+      },
+    ]);
+    expect(copies.matchConditions).toEqual([
+      {
+        name: 'agent-service-account',
+        expression: `request.userInfo.username == "system:serviceaccount:${NS}:mirrorhub-agent"`,
+      },
+    ]);
+    const variable = (name: string) =>
+      copies.variables?.find((v) => v.name === name)?.expression.trim();
+    const rule = (name: string) =>
+      (copies.validations ?? []).filter((v) => v.messageExpression?.includes(`(${name}): `));
+    // One validation per rule, in the order the API server reports the first that fails.
+    expect(
+      (copies.validations ?? []).map(
+        (v) => /\((policy\.[\w.-]+)\)/.exec(v.messageExpression!)?.[1],
+      ),
+    ).toEqual([
+      'policy.namespaces.always-denied',
+      'policy.namespaces.deny',
+      'policy.namespaces.allow',
+      'policy.namespaces.requireLabel',
+      'policy.ownership',
+      'policy.allowAdopt',
+      'policy.secretTypes',
+      'policy.metadata.deniedDomains',
+    ]);
+    expect(rule('policy.namespaces.always-denied')[0]!.expression).toContain(
+      `["kube-system","kube-public","kube-node-lease","${NS}"]`,
+    );
+    expect(variable('deniedBy')).toContain('["team-secret"].filter(p,');
+    expect(rule('policy.namespaces.allow')[0]!.expression).toContain('["team-.+"].exists(p,');
+    expect(rule('policy.namespaces.requireLabel')[0]!.expression).toContain(
+      'namespaceObject.metadata.?labels[?"mirrorhub.io/accept"].hasValue()',
+    );
+    // Token types are refused even when listed.
+    expect(variable('secretTypes')).toBe('["Opaque"]');
+    expect(variable('deniedDomains')).toBe('["kubernetes.io","k8s.io"]');
+    for (const v of copies.validations ?? []) {
+      expect(v.reason).toBe('Forbidden');
+      expect(v.messageExpression).toContain('variables.source');
+    }
+    expect(variable('source')).toBe(
+      '"; enforced by the API server from the policy values of the mirrorhub-agent chart (release mirrorhub in namespace mirrorhub-system)"',
+    );
+
+    // The hub's identity: the hub-access RoleBinding's subjects.
+    const hub = policies.get('mirrorhub-agent-hub-payloads')!.spec!;
+    expect(hub.matchConstraints?.namespaceSelector).toEqual({
+      matchLabels: { 'kubernetes.io/metadata.name': NS },
+    });
+    expect(hub.matchConditions?.[0]?.expression.replace(/\s+/g, ' ').trim()).toBe(
+      '"mirrorhub-hub" in request.userInfo.?groups.orValue([]) || request.userInfo.username in ["system:serviceaccount:ops:hub","alice"]',
+    );
+
+    // Unset namespace rules are not rendered; allowAdopt true drops its rule.
+    const loose = admissionPolicies(
+      await render(AGENT_CHART, [...AGENT_REQUIRED, '--set', 'policy.allowAdopt=true']),
+    ).get('mirrorhub-agent-copies')!.spec!;
+    expect(
+      loose.validations?.map((v) => /\((policy\.[\w.-]+)\)/.exec(v.messageExpression!)?.[1]),
+    ).toEqual([
+      'policy.namespaces.always-denied',
+      'policy.ownership',
+      'policy.secretTypes',
+      'policy.metadata.deniedDomains',
+    ]);
+  });
+
+  it('agent: admission policies can be turned off, and the hub one goes with hubAccess', async () => {
+    expect(
+      admissionPolicies(
+        await render(AGENT_CHART, AGENT_VALUE_SETS['a strict policy, no admission policies']),
+      ).size,
+    ).toBe(0);
+    expect([
+      ...admissionPolicies(
+        await render(AGENT_CHART, [...AGENT_REQUIRED, '--set', 'hubAccess.enabled=false']),
+      ).keys(),
+    ]).toEqual(['mirrorhub-agent-copies']);
+  });
+
+  it('hub: its Secret writes are limited to payloads in the agent namespace and its hash key in its own', async () => {
+    const same = admissionPolicies(await render(HUB_CHART, HUB_REQUIRED));
+    expect([...same.keys()].sort()).toEqual(['mirrorhub-hub-hash-key', 'mirrorhub-hub-payloads']);
+    const user = `request.userInfo.username == "system:serviceaccount:${NS}:mirrorhub-hub"`;
+    const payloads = same.get('mirrorhub-hub-payloads')!.spec!;
+    expect(payloads.matchConditions?.map((c) => c.expression.trim())).toEqual([
+      user,
+      `!(request.namespace == "${NS}" && request.name == "${HASH_KEY_SECRET}")`,
+    ]);
+    // Next to the agent, the hash-key policy takes only the hash key.
+    expect(
+      same.get('mirrorhub-hub-hash-key')!.spec!.matchConditions?.map((c) => c.expression.trim()),
+    ).toEqual([user, `request.name == "${HASH_KEY_SECRET}"`]);
+    // In a namespace of its own, it takes every Secret there.
+    const apart = admissionPolicies(
+      await render(HUB_CHART, HUB_VALUE_SETS['agent elsewhere, editors aggregated, tenancy']),
+    );
+    expect(apart.get('mirrorhub-hub-payloads')!.spec!.matchConstraints?.namespaceSelector).toEqual({
+      matchLabels: { 'kubernetes.io/metadata.name': 'mirrorhub-agent' },
+    });
+    expect(apart.get('mirrorhub-hub-hash-key')!.spec!.matchConditions).toHaveLength(1);
+    expect(
+      admissionPolicies(
+        await render(HUB_CHART, [...HUB_REQUIRED, '--set', 'admissionPolicies.enabled=false']),
+      ).size,
+    ).toBe(0);
+  });
+
+  it("the hub's payload-only rule is the same in its own cluster as in every follower's", async () => {
+    const hub = admissionPolicies(await render(HUB_CHART, HUB_REQUIRED)).get(
+      'mirrorhub-hub-payloads',
+    )!;
+    const agent = admissionPolicies(await render(AGENT_CHART, AGENT_REQUIRED)).get(
+      'mirrorhub-agent-hub-payloads',
+    )!;
+    expect(hub.spec?.validations).toEqual(agent.spec?.validations);
+    expect(hub.spec?.validations).toHaveLength(3);
   });
 
   it.each([
@@ -366,37 +631,37 @@ describe('charts, rendered', () => {
     [
       'a string where a number belongs',
       HUB_CHART,
-      ['--set', 'replicaCount=two'],
+      [...HUB_REQUIRED, '--set', 'replicaCount=two'],
       /replicaCount: Invalid type\. Expected: integer, given: string/,
     ],
     [
       'an unknown key (a typo)',
       HUB_CHART,
-      ['--set', 'replicas=3'],
+      [...HUB_REQUIRED, '--set', 'replicas=3'],
       /Additional property replicas is not allowed/,
     ],
     [
       'a typo in the security context',
       HUB_CHART,
-      ['--set', 'securityContext.readOnlyRootFileSystem=true'],
+      [...HUB_REQUIRED, '--set', 'securityContext.readOnlyRootFileSystem=true'],
       /securityContext: Additional property readOnlyRootFileSystem is not allowed/,
     ],
     [
       'an IRSA role that is not an IAM role ARN',
       HUB_CHART,
-      ['--set', 'aws.roleArn=mirrorhub-hub'],
+      [...HUB_REQUIRED, '--set', 'aws.roleArn=mirrorhub-hub'],
       /aws\.roleArn: Does not match pattern/,
     ],
     [
       'a privileged port for a non-root process',
       HUB_CHART,
-      ['--set', 'port=80'],
+      [...HUB_REQUIRED, '--set', 'port=80'],
       /port: Must be greater than or equal to 1024/,
     ],
     [
       'an agent without a cluster name',
       AGENT_CHART,
-      [],
+      ['--set-json', `hubPublicKeys=${JSON.stringify([HUB_PUBLIC_KEY])}`],
       /clusterName is required: the name of this cluster's MirrorCluster on the hub/,
     ],
     [
@@ -422,6 +687,60 @@ describe('charts, rendered', () => {
       AGENT_CHART,
       [...AGENT_REQUIRED, '--set', 'hubAccess.group='],
       /neither hubAccess\.group nor hubAccess\.users names anyone/,
+    ],
+    [
+      'an agent without the hub public key',
+      AGENT_CHART,
+      ['--set', 'clusterName=follower-a'],
+      /hubPublicKeys is required: the hub's Ed25519 public key in PEM .*openssl pkey -in hub-signing\.pem -pubout/,
+    ],
+    [
+      'a hub public key that is not a PEM public key',
+      AGENT_CHART,
+      [...agentRequired('follower-a', ['ssh-ed25519 AAAAC3Nza hub'])],
+      /hubPublicKeys\.0: Does not match pattern/,
+    ],
+    [
+      'a namespace pattern that is not a regular expression',
+      AGENT_CHART,
+      [...AGENT_REQUIRED, '--set', 'policy.namespaces.deny={team-(a}'],
+      /policy\.namespaces\.deny\[0\] "team-\(a" is not a valid RE2 regular expression/,
+    ],
+    [
+      'a pattern that would escape its anchors',
+      AGENT_CHART,
+      [...AGENT_REQUIRED, '--set', 'policy.namespaces.allow={team-a)|(.*}'],
+      /policy\.namespaces\.allow\[0\] .* is not a valid RE2 regular expression/,
+    ],
+    [
+      'an unknown key in policy',
+      AGENT_CHART,
+      [...AGENT_REQUIRED, '--set', 'policy.allowAdoption=true'],
+      /policy: Additional property allowAdoption is not allowed/,
+    ],
+    [
+      'an agent on a cluster without ValidatingAdmissionPolicy',
+      AGENT_CHART,
+      [...AGENT_REQUIRED, '--api-versions', 'v1/Secret'],
+      /does not serve admissionregistration\.k8s\.io\/v1 ValidatingAdmissionPolicy \(Kubernetes >= 1\.30\)\. Upgrade the cluster, or set admissionPolicies\.enabled=false/,
+    ],
+    [
+      'a hub without its signing key',
+      HUB_CHART,
+      [],
+      /signing\.existingSecret is required: the name of a Secret in namespace mirrorhub-system whose key private\.pem holds the hub's Ed25519 private key \(PKCS#8 PEM\)\. Create it with `openssl genpkey -algorithm ed25519/,
+    ],
+    [
+      'a hub on a cluster without ValidatingAdmissionPolicy',
+      HUB_CHART,
+      [...HUB_REQUIRED, '--api-versions', 'v1/Secret'],
+      /does not serve admissionregistration\.k8s\.io\/v1 ValidatingAdmissionPolicy/,
+    ],
+    [
+      'tenancy.requireAcceptance that is not a boolean',
+      HUB_CHART,
+      [...HUB_REQUIRED, '--set-string', 'tenancy.requireAcceptance=yes'],
+      /tenancy\.requireAcceptance: Invalid type\. Expected: boolean, given: string/,
     ],
   ])('refuses %s, saying which value is wrong', async (_what, chart, args, message) => {
     expect(await helmFails(['template', 'mirrorhub', chart, '--namespace', NS, ...args])).toMatch(
@@ -449,7 +768,10 @@ function expectLockedDown(dep: V1Deployment): void {
     expect(c.securityContext?.capabilities?.add ?? []).toEqual([]);
   }
   expect(pod.hostNetwork ?? false).toBe(false);
-  expect(pod.volumes ?? []).toEqual([]);
+  // Nothing to write to: Secret volumes only (the hub's signing key), mounted read-only.
+  for (const v of pod.volumes ?? []) expect(Object.keys(v).sort()).toEqual(['name', 'secret']);
+  for (const c of pod.containers)
+    for (const m of c.volumeMounts ?? []) expect(m.readOnly, m.name).toBe(true);
 }
 
 /** HTTP status of a request: 200 when it succeeds, the API's code when it fails. */
@@ -464,6 +786,17 @@ async function status(p: Promise<unknown>): Promise<number> {
 }
 
 const secret = (name: string) => ({ metadata: { name }, type: 'Opaque', stringData: { k: 'v' } });
+/** mirrorhub's marks: the agent's admission policy lets it write nothing else. */
+const MARKS = {
+  'mirrorhub.io/managed-by': 'mirrorhub',
+  'mirrorhub.io/delivery': 'csm-wildcard-tls',
+};
+const copy = (name: string) => ({ ...secret(name), metadata: { name, labels: MARKS } });
+/** A payload Secret: the hub's admission policies let it write nothing else there. */
+const payload = (name: string) => ({
+  ...secret(name),
+  metadata: { name, labels: { 'mirrorhub.io/payload': 'true' } },
+});
 
 const delivery = (name: string) => ({
   apiVersion: 'mirrorhub.io/v1alpha1',
@@ -523,17 +856,17 @@ describe('charts, installed on real API servers', () => {
     followerAdmin = kit.cluster('follower-a').kubeConfig();
     // The management cluster gets the hub and its local agent; the follower only the agent.
     installed.hub = await install('mirrorhub-hub', HUB_CHART, 'hub', [
+      ...HUB_REQUIRED,
       '--set',
       `aws.roleArn=${ROLE_ARN}`,
     ]);
-    installed.localAgent = await install('mirrorhub-agent', AGENT_CHART, 'hub', [
-      '--set',
-      'clusterName=hub',
-    ]);
-    installed.agent = await install('mirrorhub-agent', AGENT_CHART, 'follower-a', [
-      '--set',
-      'clusterName=follower-a',
-    ]);
+    installed.localAgent = await install(
+      'mirrorhub-agent',
+      AGENT_CHART,
+      'hub',
+      agentRequired('hub'),
+    );
+    installed.agent = await install('mirrorhub-agent', AGENT_CHART, 'follower-a', AGENT_REQUIRED);
     for (const [kc, ns] of [
       [hubAdmin, 'team-a'],
       [followerAdmin, 'team-a'],
@@ -560,6 +893,7 @@ describe('charts, installed on real API servers', () => {
     );
     expect(installed.agent).toContain('STATUS: deployed');
     expect(installed.agent).toContain('group mirrorhub-hub');
+    expect(installed.agent).toContain('ValidatingAdmissionPolicy mirrorhub-agent-copies');
     for (const [cluster, kc, chart] of [
       ['hub', hubAdmin, 'mirrorhub-hub'],
       ['follower-a', followerAdmin, 'mirrorhub-agent'],
@@ -634,10 +968,10 @@ describe('charts, installed on real API servers', () => {
   describe('the agent ServiceAccount (follower-a)', () => {
     it('copies into any namespace and watches namespaces, for real', async () => {
       const core = asAgent.makeApiClient(CoreV1Api);
-      await core.createNamespacedSecret({ namespace: 'team-b', body: secret('wildcard-tls') });
+      await core.createNamespacedSecret({ namespace: 'team-b', body: copy('wildcard-tls') });
       await core.createNamespacedConfigMap({
         namespace: 'team-a',
-        body: { metadata: { name: 'ca-bundle' }, data: { 'ca.crt': 'x' } },
+        body: { metadata: { name: 'ca-bundle', labels: MARKS }, data: { 'ca.crt': 'x' } },
       });
       expect((await core.listNamespace()).items.map((n) => n.metadata?.name)).toContain('team-b');
       await core.deleteNamespacedSecret({ namespace: 'team-b', name: 'wildcard-tls' });
@@ -731,7 +1065,7 @@ describe('charts, installed on real API servers', () => {
       const core = asHub.makeApiClient(CoreV1Api);
       await core.createNamespacedSecret({
         namespace: NS,
-        body: secret('csm-wildcard-tls-0a1b2c3d-payload'),
+        body: payload('csm-wildcard-tls-0a1b2c3d-payload'),
       });
       await core.createNamespacedSecret({ namespace: NS, body: secret(HASH_KEY_SECRET) });
       expect(
@@ -826,7 +1160,7 @@ describe('charts, installed on real API servers', () => {
       const core = asHubInFollower.makeApiClient(CoreV1Api);
       await core.createNamespacedSecret({
         namespace: NS,
-        body: secret('csm-wildcard-tls-9f8e7d6c-payload'),
+        body: payload('csm-wildcard-tls-9f8e7d6c-payload'),
       });
       expect(
         (await core.listNamespacedSecret({ namespace: NS })).items.map((s) => s.metadata?.name),
