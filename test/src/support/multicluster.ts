@@ -494,6 +494,8 @@ export function hubAccessRbac(): Promise<{ role: V1Role; binding: V1RoleBinding 
         SYSTEM_NS,
         '--set',
         'clusterName=follower',
+        '--set',
+        `hubPublicKeys[0]=${TEST_HUB_KEY.publicKeyPem}`,
       ]);
       const objs = parseAllDocuments(stdout)
         .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
