@@ -334,6 +334,10 @@ describe("the agent's ServiceAccount, under the agent chart's policy values", ()
       ),
     ).toEqual(OK);
     expect((await read('team-a', 'adoptable')).metadata?.labels).toMatchObject(MARKS);
+    // Taking over an object of another Secret type is delete + create (a type cannot change in
+    // place): the delete of the still-unmarked object is allowed where Adopt is.
+    await createSecret(admin, 'team-a', secret('adoptable-2'));
+    expect(await outcome(deleteSecret(asAdoptingAgent, 'team-a', 'adoptable-2'))).toEqual(OK);
   });
 
   it('policy.secretTypes: listed types only (Opaque when the type is left out)', async () => {
