@@ -162,10 +162,12 @@ export async function mountSecretVolumes(
       .readNamespacedSecret({ namespace, name: volume.secret.secretName });
     const dir = join(root, m.mountPath);
     await mkdir(dir, { recursive: true });
-    const items = volume.secret.items ?? Object.keys(secret.data ?? {}).map((key) => ({ key, path: key }));
+    const items =
+      volume.secret.items ?? Object.keys(secret.data ?? {}).map((key) => ({ key, path: key }));
     for (const { key, path } of items) {
       const b64 = secret.data?.[key];
-      if (b64 === undefined) throw new Error(`Secret ${volume.secret.secretName} has no key ${key}`);
+      if (b64 === undefined)
+        throw new Error(`Secret ${volume.secret.secretName} has no key ${key}`);
       await writeFile(join(dir, path), Buffer.from(b64, 'base64'), { mode: 0o400 });
     }
     mounts.set(m.mountPath, dir);
@@ -181,7 +183,8 @@ export function relocateEnv(
   const out = { ...env };
   for (const [k, v] of Object.entries(out)) {
     for (const [mountPath, dir] of mounts) {
-      if (v === mountPath || v.startsWith(`${mountPath}/`)) out[k] = dir + v.slice(mountPath.length);
+      if (v === mountPath || v.startsWith(`${mountPath}/`))
+        out[k] = dir + v.slice(mountPath.length);
     }
   }
   return out;
