@@ -2,15 +2,19 @@ import { describe, expect, it } from 'vitest';
 import type { MirrorDestination } from '../api/types.gen.js';
 import {
   ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_ORIGIN,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   MAX_DELIVERY_NAME,
   copyMarks,
   deliveryName,
   destinationSummary,
+  legacyDeliveryName,
   mirrorRef,
   originRef,
   ownershipOf,
+  parseMirrorRef,
   payloadSecretName,
   type MirrorIdentity,
 } from './names.js';
@@ -23,27 +27,27 @@ describe('deliveryName', () => {
     [
       'SecretMirror',
       { kind: 'SecretMirror', namespace: 'team-a', name: 'wildcard' },
-      /^sm-team-a-wildcard-[0-9a-f]{8}$/,
+      /^sm-team-a-wildcard-[0-9a-f]{16}$/,
     ],
     [
       'ClusterSecretMirror',
       { kind: 'ClusterSecretMirror', name: 'wildcard' },
-      /^csm-wildcard-[0-9a-f]{8}$/,
+      /^csm-wildcard-[0-9a-f]{16}$/,
     ],
     [
       'dots become dashes',
       { kind: 'SecretMirror', namespace: 'a', name: 'tls.example.com' },
-      /^sm-a-tls-example-com-[0-9a-f]{8}$/,
+      /^sm-a-tls-example-com-[0-9a-f]{16}$/,
     ],
     [
       'long names are truncated',
       { kind: 'SecretMirror', namespace: long(63, 'n'), name: long(253) },
-      /^sm-n+-[0-9a-f]{8}$/,
+      /^sm-n+-[0-9a-f]{16}$/,
     ],
     [
       'truncation never leaves a dash before the hash',
-      { kind: 'ClusterSecretMirror', name: `${long(49)}-${long(40, 'b')}` },
-      /^csm-a{49}-[0-9a-f]{8}$/,
+      { kind: 'ClusterSecretMirror', name: `${long(41)}-${long(40, 'b')}` },
+      /^csm-a{41}-[0-9a-f]{16}$/,
     ],
   ])('%s', (_, mirror, shape) => {
     const name = deliveryName(mirror, 'hub');
@@ -86,8 +90,24 @@ describe('deliveryName', () => {
     expect(deliveryName(a, originA)).not.toBe(deliveryName(b, originB));
   });
 
+  it('hashes 64 bits, still within 63 characters', () => {
+    const name = deliveryName({ kind: 'ClusterSecretMirror', name: long(253) }, 'hub');
+    expect(name).toMatch(/^csm-a{42}-[0-9a-f]{16}$/);
+    expect(name.length).toBe(MAX_DELIVERY_NAME);
+  });
+
+  it('legacyDeliveryName is the name older hubs gave (8-character hash), for cleanup only', () => {
+    const m: MirrorIdentity = { kind: 'SecretMirror', namespace: 'team-a', name: 'wildcard' };
+    // Pinned: this is what is in clusters today; it must never change.
+    expect(legacyDeliveryName(m, 'hub')).toBe('sm-team-a-wildcard-5a56ab13');
+    // The same digest, twice as much of it.
+    expect(deliveryName(m, 'hub')).toBe('sm-team-a-wildcard-5a56ab13d5f0b32c');
+    const longName = legacyDeliveryName({ kind: 'ClusterSecretMirror', name: long(253) }, 'hub');
+    expect(longName).toMatch(/^csm-a{50}-[0-9a-f]{8}$/);
+  });
+
   it('payload Secret is named after the delivery', () => {
-    expect(payloadSecretName('sm-a-b-12345678')).toBe('sm-a-b-12345678');
+    expect(payloadSecretName('sm-a-b-0123456789abcdef')).toBe('sm-a-b-0123456789abcdef');
   });
 });
 
@@ -147,6 +167,74 @@ describe('refs and marks', () => {
     ],
   ])('ownership: %s -> %s', (_, existing, expected) => {
     expect(ownershipOf(existing, 'd1')).toBe(expected);
+  });
+
+  describe('copies an older hub wrote under the legacy delivery name', () => {
+    const m: MirrorIdentity = { kind: 'SecretMirror', namespace: 'team-a', name: 'wildcard' };
+    const current = deliveryName(m, 'hub');
+    const legacy = legacyDeliveryName(m, 'hub');
+    const copy = (
+      delivery: string,
+      mirror = mirrorRef(m),
+      origin = originRef('hub', 'team-a', 'wildcard'),
+    ) => ({
+      metadata: {
+        labels: { [LABEL_MANAGED_BY]: 'mirrorhub', [LABEL_DELIVERY]: delivery },
+        annotations: { [ANNOTATION_MIRROR]: mirror, [ANNOTATION_ORIGIN]: origin },
+      },
+    });
+    const other: MirrorIdentity = { kind: 'SecretMirror', namespace: 'team-b', name: 'wildcard' };
+
+    it.each<[string, ReturnType<typeof copy>, string, string]>([
+      ['the same mirror and origin: taken over', copy(legacy), current, 'ours'],
+      ['not the other way round', copy(current), legacy, 'other-delivery'],
+      [
+        'another mirror claimed by the annotation',
+        copy(legacy, mirrorRef(other)),
+        current,
+        'other-delivery',
+      ],
+      [
+        'another origin cluster',
+        copy(legacy, mirrorRef(m), originRef('hub-2', 'team-a', 'wildcard')),
+        current,
+        'other-delivery',
+      ],
+      [
+        "another mirror's legacy copy",
+        copy(legacyDeliveryName(other, 'hub'), mirrorRef(other)),
+        current,
+        'other-delivery',
+      ],
+      [
+        'a malformed mirror annotation',
+        copy(legacy, 'SecretMirror/team-a'),
+        current,
+        'other-delivery',
+      ],
+      [
+        'a malformed origin annotation',
+        copy(legacy, mirrorRef(m), 'hub'),
+        current,
+        'other-delivery',
+      ],
+    ])('%s', (_, existing, delivery, expected) => {
+      expect(ownershipOf(existing, delivery)).toBe(expected);
+    });
+  });
+
+  it.each<[string, MirrorIdentity | undefined]>([
+    ['SecretMirror/team-a/tls', { kind: 'SecretMirror', namespace: 'team-a', name: 'tls' }],
+    ['ClusterSecretMirror//tls', { kind: 'ClusterSecretMirror', name: 'tls' }],
+    ['SecretMirror//tls', undefined],
+    ['ClusterSecretMirror/x/tls', undefined],
+    ['SecretMirror/a/', undefined],
+    ['Secret/a/b', undefined],
+    ['SecretMirror/a/b/c', undefined],
+    ['', undefined],
+  ])('parseMirrorRef(%j)', (ref, identity) => {
+    expect(parseMirrorRef(ref)).toEqual(identity);
+    if (identity) expect(mirrorRef(identity)).toBe(ref);
   });
 });
 

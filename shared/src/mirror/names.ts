@@ -38,19 +38,38 @@ export interface MirrorIdentity {
  */
 export const MAX_DELIVERY_NAME = 63;
 
+/** Hex characters of the hash in a delivery name: 64 bits, so no two mirrors meet by chance. */
+export const DELIVERY_HASH_LENGTH = 16;
+
 /**
  * Name of the MirrorDelivery (and of its payload Secret) for one mirror, the same in every
- * cluster: `sm-<namespace>-<name>-<hash8>` or `csm-<name>-<hash8>`. The readable part is
- * truncated to fit 63 characters; the hash (of origin cluster, kind, namespace and name) keeps
- * truncated names apart and lets two hubs deliver to the same cluster without clashing.
- * The result is a DNS-1123 label, so it is a valid object name and label value.
+ * cluster: `sm-<namespace>-<name>-<hash16>` or `csm-<name>-<hash16>`. The readable part is
+ * truncated to fit 63 characters; the hash (64 bits of SHA-256 over origin cluster, kind,
+ * namespace and name) keeps truncated names apart and lets two hubs deliver to the same cluster
+ * without clashing. 64 bits, not fewer: anyone who may create a SecretMirror picks its namespace
+ * and name, and a hash short enough to search (32 bits: minutes on a laptop) would let them aim
+ * at another mirror's delivery. The result is a DNS-1123 label, so it is a valid object name and
+ * label value.
  */
 export function deliveryName(mirror: MirrorIdentity, originCluster: string): string {
+  return nameWithHash(mirror, originCluster, DELIVERY_HASH_LENGTH);
+}
+
+/**
+ * The name deliveryName gave before it used 64 bits (an 8-hex-character hash). Only for finding
+ * what an older hub left in a cluster: such a delivery is replaced by one under deliveryName
+ * (whose agent takes its copies over, see ownershipOf) and then deleted.
+ */
+export function legacyDeliveryName(mirror: MirrorIdentity, originCluster: string): string {
+  return nameWithHash(mirror, originCluster, 8);
+}
+
+function nameWithHash(mirror: MirrorIdentity, originCluster: string, hashLength: number): string {
   const namespace = mirror.namespace ?? '';
   const hash = createHash('sha256')
     .update([originCluster, mirror.kind, namespace, mirror.name].join('\0'))
     .digest('hex')
-    .slice(0, 8);
+    .slice(0, hashLength);
   const readable =
     mirror.kind === 'SecretMirror' ? `sm-${namespace}-${mirror.name}` : `csm-${mirror.name}`;
   const body = readable
@@ -69,6 +88,17 @@ export function payloadSecretName(deliveryName: string): string {
 /** Value of ANNOTATION_MIRROR. */
 export function mirrorRef(mirror: MirrorIdentity): string {
   return `${mirror.kind}/${mirror.namespace ?? ''}/${mirror.name}`;
+}
+
+/** The identity ANNOTATION_MIRROR names (the inverse of mirrorRef); undefined if malformed. */
+export function parseMirrorRef(ref: string): MirrorIdentity | undefined {
+  const parts = ref.split('/');
+  if (parts.length !== 3) return undefined;
+  const [kind, namespace, name] = parts as [string, string, string];
+  if (!name) return undefined;
+  if (kind === 'SecretMirror' && namespace) return { kind, namespace, name };
+  if (kind === 'ClusterSecretMirror' && !namespace) return { kind, name };
+  return undefined;
 }
 
 /** Value of ANNOTATION_ORIGIN. */
@@ -101,7 +131,9 @@ export function copyMarks(input: {
 /**
  * Who owns an existing object with the target name:
  * - `absent`: nothing there, free to create;
- * - `ours`: marked as a copy of this delivery;
+ * - `ours`: marked as a copy of this delivery, or of the delivery an older hub wrote for the
+ *   same mirror under its shorter name (legacyDeliveryName): the copy is taken over, so a hub
+ *   upgrade moves every copy to the new delivery in place, with no gap and no conflict;
  * - `other-delivery`: a mirrorhub copy of another delivery (two mirrors aim at one name);
  * - `foreign`: not marked by mirrorhub: someone else's (Skip reports a Conflict, Adopt takes it).
  */
@@ -118,12 +150,36 @@ export function ownershipOf(
           | undefined;
       }
     | undefined,
-  deliveryName: string,
+  delivery: string,
 ): Ownership {
   if (!existing) return 'absent';
   const labels = existing.metadata?.labels ?? {};
-  if (labels[LABEL_MANAGED_BY] !== MANAGED_BY_VALUE || !labels[LABEL_DELIVERY]) return 'foreign';
-  return labels[LABEL_DELIVERY] === deliveryName ? 'ours' : 'other-delivery';
+  const marked = labels[LABEL_DELIVERY];
+  if (labels[LABEL_MANAGED_BY] !== MANAGED_BY_VALUE || !marked) return 'foreign';
+  if (marked === delivery) return 'ours';
+  return isLegacyCopyOf(existing.metadata?.annotations ?? {}, marked, delivery)
+    ? 'ours'
+    : 'other-delivery';
+}
+
+/**
+ * Whether a copy marked with delivery `marked` was written for the same mirror from the same
+ * origin as `delivery`, by an older hub that named deliveries with an 8-character hash. The
+ * mirror and origin come from the copy's own annotations, and both names must follow from them.
+ */
+function isLegacyCopyOf(
+  annotations: Record<string, string>,
+  marked: string,
+  delivery: string,
+): boolean {
+  const mirror = parseMirrorRef(annotations[ANNOTATION_MIRROR] ?? '');
+  const origin = annotations[ANNOTATION_ORIGIN] ?? '';
+  // `<cluster>/<namespace>/<name>`: cluster names are DNS labels, namespaces and names have no '/'.
+  const cluster = origin.split('/').length === 3 ? origin.slice(0, origin.indexOf('/')) : '';
+  if (!mirror || !cluster) return false;
+  return (
+    legacyDeliveryName(mirror, cluster) === marked && deliveryName(mirror, cluster) === delivery
+  );
 }
 
 /** Longest status.destination (the CRD's maxLength). */
