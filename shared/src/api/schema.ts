@@ -870,6 +870,11 @@ export const mirrorDelivery: KindDefinition = {
         minLength: 1,
         maxLength: 253,
       }),
+      origin: string(
+        "The source as <cluster>/<namespace>/<name>: every copy's mirrorhub.io/origin annotation. " +
+          'Absent from deliveries of older hubs (then derived from the rest of the spec).',
+        { maxLength: 600 },
+      ),
       payloadSecretName: string(
         'Secret in this namespace (labelled mirrorhub.io/payload=true) holding the shaped data.',
         { minLength: 1, maxLength: 253, pattern: DNS1123_SUBDOMAIN },

@@ -728,6 +728,12 @@ export interface MirrorDeliverySpec {
   /** Name of the cluster the source lives in (the hub cluster). */
   originCluster: string;
 
+  /**
+   * The source as <cluster>/<namespace>/<name>: every copy's mirrorhub.io/origin annotation. Absent
+   * from deliveries of older hubs (then derived from the rest of the spec).
+   */
+  origin?: string;
+
   /** Secret in this namespace (labelled mirrorhub.io/payload=true) holding the shaped data. */
   payloadSecretName: string;
 

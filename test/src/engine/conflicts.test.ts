@@ -36,6 +36,10 @@ describe('objects mirrorhub does not own', () => {
     await eventually(async () =>
       expect(await e.secretData('team-2', 'api-key')).toEqual({ key: 'from-source' }),
     );
+    // The copy names its source, namespace included (a ClusterSecretMirror's own has none).
+    expect((await e.readSecret('team-2', 'api-key'))?.metadata?.annotations).toMatchObject({
+      'mirrorhub.io/origin': 'hub/src/api-key',
+    });
     const m = await e.mirrorStatus('ClusterSecretMirror', 'api-key', undefined, (m) => {
       expect(m.status?.counts?.conflicts).toBe(1);
       expect(m.status?.problems).toEqual([

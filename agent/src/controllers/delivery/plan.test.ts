@@ -353,8 +353,11 @@ describe('plan: actions', () => {
     });
   });
 
-  it('origin comes from the delivery annotation when the hub sets it', () => {
-    const d = delivery({}, { annotations: { [ANNOTATION_ORIGIN]: 'hub/cert-manager/wildcard' } });
+  it('origin comes from the signed spec, never from an annotation anyone could write', () => {
+    const d = delivery(
+      { origin: 'hub/cert-manager/wildcard' },
+      { annotations: { [ANNOTATION_ORIGIN]: 'forged/x/y' } },
+    );
     const [first] = plan(input({ delivery: d, namespaces: [ns('team-a')] })).actions;
     expect(first?.op === 'create' && first.object.metadata.annotations[ANNOTATION_ORIGIN]).toBe(
       'hub/cert-manager/wildcard',

@@ -22,7 +22,6 @@ import type {
 } from '@mirrorhub/shared/api/types.gen';
 import {
   ANNOTATION_CONTENT_HASH,
-  ANNOTATION_ORIGIN,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   MANAGED_BY_VALUE,
@@ -201,14 +200,13 @@ export function compileDeliveryMatcher(delivery: MirrorDelivery): NamespaceMatch
 }
 
 /**
- * The marks every copy of this delivery carries. The source's namespace and name are not part
- * of the delivery spec, so origin comes from the delivery's own `mirrorhub.io/origin`
- * annotation when the hub sets it, else it is derived from what the spec says.
+ * The marks every copy of this delivery carries, from the (signed) spec only: spec.origin names
+ * the source; a delivery of an older hub without it gets an origin derived from the rest.
  */
 export function deliveryMarks(delivery: MirrorDelivery): CopyMarks {
   const spec = delivery.spec;
   const origin =
-    delivery.metadata.annotations?.[ANNOTATION_ORIGIN] ??
+    spec.origin ??
     originRef(
       spec.originCluster,
       spec.sourceNamespace ?? spec.mirror.namespace ?? '',
