@@ -8,14 +8,28 @@
 // The writer is told what each delivery should be (`request`) and converges to it with backoff.
 // Until the watch shows a write back, `observe` overlays what was written, so a reconcile that
 // runs in between neither writes the same thing twice nor reports a stale state.
+//
+// Never over another's object: a MirrorDelivery is written only over one of the same mirror (its
+// spec.mirror uid), a payload Secret only over one labelled as this hub's. A name found taken by
+// an object the watches do not show (not labelled as this hub's) is reported by `observe` for a
+// while, so the plan says whose it is, and looked at again by the next write after that.
+//
+// Deliveries an older hub named with an 8-character hash (legacyDeliveryName) are retired here:
+// deleted once the delivery under the current name has been applied by the agent (which takes
+// their copies over, see ownershipOf), or together with it.
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { GROUP, MIRROR_DELIVERY, VERSION, type MirrorDelivery } from '@mirrorhub/shared/api/index';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
+  ANNOTATION_SIGNATURE,
   canonicalJson,
+  deliveryName,
   LABEL_PAYLOAD,
+  legacyDeliveryName,
+  mirrorRef,
+  parseMirrorRef,
   type PayloadSecret,
 } from '@mirrorhub/shared/mirror/index';
 import {
@@ -54,8 +68,38 @@ import type { ClusterTarget } from './target.js';
 /** What the cluster holds for one delivery name, as far as the hub knows. */
 export interface DeliveryObservation {
   delivery?: MirrorDelivery;
-  payload?: { contentHash?: string };
+  payload?: PayloadObservation;
   writeError?: string;
+  /** A delivery or payload an older hub left under legacyDeliveryName, still there. */
+  legacy?: string;
+}
+
+/**
+ * How long a delivery found under a mirror's name, not ours to write and not shown by the watch,
+ * is reported without another look; doubled on each look that finds it again, up to the max.
+ */
+export const FOREIGN_RECHECK_MS = 30_000;
+export const FOREIGN_RECHECK_MAX_MS = 5 * 60_000;
+
+/** A write refused because the object there is not ours to write over. */
+export class OwnershipConflictError extends Error {
+  override readonly name = 'OwnershipConflictError';
+}
+
+/** A payload Secret, by its marks only: the content hash and the hub's signature it carries. */
+export interface PayloadObservation {
+  contentHash?: string;
+  signature?: string;
+}
+
+/** A payload Secret's observation from its annotations. */
+function payloadObservation(annotations: Record<string, string> | undefined): PayloadObservation {
+  const contentHash = annotations?.[ANNOTATION_CONTENT_HASH];
+  const signature = annotations?.[ANNOTATION_SIGNATURE];
+  return {
+    ...(contentHash !== undefined ? { contentHash } : {}),
+    ...(signature !== undefined ? { signature } : {}),
+  };
 }
 
 /** What a delivery should become. */
@@ -106,10 +150,19 @@ export class ClusterConnection {
   private readonly wanted = new Map<string, Wanted>();
   private readonly writeErrors = new Map<string, string>();
   private readonly writtenDelivery = new WriteOverlay<MirrorDelivery>();
-  private readonly writtenPayload = new WriteOverlay<{ contentHash?: string }>();
+  private readonly writtenPayload = new WriteOverlay<PayloadObservation>();
   /** Deleted by us; gone as far as plans go, even while an agent finalizer keeps it. */
   private readonly deletedDelivery = new Set<string>();
   private readonly deletedPayload = new Set<string>();
+  /** Deliveries found under our names that the watch does not show (see noteForeign). */
+  private readonly foreign = new Map<
+    string,
+    { delivery: MirrorDelivery; at: number; ttlMs: number; timer: Timer }
+  >();
+  /** Name -> the mirror whose name it is, while a delivery of another mirror holds it. */
+  private readonly interest = new Map<string, string>();
+  /** Current delivery name -> the legacy name an older hub gave it, where objects have it. */
+  private readonly legacyNames = new Map<string, string>();
   private deliveries: Watcher<MirrorDelivery> | undefined;
   private payloads: Watcher<PayloadMeta> | undefined;
   private rest: RestClient | undefined;
@@ -169,6 +222,7 @@ export class ClusterConnection {
     this.stopController.abort();
     this.resolveSynced(false);
     this.unreachableTimer?.cancel();
+    for (const f of this.foreign.values()) f.timer.cancel();
     for (const u of this.unsubscribe.splice(0)) u();
     await this.queue.shutdown({ timeoutMs: 10_000 });
     await Promise.all([this.deliveries?.stop(), this.payloads?.stop()]);
@@ -194,9 +248,11 @@ export class ClusterConnection {
    */
   holds(name: string): boolean | undefined {
     if (!this.synced) return undefined;
+    const legacy = this.legacyNames.get(name);
     return (
       this.deliveries?.get(name, this.agentNamespace) !== undefined ||
-      this.payloads?.get(name, this.agentNamespace) !== undefined
+      this.payloads?.get(name, this.agentNamespace) !== undefined ||
+      (legacy !== undefined && this.holds(legacy) === true)
     );
   }
 
@@ -226,13 +282,29 @@ export class ClusterConnection {
       if (written) {
         out.payload = written;
       } else if (cached) {
-        const h = cached.metadata?.annotations?.[ANNOTATION_CONTENT_HASH];
-        out.payload = h === undefined ? {} : { contentHash: h };
+        out.payload = payloadObservation(cached.metadata?.annotations);
       }
+    }
+    if (!out.delivery) {
+      const f = this.foreign.get(name);
+      if (f && this.clock.now() - f.at < f.ttlMs) out.delivery = f.delivery;
     }
     const err = this.writeErrors.get(name);
     if (err !== undefined) out.writeError = err;
+    const legacy = this.legacyHeld(name);
+    if (legacy !== undefined) out.legacy = legacy;
     return out;
+  }
+
+  /** The legacy name of delivery `name`, when something is still there under it (not deleting). */
+  private legacyHeld(name: string): string | undefined {
+    const legacy = this.legacyNames.get(name);
+    if (legacy === undefined) return undefined;
+    const seen = this.observe(legacy);
+    const held =
+      (seen.delivery !== undefined && !seen.delivery.metadata.deletionTimestamp) ||
+      seen.payload !== undefined;
+    return held ? legacy : undefined;
   }
 
   /**
@@ -241,6 +313,13 @@ export class ClusterConnection {
    * write keeps its backoff however often the mirror is reconciled.
    */
   request(name: string, mirrorKey: string, op: DeliveryOp | undefined): void {
+    // Another mirror's delivery holds the name: its changes (its deletion) concern this one too.
+    const held = this.deliveries?.get(name, this.agentNamespace);
+    if (held && held.metadata.annotations?.[ANNOTATION_MIRROR] !== mirrorKey) {
+      this.interest.set(name, mirrorKey);
+    } else {
+      this.interest.delete(name);
+    }
     if (!op) {
       this.wanted.delete(name);
       if (this.writeErrors.delete(name)) this.opts.onMirror(mirrorKey);
@@ -366,8 +445,51 @@ export class ClusterConnection {
       written.observed(name, obj.metadata?.resourceVersion);
       if (obj.metadata?.deletionTimestamp) gone.delete(name);
     }
+    if (written === this.writtenDelivery) this.forgetForeign(name); // the watch shows it now
     const key = obj.metadata?.annotations?.[ANNOTATION_MIRROR];
+    const waiting = this.interest.get(name);
+    if (waiting !== undefined && waiting !== key) this.opts.onMirror(waiting);
+    const current = key === undefined ? undefined : this.currentNameOfLegacy(name, key);
+    if (current !== undefined) {
+      if (!deleted) this.legacyNames.set(current, name);
+      else if (this.holds(name) === false) this.legacyNames.delete(current);
+    }
+    this.retireLegacy(current ?? name);
     if (key) this.opts.onMirror(key);
+  }
+
+  /** The current delivery name of `name`, when `name` is the legacy name of mirror `key`. */
+  private currentNameOfLegacy(name: string, key: string): string | undefined {
+    const id = parseMirrorRef(key);
+    if (!id || legacyDeliveryName(id, this.opts.originCluster) !== name) return undefined;
+    return deliveryName(id, this.opts.originCluster);
+  }
+
+  /**
+   * Delete the legacy delivery of `name` once the agent has applied the delivery under `name`
+   * (its report is for the current spec and generation) and reports no copy it could not take
+   * over from the legacy one (an agent older than ownershipOf's takeover reports those as
+   * conflicts naming it: then the legacy delivery stays, and so do its copies, until the agent is
+   * upgraded too). The agent's finalizer on the legacy delivery then has nothing left to remove.
+   */
+  private retireLegacy(name: string): void {
+    const legacy = this.legacyHeld(name);
+    if (legacy === undefined || this.wanted.has(legacy)) return;
+    const d = this.deliveries?.get(name, this.agentNamespace);
+    const report = d?.status;
+    if (!d || !report || d.metadata.deletionTimestamp) return;
+    const key = mirrorRef(d.spec.mirror);
+    if (this.currentNameOfLegacy(legacy, key) !== name) return;
+    const applied =
+      report.observedHash === d.spec.contentHash &&
+      (d.metadata.generation === undefined || report.observedGeneration === d.metadata.generation);
+    const blocked = (report.namespaces ?? []).some(
+      (n) => n.state === 'Conflict' && (n.message ?? '').includes(legacy),
+    );
+    if (!applied || blocked) return;
+    this.log.info({ delivery: legacy, replacedBy: name }, 'retiring a legacy-named delivery');
+    this.wanted.set(legacy, { mirrorKey: key, op: { op: 'delete' }, fingerprint: 'delete' });
+    if (this.synced) this.queue.add(legacy);
   }
 
   private failed(err: unknown): void {
@@ -425,22 +547,40 @@ export class ClusterConnection {
     const want = this.wanted.get(name);
     if (!want) return;
     const { mirrorKey, op } = want;
+    let skipped = false;
     try {
       if (op.op === 'apply') {
         const seen = this.observe(name);
-        if (op.payload && seen.payload?.contentHash !== contentHashOf(op.payload)) {
-          await this.applyPayload(op.payload);
+        let observed = seen.delivery;
+        if (op.delivery && !observed) observed = await this.lookUpDelivery(name);
+        if (op.delivery && observed && !mayWrite(observed, op.delivery)) {
+          // Another mirror's, or one being deleted: nothing is written. The plan sees it now.
+          this.noteForeign(name, observed, op.delivery, mirrorKey);
+          skipped = true;
+        } else if (
+          op.payload &&
+          (seen.payload?.contentHash !== contentHashOf(op.payload) ||
+            seen.payload?.signature !== op.payload.metadata.annotations?.[ANNOTATION_SIGNATURE])
+        ) {
+          await this.applyPayload(op.payload, seen.payload !== undefined);
         }
-        if (op.delivery && !deliveryUpToDate(seen.delivery, op.delivery)) {
-          await this.applyDelivery(op.delivery, seen.delivery);
+        if (!skipped && op.delivery && !deliveryUpToDate(observed, op.delivery)) {
+          await this.applyDelivery(op.delivery, observed, mirrorKey);
         }
       } else {
+        const legacy = this.legacyNames.get(name);
         await this.deleteDelivery(name);
         await this.deletePayload(name);
+        if (legacy !== undefined) {
+          await this.deleteDelivery(legacy);
+          await this.deletePayload(legacy);
+        }
       }
       if (this.wanted.get(name) === want) this.wanted.delete(name);
       // A delete may produce no watch event (already gone): tell the mirror either way.
-      if (this.writeErrors.delete(name) || op.op === 'delete') this.opts.onMirror(mirrorKey);
+      if (this.writeErrors.delete(name) || op.op === 'delete' || skipped) {
+        this.opts.onMirror(mirrorKey);
+      }
     } catch (err) {
       this.report(err);
       const message = errorMessage(err);
@@ -455,33 +595,60 @@ export class ClusterConnection {
   /**
    * The payload Secret is entirely ours: replaced as a whole (an unconditional update, which
    * Secrets allow), created when missing. Not server-side apply: SSA turns a map that loses its
-   * last key into null, and Kubernetes then refuses the object.
+   * last key into null, and Kubernetes then refuses the object. Replaced only when it is labelled
+   * as this hub's payload: one our watch does not show (`known` false) is created, and a Secret
+   * already holding the name is looked at first.
    */
-  private async applyPayload(payload: PayloadSecret): Promise<void> {
+  private async applyPayload(payload: PayloadSecret, known: boolean): Promise<void> {
     const name = payload.metadata.name;
     const namespace = this.agentNamespace;
     const body = payload as V1Secret;
-    let res: V1Secret;
-    try {
-      res = await this.counted('Secret', 'update', () =>
-        this.rest!.put<V1Secret>(corePath('secrets', namespace, name), body, {
-          fieldManager: FIELD_MANAGER.hub,
-        }),
+    const path = corePath('secrets', namespace, name);
+    const put = () =>
+      this.counted('Secret', 'update', () =>
+        this.rest!.put<V1Secret>(path, body, { fieldManager: FIELD_MANAGER.hub }),
       );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      res = await this.counted('Secret', 'create', () =>
+    const post = () =>
+      this.counted('Secret', 'create', () =>
         this.rest!.post<V1Secret>(corePath('secrets', namespace), body, {
           fieldManager: FIELD_MANAGER.hub,
         }),
       );
+    let res: V1Secret;
+    if (known) {
+      try {
+        res = await put();
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        res = await post();
+      }
+    } else {
+      try {
+        res = await post();
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+        const existing = await withDeadline('get Secret', this.timeoutMs, () =>
+          this.rest!.get<V1Secret>(path),
+        );
+        const labels = existing.metadata?.labels ?? {};
+        if (
+          labels[LABEL_PAYLOAD] !== 'true' ||
+          labels[LABEL_ORIGIN_CLUSTER] !== this.opts.originCluster
+        ) {
+          throw new OwnershipConflictError(
+            `Secret ${name} (namespace ${namespace}) exists and is not a payload of this hub ` +
+              `(labels ${LABEL_PAYLOAD}=true, ${LABEL_ORIGIN_CLUSTER}=${this.opts.originCluster}): ` +
+              `nothing is written there; if it is stale, delete it`,
+          );
+        }
+        res = await put();
+      }
     }
-    const hash = res.metadata?.annotations?.[ANNOTATION_CONTENT_HASH];
     this.deletedPayload.delete(name);
     this.writtenPayload.wrote(
       name,
       res.metadata?.resourceVersion,
-      hash ? { contentHash: hash } : {},
+      payloadObservation(res.metadata?.annotations),
     );
     this.log.debug({ payload: name }, 'payload Secret written');
   }
@@ -493,6 +660,7 @@ export class ClusterConnection {
   private async applyDelivery(
     delivery: MirrorDelivery,
     observed: MirrorDelivery | undefined,
+    mirrorKey: string,
   ): Promise<void> {
     const name = delivery.metadata.name ?? '';
     const namespace = this.agentNamespace;
@@ -511,6 +679,8 @@ export class ClusterConnection {
         observed = await withDeadline('get MirrorDelivery', this.timeoutMs, () =>
           this.rest!.get<MirrorDelivery>(customObjectPath(ref)),
         );
+        this.noteForeign(name, observed, delivery, mirrorKey);
+        assertMayWrite(observed, delivery, namespace);
       }
     }
     if (!res) {
@@ -533,6 +703,58 @@ export class ClusterConnection {
     this.deletedDelivery.delete(name);
     this.writtenDelivery.wrote(name, res.metadata?.resourceVersion, res);
     this.log.debug({ delivery: name, contentHash: delivery.spec.contentHash }, 'delivery written');
+  }
+
+  /**
+   * A delivery the caches do not show: read it before writing anything for it (once per new
+   * delivery), so one not labelled as this hub's is never written over, nor its payload.
+   */
+  private async lookUpDelivery(name: string): Promise<MirrorDelivery | undefined> {
+    const path = customObjectPath({
+      group: GROUP,
+      version: VERSION,
+      plural: MIRROR_DELIVERY.plural,
+      namespace: this.agentNamespace,
+      name,
+    });
+    try {
+      return await withDeadline('get MirrorDelivery', this.timeoutMs, () =>
+        this.rest!.get<MirrorDelivery>(path),
+      );
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      this.forgetForeign(name);
+      return undefined;
+    }
+  }
+
+  /**
+   * Remember a delivery read under `name` that plans must see and the caches may not show: one
+   * not labelled as this hub's, or one we deleted that an agent finalizer still keeps. `observe`
+   * reports it for FOREIGN_RECHECK_MS (doubling while it stays, up to FOREIGN_RECHECK_MAX_MS) or
+   * until the watch shows the name, so the mirror's plan says whose it is and asks for no write;
+   * then the mirror is reconciled again, and its next write looks again.
+   */
+  private noteForeign(
+    name: string,
+    found: MirrorDelivery,
+    desired: MirrorDelivery,
+    mirrorKey: string,
+  ): void {
+    if (mayWrite(found, desired)) {
+      this.forgetForeign(name);
+      return;
+    }
+    const prev = this.foreign.get(name);
+    prev?.timer.cancel();
+    const ttlMs = prev ? Math.min(prev.ttlMs * 2, FOREIGN_RECHECK_MAX_MS) : FOREIGN_RECHECK_MS;
+    const timer = this.clock.setTimer(() => this.opts.onMirror(mirrorKey), ttlMs);
+    this.foreign.set(name, { delivery: found, at: this.clock.now(), ttlMs, timer });
+  }
+
+  private forgetForeign(name: string): void {
+    this.foreign.get(name)?.timer.cancel();
+    this.foreign.delete(name);
   }
 
   private async deleteDelivery(name: string): Promise<void> {
@@ -602,6 +824,37 @@ function mapOps(
     path: `/metadata/${field}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`,
     value: v,
   }));
+}
+
+/**
+ * Whether `existing` may be written over with `desired`: the same mirror (kind, namespace, name
+ * and uid) from the same origin, and not being deleted (a new one waits until it is gone).
+ */
+function mayWrite(existing: MirrorDelivery, desired: MirrorDelivery): boolean {
+  const have = (existing.spec as Partial<MirrorDelivery['spec']> | undefined) ?? {};
+  return (
+    !existing.metadata?.deletionTimestamp &&
+    have.mirror !== undefined &&
+    have.mirror.uid === desired.spec.mirror.uid &&
+    mirrorRef(have.mirror) === mirrorRef(desired.spec.mirror) &&
+    have.originCluster === desired.spec.originCluster
+  );
+}
+
+function assertMayWrite(existing: MirrorDelivery, desired: MirrorDelivery, ns: string): void {
+  if (mayWrite(existing, desired)) return;
+  const name = existing.metadata?.name ?? '';
+  if (existing.metadata?.deletionTimestamp) {
+    throw new OwnershipConflictError(
+      `MirrorDelivery ${name} (namespace ${ns}) is being deleted; writing once it is gone`,
+    );
+  }
+  const claimed = (existing.spec as Partial<MirrorDelivery['spec']> | undefined)?.mirror;
+  throw new OwnershipConflictError(
+    `MirrorDelivery ${name} (namespace ${ns}) belongs to another mirror ` +
+      `(${claimed ? mirrorRef(claimed) : '?'} uid ${claimed?.uid || '(none)'}), not to this one ` +
+      `(uid ${desired.spec.mirror.uid}): nothing is written there; if it is stale, delete it`,
+  );
 }
 
 function contentHashOf(payload: PayloadSecret): string | undefined {

@@ -454,6 +454,7 @@ export class MirrorController {
         deletingSince,
         now,
         graceMs: this.opts.cleanupGraceMs ?? DEFAULT_CLEANUP_GRACE_MS,
+        mirror: parseMirrorKey(key),
       },
     );
     const deletes = new Set(plan.deletes);

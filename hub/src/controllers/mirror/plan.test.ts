@@ -8,6 +8,16 @@ import {
   type SecretMirrorSpec,
 } from '@mirrorhub/shared';
 import { describe, expect, it } from 'vitest';
+import { generateKeyPairSync } from 'node:crypto';
+import {
+  ANNOTATION_SIGNATURE,
+  createSigner,
+  createVerifier,
+  deliveryMessage,
+  payloadMessage,
+} from '@mirrorhub/shared/mirror/signing';
+import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
+import { ANNOTATION_CONTENT_HASH } from '@mirrorhub/shared/mirror/names';
 import {
   deliveryUpToDate,
   planCleanup,
@@ -17,10 +27,23 @@ import {
   type MirrorPlan,
   type PlanInput,
   type SourceObservation,
+  type Tenancy,
   statusWriteDelay,
 } from './plan.js';
 
 const NOW = new Date('2026-01-02T03:04:05Z');
+/** What a SecretMirror's status says of a problem in a namespace other than its own. */
+const REDACTED = (state: string) =>
+  new RegExp(
+    `^${state}: details in MirrorDelivery sm-src-tls-[0-9a-f]+ \\(namespace mirrorhub-system of cluster hub\\), readable by its administrators$`,
+  );
+const OPEN_TENANCY: Tenancy = {
+  remoteNamespaces: [compilePattern('.*', 'remoteNamespaces[0]')],
+  requireAcceptance: false,
+};
+const SIGNER = createSigner(
+  generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+);
 const HUB_SECRET = 'hub-secret-for-tests';
 const VALUE = 'pa55w0rd-never-in-status';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -67,6 +90,10 @@ function plan(input: Partial<PlanInput> = {}): MirrorPlan {
     clusters: [cluster()],
     hubSecret: HUB_SECRET,
     originCluster: 'hub',
+    signer: SIGNER,
+    // Most tables are about delivery, not tenancy: the SecretMirrors here may reach every
+    // cluster. The tenancy tables below set their own.
+    tenancy: OPEN_TENANCY,
     now: NOW,
     ...input,
   });
@@ -107,7 +134,10 @@ function deliveredCluster(
   return cluster({
     ...o,
     delivery: stored(w.delivery!, report ?? undefined),
-    payload: { contentHash: w.delivery!.spec.contentHash },
+    payload: {
+      contentHash: w.delivery!.spec.contentHash,
+      signature: w.payload?.metadata.annotations?.[ANNOTATION_SIGNATURE],
+    },
   });
 }
 
@@ -539,11 +569,14 @@ describe('planMirror: aggregated status', () => {
           cluster: 'hub',
           namespace: 'team-000',
           state: 'Conflict',
-          message: 'exists and is not managed by mirrorhub',
+          // A SecretMirror's author does not learn what another namespace holds.
+          message: expect.stringMatching(REDACTED('Conflict')),
         },
       ],
     });
-    expect(p.status.message).toBe('1/2 namespaces synced in 1 cluster; 1 conflict');
+    expect(p.status.message).toMatch(
+      /^1\/2 namespaces synced in 1 cluster; 1 conflict; hub: 1\/2 namespaces synced, 1 conflict; details in MirrorDelivery/,
+    );
     expect(reasons(p)).toEqual(['Degraded', 'Conflict']);
     expect(p.events.find((e) => e.reason === 'Conflict')?.message).toMatch(/hub\/team-000/);
     const again = plan({ mirror: mirror({}, p.status), clusters: [conflicted(2)] });
@@ -567,7 +600,12 @@ describe('planMirror: aggregated status', () => {
       ],
     });
     expect(p.status.problems).toEqual([
-      { cluster: 'hub', namespace: 'x', state: 'Failed', message: '403 Forbidden' },
+      {
+        cluster: 'hub',
+        namespace: 'x',
+        state: 'Failed',
+        message: expect.stringMatching(REDACTED('Failed')),
+      },
     ]);
     expect(reasons(p)).toContain('SyncFailed');
   });
@@ -844,5 +882,380 @@ describe('statusWriteDelay', () => {
     expect(statusWriteDelay({ ...o, prev: active(5, 'a'), next: active(6, 'b'), events: 1 })).toBe(
       0,
     );
+  });
+});
+
+describe('planMirror: trust', () => {
+  const follower = (o: Partial<ClusterObservation> = {}) =>
+    cluster({ name: 'follower', local: false, ...o });
+  const toFollower = mirror({
+    destination: { namespaces: ['app-.*'], clusters: { names: ['follower'] } },
+  });
+  const strict: Tenancy = { remoteNamespaces: [], requireAcceptance: false };
+  const csm = (spec: Partial<SecretMirrorSpec> = {}): ClusterSecretMirror => ({
+    apiVersion: 'mirrorhub.io/v1alpha1',
+    kind: 'ClusterSecretMirror',
+    metadata: { name: 'tls', uid: 'uid-2', generation: 1 },
+    spec: {
+      source: { kind: 'Secret', name: 'tls', namespace: 'src' },
+      destination: { namespaces: ['app-.*'], clusters: { names: ['follower'] } },
+      ...spec,
+    },
+  });
+
+  it.each<[string, Partial<PlanInput>, RegExp | undefined]>([
+    [
+      'a SecretMirror may not reach another cluster by default',
+      { mirror: toFollower, clusters: [cluster(), follower()], tenancy: strict },
+      /SecretMirrors in namespace src may deliver only to the hub's own cluster, not to follower: use a ClusterSecretMirror, or ask the hub's administrators to add the namespace to tenancy.remoteNamespaces/,
+    ],
+    [
+      'a SecretMirror may, where the hub grants its namespace remote clusters',
+      {
+        mirror: toFollower,
+        clusters: [cluster(), follower()],
+        tenancy: { remoteNamespaces: [compilePattern('sr.', 'p')], requireAcceptance: false },
+      },
+      undefined,
+    ],
+    [
+      'a ClusterSecretMirror may, whatever the tenancy',
+      { mirror: csm(), clusters: [cluster(), follower()], tenancy: strict },
+      undefined,
+    ],
+    [
+      'a SecretMirror never adopts (the CRD refuses it too; this is for older CRDs)',
+      { mirror: mirror({ conflictPolicy: 'Adopt' }), tenancy: strict },
+      /conflictPolicy Adopt is for ClusterSecretMirrors only/,
+    ],
+  ])('%s', (_, input, error) => {
+    const p = plan(input);
+    if (error) {
+      expect(p.status.phase).toBe('Error');
+      expect(p.status.message).toMatch(error);
+      expect(p.writes).toEqual([]);
+      expect(reasons(p)).toEqual(['InvalidSpec']);
+    } else {
+      expect(p.status.phase).not.toBe('Error');
+      expect(p.writes.map((w) => w.cluster)).toContain('follower');
+    }
+  });
+
+  it('asks for acceptance by label, for SecretMirrors only', () => {
+    const tenancy: Tenancy = { remoteNamespaces: [], requireAcceptance: true };
+    expect(plan({ tenancy }).writes[0]?.delivery?.spec.acceptLabel).toBe('accept.mirrorhub.io/src');
+    const admin = plan({ mirror: csm({ destination: { namespaces: ['app-.*'] } }), tenancy });
+    expect(admin.writes[0]?.delivery?.spec).not.toHaveProperty('acceptLabel');
+  });
+
+  it("keeps the details of a ClusterSecretMirror's problems: its authors are admins", () => {
+    const first = plan({ mirror: csm(), clusters: [follower()] });
+    const w = first.writes[0]!;
+    const p = plan({
+      mirror: csm(),
+      clusters: [
+        follower({
+          delivery: stored(w.delivery!, {
+            phase: 'Degraded',
+            counts: { namespaces: 1, synced: 0, failed: 0, conflicts: 0, denied: 1 },
+            namespaces: [
+              {
+                name: 'kube-system',
+                state: 'PolicyDenied',
+                message: 'PolicyDenied (policy.namespaces.always-denied): x',
+              },
+            ],
+          }),
+          payload: {
+            contentHash: w.delivery!.spec.contentHash,
+            signature: w.payload?.metadata.annotations?.[ANNOTATION_SIGNATURE],
+          },
+        }),
+      ],
+    });
+    expect(p.status).toMatchObject({
+      phase: 'Degraded',
+      counts: { clusters: 1, namespaces: 1, synced: 0, denied: 1 },
+      problems: [
+        {
+          cluster: 'follower',
+          namespace: 'kube-system',
+          state: 'PolicyDenied',
+          message: 'PolicyDenied (policy.namespaces.always-denied): x',
+        },
+      ],
+    });
+    expect(reasons(p)).toContain('PolicyDenied');
+  });
+
+  it('signs every delivery and payload for the cluster, namespace and name it is written to', () => {
+    const p = plan({
+      mirror: csm(),
+      clusters: [cluster(), follower({ agentNamespace: 'agents' })],
+    });
+    const verifier = createVerifier(SIGNER.publicKeyPem);
+    for (const w of p.writes) {
+      const d = w.delivery!;
+      const place = {
+        cluster: w.cluster,
+        namespace: d.metadata.namespace!,
+        name: d.metadata.name!,
+      };
+      const sig = d.metadata.annotations?.[ANNOTATION_SIGNATURE];
+      expect(verifier.verify(deliveryMessage(place, d.spec), sig)).toMatchObject({ ok: true });
+      // Bound to the place: the same object is refused in another cluster.
+      const elsewhere = { ...place, cluster: w.cluster === 'hub' ? 'follower' : 'hub' };
+      expect(verifier.verify(deliveryMessage(elsewhere, d.spec), sig)).toMatchObject({ ok: false });
+      const payload = w.payload!;
+      const pa = payload.metadata.annotations ?? {};
+      expect(
+        verifier.verify(
+          payloadMessage(place, {
+            contentHash: pa[ANNOTATION_CONTENT_HASH],
+            binaryKeys: undefined,
+            data: payload.data,
+          }),
+          pa[ANNOTATION_SIGNATURE],
+        ),
+      ).toMatchObject({ ok: true });
+    }
+  });
+
+  it('writes nothing while signatures match, and re-signs everything for a new key', () => {
+    const first = plan({ mirror: csm(), clusters: [follower()] });
+    const w = first.writes[0]!;
+    const landed = follower({
+      delivery: stored(w.delivery!, {}),
+      payload: {
+        contentHash: w.delivery!.spec.contentHash,
+        signature: w.payload?.metadata.annotations?.[ANNOTATION_SIGNATURE],
+      },
+    });
+    expect(plan({ mirror: csm(), clusters: [landed] }).writes).toEqual([]);
+    const rotated = createSigner(
+      generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    );
+    const again = plan({ mirror: csm(), clusters: [landed], signer: rotated });
+    expect(again.writes).toHaveLength(1);
+    expect(again.writes[0]?.payload).toBeDefined();
+    expect(again.writes[0]?.delivery?.metadata.annotations?.[ANNOTATION_SIGNATURE]).toMatch(
+      new RegExp(`^${rotated.keyId}\\.`),
+    );
+  });
+});
+
+describe('planMirror: the delivery under the mirror name is written only if it is this mirror’s', () => {
+  const follower = (o: Partial<ClusterObservation> = {}) =>
+    cluster({ name: 'follower', local: false, ...o });
+  const OTHER_SIGNER = createSigner(
+    generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  );
+  /** The cluster as it is after a mirror with this uid delivered there (and the agent reported). */
+  const deliveredBy = (uid: string, o: Partial<ClusterObservation> = {}, signer = SIGNER) =>
+    deliveredCluster(
+      { phase: 'Error', message: "the agent's report on it" },
+      o,
+      plan({
+        mirror: mirror(
+          { destination: { namespaces: ['app-.*'], clusters: { names: [o.name ?? 'hub'] } } },
+          undefined,
+          { uid },
+        ),
+        clusters: [cluster(o)],
+        signer,
+      }),
+    );
+  /** `obs` with its delivery's spec.mirror / originCluster changed (as forged or another's). */
+  const claiming = (
+    obs: ClusterObservation,
+    spec: Partial<MirrorDelivery['spec']>,
+  ): ClusterObservation => ({
+    ...obs,
+    delivery: { ...obs.delivery!, spec: { ...obs.delivery!.spec, ...spec } },
+  });
+  const CONFLICT =
+    /^conflict: MirrorDelivery sm-src-tls-[0-9a-f]{16} \(namespace mirrorhub-system\) belongs to another mirror \((.+)\), not to this one \(uid uid-1\)\. Nothing is written there; if it is stale, delete it \(kubectl -n mirrorhub-system delete mirrordelivery sm-src-tls-[0-9a-f]{16}\) and this mirror delivers$/;
+
+  it.each<[string, ClusterObservation, string | undefined]>([
+    [
+      'another mirror',
+      claiming(deliveredBy('uid-1'), {
+        mirror: { kind: 'SecretMirror', namespace: 'other', name: 'tls', uid: 'uid-9' },
+      }),
+      'SecretMirror/other/tls uid uid-9 from cluster hub',
+    ],
+    [
+      'a ClusterSecretMirror of the same name',
+      claiming(deliveredBy('uid-1'), {
+        mirror: { kind: 'ClusterSecretMirror', name: 'tls', uid: 'uid-9' },
+      }),
+      'ClusterSecretMirror//tls uid uid-9 from cluster hub',
+    ],
+    [
+      "another hub's (same mirror name and uid)",
+      claiming(deliveredBy('uid-1'), { originCluster: 'hub-2' }),
+      'SecretMirror/src/tls uid uid-1 from cluster hub-2',
+    ],
+    [
+      'this name, another uid, not signed (forged, or older than signing)',
+      {
+        ...deliveredBy('uid-0'),
+        delivery: {
+          ...deliveredBy('uid-0').delivery!,
+          metadata: { ...deliveredBy('uid-0').delivery!.metadata, annotations: {} },
+        },
+      },
+      'SecretMirror/src/tls uid uid-0 from cluster hub',
+    ],
+    [
+      'this name, another uid, signed with a key this hub does not hold',
+      deliveredBy('uid-0', {}, OTHER_SIGNER),
+      'SecretMirror/src/tls uid uid-0 from cluster hub',
+    ],
+    [
+      'this name, no uid at all',
+      claiming(deliveredBy('uid-1'), {
+        mirror: { kind: 'SecretMirror', namespace: 'src', name: 'tls', uid: '' },
+      }),
+      'SecretMirror/src/tls uid (none) from cluster hub',
+    ],
+  ])('%s: nothing written or deleted, the cluster in Error saying whose it is', (_, obs, owner) => {
+    const p = plan({ clusters: [obs] });
+    expect(p.writes).toEqual([]);
+    expect(p.deletes).toEqual([]);
+    const entry = p.status.clusters?.[0];
+    expect(entry).toMatchObject({ name: 'hub', phase: 'Error', synced: 0, namespaces: 0 });
+    expect(entry?.message).toMatch(CONFLICT);
+    expect(CONFLICT.exec(entry!.message!)?.[1]).toBe(owner);
+    // Another mirror's report is not this mirror's: nothing of it is counted or redacted away.
+    expect(p.status.problems).toEqual([]);
+    expect(p.status.phase).toBe('Error');
+    expect(p.status.message).toContain(`hub: ${entry!.message}`);
+    expect(reasons(p)).toContain('SyncError');
+    expect(JSON.stringify(p.status)).not.toContain("the agent's report on it");
+  });
+
+  it('writes as usual over its own delivery, however it got there', () => {
+    const own = deliveredBy('uid-1');
+    expect(plan({ clusters: [own] }).writes).toEqual([]);
+    const changed = plan({ clusters: [own], source: found({ password: b64('new') }) });
+    expect(changed.writes.map((w) => w.cluster)).toEqual(['hub']);
+  });
+
+  it("never deletes another mirror's delivery from a cluster no longer selected", () => {
+    const spec = { destination: { namespaces: ['a'], clusters: { names: ['hub'] } } };
+    const other = claiming(deliveredBy('uid-1', { name: 'follower', local: false }), {
+      mirror: { kind: 'SecretMirror', namespace: 'other', name: 'tls', uid: 'uid-9' },
+    });
+    expect(plan({ mirror: mirror(spec), clusters: [cluster(), other] }).deletes).toEqual([]);
+    const previous = deliveredBy('uid-0', { name: 'follower', local: false });
+    expect(plan({ mirror: mirror(spec), clusters: [cluster(), previous] }).deletes).toEqual([
+      'follower',
+    ]);
+  });
+
+  it('never suspends (writes) another mirror’s delivery', () => {
+    const other = claiming(deliveredBy('uid-1'), {
+      mirror: { kind: 'SecretMirror', namespace: 'other', name: 'tls', uid: 'uid-9' },
+    });
+    expect(plan({ mirror: mirror({ suspend: true }), clusters: [other] }).writes).toEqual([]);
+    expect(
+      plan({ mirror: mirror({ suspend: true }), clusters: [deliveredBy('uid-0')] }).writes,
+    ).toEqual([]);
+  });
+
+  describe('a mirror deleted and created again under the same name', () => {
+    // The old mirror (uid-0) was deleted while the follower was unreachable: its finalizer was
+    // released with the cleanup pending, and its delivery is still there when it is back.
+    const old = deliveredBy('uid-0', { name: 'follower', local: false });
+    const toFollower = mirror({
+      destination: { namespaces: ['app-.*'], clusters: { names: ['follower'] } },
+    });
+
+    it('cleans the old delivery up first (it was signed by this hub, for that mirror)', () => {
+      const p = plan({ mirror: toFollower, clusters: [old] });
+      expect(p.writes).toEqual([]);
+      expect(p.deletes).toEqual(['follower']);
+      expect(p.status.clusters?.[0]).toMatchObject({ name: 'follower', phase: 'Pending' });
+      expect(p.status.clusters?.[0]?.message).toMatch(
+        /^removing MirrorDelivery sm-src-tls-[0-9a-f]{16} \(namespace mirrorhub-system\), left by a deleted mirror with this name \(uid uid-0\); delivering once it is gone$/,
+      );
+      expect(p.status.phase).toBe('Pending');
+    });
+
+    it('cleans it up even while the new mirror has no source yet', () => {
+      const p = plan({ mirror: toFollower, clusters: [old], source: { state: 'missing' } });
+      expect(p.writes).toEqual([]);
+      expect(p.deletes).toEqual(['follower']);
+    });
+
+    it('waits while the agent removes its copies, then delivers', () => {
+      const deleting = {
+        ...old,
+        payload: undefined,
+        delivery: {
+          ...old.delivery!,
+          metadata: { ...old.delivery!.metadata, deletionTimestamp: NOW },
+        },
+      };
+      const waiting = plan({ mirror: toFollower, clusters: [deleting] });
+      expect(waiting.writes).toEqual([]);
+      expect(waiting.deletes).toEqual([]);
+      expect(waiting.status.clusters?.[0]?.message).toBe(
+        'waiting for the previous delivery to be removed',
+      );
+      const gone = plan({ mirror: toFollower, clusters: [follower()] });
+      expect(gone.writes.map((w) => w.cluster)).toEqual(['follower']);
+      expect(gone.writes[0]?.delivery?.spec.mirror.uid).toBe('uid-1');
+    });
+  });
+
+  it('deletes a legacy-named delivery along with its own, and waits for it', () => {
+    const spec = { destination: { namespaces: ['a'], clusters: { names: ['hub'] } } };
+    const legacyOnly = follower({ legacy: 'sm-src-tls-0123abcd' });
+    expect(plan({ mirror: mirror(spec), clusters: [cluster(), legacyOnly] }).deletes).toEqual([
+      'follower',
+    ]);
+    // While selected, the cluster connection retires it once the agent took its copies over.
+    expect(plan({ clusters: [cluster({ legacy: 'sm-src-tls-0123abcd' })] }).deletes).toEqual([]);
+    expect(planCleanup([legacyOnly])).toMatchObject({
+      deletes: ['follower'],
+      waitingFor: ['follower'],
+      done: false,
+    });
+  });
+});
+
+describe('planCleanup: only what is the mirror’s', () => {
+  const id = { kind: 'SecretMirror', namespace: 'src', name: 'tls' } as const;
+  const d = deliveredCluster();
+  const other: ClusterObservation = {
+    ...d,
+    delivery: {
+      ...d.delivery!,
+      spec: {
+        ...d.delivery!.spec,
+        mirror: { kind: 'SecretMirror', namespace: 'other', name: 'tls', uid: 'uid-9' },
+      },
+    },
+  };
+  const olderUid: ClusterObservation = {
+    ...d,
+    delivery: {
+      ...d.delivery!,
+      spec: { ...d.delivery!.spec, mirror: { ...d.delivery!.spec.mirror, uid: 'uid-0' } },
+    },
+  };
+
+  it.each<[string, ClusterObservation, string[], boolean]>([
+    ['its own delivery', d, ['hub'], false],
+    ['an earlier mirror of the same name (deleted too)', olderUid, ['hub'], false],
+    ['a delivery naming another mirror: neither deleted nor waited for', other, [], true],
+  ])('%s', (_, obs, deletes, done) => {
+    expect(planCleanup([obs], { mirror: id })).toMatchObject({ deletes, done });
+  });
+
+  it('without the mirror (older callers), deletes whatever holds the name', () => {
+    expect(planCleanup([other]).deletes).toEqual(['hub']);
   });
 });

@@ -18,6 +18,12 @@
 //   too (spec.suspend), so the agent also stops; content stays as it was.
 // - Events are derived from the previous and the next status only, so they fire on
 //   transitions and never twice for one.
+// - Every MirrorDelivery and payload Secret is signed for the cluster, namespace and name it is
+//   written to (shared/src/mirror/signing.ts); the agent acts on nothing else.
+// - Tenancy: a SecretMirror (a namespace's own) delivers only to the hub's cluster unless the
+//   hub's configuration grants its namespace remote clusters, never adopts, with
+//   requireAcceptance only into namespaces labelled accept.mirrorhub.io/<its namespace>=true,
+//   and its status never shows what other namespaces hold (docs/security.md).
 import {
   deliveryPolicies,
   isClusterSecretMirror,
@@ -47,13 +53,20 @@ import {
   k8sTime,
   limitProblems,
   mirrorRef,
+  originRef,
   phaseFromCounts,
   setCondition,
   shapeSource,
   syncedSummary,
+  ANNOTATION_BINARY_KEYS,
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
+  ANNOTATION_SIGNATURE,
+  deliveryMessage,
+  payloadMessage,
   type MirrorIdentity,
+  type PatternMatcher,
+  type Signer,
   type PayloadSecret,
   type SourceObject,
 } from '@mirrorhub/shared/mirror/index';
@@ -84,9 +97,15 @@ export interface ClusterObservation {
   /** The MirrorDelivery of this mirror, as last written or seen. */
   delivery?: MirrorDelivery | undefined;
   /** The payload Secret (metadata only): present or not, and the content hash it holds. */
-  payload?: { contentHash?: string | undefined } | undefined;
+  payload?: { contentHash?: string | undefined; signature?: string | undefined } | undefined;
   /** The last write to this cluster for this mirror failed with this error. */
   writeError?: string | undefined;
+  /**
+   * Name of a delivery or payload an older hub left for this mirror under its shorter name
+   * (legacyDeliveryName), still there: deleted along with this one. While this mirror delivers,
+   * the cluster connection deletes it itself once the agent has taken its copies over.
+   */
+  legacy?: string | undefined;
 }
 
 export interface PlanInput {
@@ -99,9 +118,26 @@ export interface PlanInput {
   hubSecret: string | Uint8Array;
   /** The hub's cluster name. */
   originCluster: string;
+  /** Signs every delivery and payload (the hub's Ed25519 key). */
+  signer: Signer;
+  /** What namespaced mirrors may do (the hub's configuration); default: the strictest. */
+  tenancy?: Tenancy | undefined;
   now: Date;
   /** Status to compare with; default mirror.status. */
   previousStatus?: MirrorStatus | undefined;
+}
+
+/** The hub's rules for SecretMirrors (namespaced: their authors are tenants, not admins). */
+export interface Tenancy {
+  /** Namespaces whose SecretMirrors may deliver to clusters other than the hub's own. */
+  remoteNamespaces: readonly PatternMatcher[];
+  /** Copies of a SecretMirror land only in namespaces that accept its namespace by label. */
+  requireAcceptance: boolean;
+}
+
+/** Label a namespace carries (value "true") to accept SecretMirrors from `sourceNamespace`. */
+export function acceptLabel(sourceNamespace: string): string {
+  return `accept.mirrorhub.io/${sourceNamespace}`;
 }
 
 // ---- output -----------------------------------------------------------------------------------
@@ -151,6 +187,7 @@ export const REASON = {
   sourceUnreadable: 'SourceUnreadable',
   conflict: 'Conflict',
   syncFailed: 'SyncFailed',
+  policyDenied: 'PolicyDenied',
 } as const;
 
 /** Longest status.message and clusters[].message (the CRD's maxLength). */
@@ -177,6 +214,8 @@ export function planMirror(input: PlanInput): MirrorPlan {
   if (!matcher.ok) errors.push(matcher.error);
   const selection = selectClusters(spec.destination.clusters, input.clusters);
   if (selection.error) errors.push(selection.error);
+  const tenant = identity.kind === 'SecretMirror' ? (identity.namespace ?? '') : undefined;
+  if (tenant !== undefined) errors.push(...tenantErrors(tenant, spec, selection.selected, input));
   const source = resolved.ok ? resolved.source : undefined;
 
   const base: MirrorStatus = {
@@ -232,9 +271,16 @@ export function planMirror(input: PlanInput): MirrorPlan {
       const d = obs.delivery;
       if (!obs.synced || !d || d.metadata.deletionTimestamp) continue;
       if (deliveryPolicies(d.spec).suspend) continue;
+      if (ownerOf(obs, mirror, originCluster, input.signer) !== 'ours') continue;
       writes.push({
         cluster: obs.name,
-        delivery: deliveryObject(name, obs, originCluster, { ...d.spec, suspend: true }),
+        delivery: deliveryObject(
+          name,
+          obs,
+          originCluster,
+          { ...d.spec, suspend: true },
+          input.signer,
+        ),
       });
     }
     const message = 'suspended: nothing is written or deleted; the status shows the last state';
@@ -268,9 +314,22 @@ export function planMirror(input: PlanInput): MirrorPlan {
 
   const selectedNames = new Set(selection.selected.map((c) => c.name));
 
-  // Clusters no longer selected: remove what is there.
+  // Whose delivery each cluster holds under this mirror's name (see ownerOf).
+  const owners = new Map(
+    input.clusters.map((obs) => [obs.name, ownerOf(obs, mirror, originCluster, input.signer)]),
+  );
+  // Clusters no longer selected: remove what is there, unless it is another mirror's. Selected
+  // clusters holding a deleted mirror's delivery under this name: that mirror's cleanup is due
+  // (as for a delivery seen without its mirror); this mirror delivers once it is gone.
   const deletes = input.clusters
-    .filter((obs) => !selectedNames.has(obs.name) && obs.synced && holdsSomething(obs))
+    .filter(
+      (obs) =>
+        obs.synced &&
+        holdsSomething(obs) &&
+        (selectedNames.has(obs.name)
+          ? owners.get(obs.name) === 'previous'
+          : owners.get(obs.name) !== 'foreign'),
+    )
     .map((obs) => obs.name);
 
   // What every selected cluster should hold (only when the source is there).
@@ -298,6 +357,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
           uid: mirror.metadata.uid ?? '',
         },
         originCluster,
+        origin: originRef(originCluster, src.namespace, src.name),
         payloadSecretName: name,
         target: { kind: spec.source.kind, name: targetName },
         ...(spec.destination.namespaces ? { namespaces: [...spec.destination.namespaces] } : {}),
@@ -308,6 +368,9 @@ export function planMirror(input: PlanInput): MirrorPlan {
           ? { excludeNamespaces: [...spec.destination.excludeNamespaces] }
           : {}),
         ...(obs.local && targetName === src.name ? { sourceNamespace: src.namespace } : {}),
+        ...(tenant !== undefined && input.tenancy?.requireAcceptance
+          ? { acceptLabel: acceptLabel(tenant) }
+          : {}),
         template: shaped.template,
         deletePolicy: policies.deletePolicy,
         conflictPolicy: policies.conflictPolicy,
@@ -317,23 +380,38 @@ export function planMirror(input: PlanInput): MirrorPlan {
       desiredSpecs.set(obs.name, deliverySpec);
       if (!obs.synced) continue; // unknown state: write nothing until the caches are there
       if (obs.delivery?.metadata.deletionTimestamp) continue; // wait until the old one is gone
+      if (owners.get(obs.name) !== 'ours') continue; // never over another mirror's delivery
       const write: DeliveryWrite = { cluster: obs.name };
-      if (obs.payload?.contentHash !== hash) {
-        const payload = buildPayloadSecret({
-          name,
-          namespace: obs.agentNamespace,
-          deliveryName: name,
-          shaped,
-        });
-        payload.metadata.labels[LABEL_ORIGIN_CLUSTER] = originCluster;
-        payload.metadata.annotations = {
-          ...(payload.metadata.annotations ?? {}),
-          [ANNOTATION_CONTENT_HASH]: hash,
-          [ANNOTATION_MIRROR]: mirrorRef(identity),
-        };
+      const payload = buildPayloadSecret({
+        name,
+        namespace: obs.agentNamespace,
+        deliveryName: name,
+        shaped,
+      });
+      payload.metadata.labels[LABEL_ORIGIN_CLUSTER] = originCluster;
+      const annotations: Record<string, string> = {
+        ...(payload.metadata.annotations ?? {}),
+        [ANNOTATION_CONTENT_HASH]: hash,
+        [ANNOTATION_MIRROR]: mirrorRef(identity),
+      };
+      annotations[ANNOTATION_SIGNATURE] = input.signer.sign(
+        payloadMessage(
+          { cluster: obs.name, namespace: obs.agentNamespace, name },
+          {
+            contentHash: hash,
+            binaryKeys: annotations[ANNOTATION_BINARY_KEYS],
+            data: payload.data,
+          },
+        ),
+      );
+      payload.metadata.annotations = annotations;
+      if (
+        obs.payload?.contentHash !== hash ||
+        obs.payload.signature !== annotations[ANNOTATION_SIGNATURE]
+      ) {
         write.payload = payload;
       }
-      const desired = deliveryObject(name, obs, originCluster, deliverySpec);
+      const desired = deliveryObject(name, obs, originCluster, deliverySpec, input.signer);
       if (!deliveryUpToDate(obs.delivery, desired)) write.delivery = desired;
       if (write.payload || write.delivery) writes.push(write);
     }
@@ -343,7 +421,12 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const entries: ClusterSyncStatus[] = [];
   const problems: MirrorProblem[] = [];
   for (const obs of selection.selected) {
-    const r = clusterStatus(obs, desiredSpecs.get(obs.name), input.source.state === 'found');
+    const owner = owners.get(obs.name) ?? 'ours';
+    const r = clusterStatus(obs, desiredSpecs.get(obs.name), input.source.state === 'found', {
+      owner,
+      uid: mirror.metadata.uid ?? '',
+    });
+    if (tenant !== undefined && owner === 'ours') redactForTenant(tenant, obs, r);
     entries.push(r.entry);
     problems.push(...r.problems);
   }
@@ -359,12 +442,15 @@ export function planMirror(input: PlanInput): MirrorPlan {
     });
   }
   entries.sort((a, b) => compare(a.name, b.name));
-  const counts: Required<MirrorCounts> = {
+  const denied = sum(entries, 'denied');
+  const counts: Counts = {
     clusters: entries.length,
     namespaces: sum(entries, 'namespaces'),
     synced: sum(entries, 'synced'),
     failed: sum(entries, 'failed'),
     conflicts: sum(entries, 'conflicts'),
+    // Only when there are any: a status without refusals reads as it always did.
+    ...(denied > 0 ? { denied } : {}),
   };
   const lastSyncTime = latest(entries.map((e) => e.lastSyncTime)) ?? prev.lastSyncTime;
 
@@ -456,6 +542,11 @@ export interface CleanupOptions {
    * not connected, or its deletes failing) is given up on, so the finalizer can go.
    */
   graceMs?: number | undefined;
+  /**
+   * The mirror being cleaned up. A delivery under its name that names another mirror (forged,
+   * or left by someone else) is not its to delete: neither deleted nor waited for.
+   */
+  mirror?: MirrorIdentity | undefined;
 }
 
 export interface AbandonedCleanup {
@@ -500,7 +591,7 @@ export function planCleanup(
         cluster: obs.name,
         reason: obs.error !== undefined ? `unreachable: ${obs.error}` : 'not connected yet',
       });
-    } else if (holdsSomething(obs)) {
+    } else if (holdsSomething(obs) && !namesAnotherMirror(obs.delivery, opts.mirror)) {
       deletes.push(obs.name);
       waitingFor.push(obs.name);
       if (obs.error !== undefined) {
@@ -644,7 +735,11 @@ function deliveryObject(
   obs: ClusterObservation,
   originCluster: string,
   spec: MirrorDeliverySpec,
+  signer: Signer,
 ): MirrorDelivery {
+  const signature = signer.sign(
+    deliveryMessage({ cluster: obs.name, namespace: obs.agentNamespace, name }, spec),
+  );
   return {
     apiVersion: API_VERSION,
     kind: 'MirrorDelivery',
@@ -652,17 +747,122 @@ function deliveryObject(
       name,
       namespace: obs.agentNamespace,
       labels: { [LABEL_ORIGIN_CLUSTER]: originCluster },
-      annotations: { [ANNOTATION_MIRROR]: mirrorRef(spec.mirror) },
+      annotations: {
+        [ANNOTATION_MIRROR]: mirrorRef(spec.mirror),
+        [ANNOTATION_SIGNATURE]: signature,
+      },
     },
     spec,
   };
 }
 
+/**
+ * A SecretMirror's author may read their own namespace only: what the agent says about other
+ * namespaces (that an object of the target name exists there, who owns it, the cluster's policy)
+ * is replaced by the state alone. Cluster administrators read it in the MirrorDelivery.
+ */
+function redactForTenant(
+  namespace: string,
+  obs: ClusterObservation,
+  r: { entry: ClusterSyncStatus; problems: MirrorProblem[] },
+): void {
+  const where = `details in MirrorDelivery ${obs.delivery?.metadata.name ?? ''} (namespace ${obs.agentNamespace} of cluster ${obs.name}), readable by its administrators`;
+  for (const p of r.problems) {
+    if (p.namespace !== namespace) p.message = `${p.state}: ${where}`;
+  }
+  const e = r.entry;
+  if (obs.error === undefined && e.phase === 'Degraded') {
+    const parts = [`${e.synced ?? 0}/${e.namespaces ?? 0} namespaces synced`];
+    if (e.failed) parts.push(`${e.failed} failed`);
+    if (e.conflicts) parts.push(`${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}`);
+    if (e.denied) parts.push(`${e.denied} denied by cluster policy`);
+    e.message = `${parts.join(', ')}; ${where}`;
+  } else if (
+    obs.error === undefined &&
+    e.phase === 'Error' &&
+    obs.delivery?.status?.phase === 'Error'
+  ) {
+    e.message = `the agent refused the delivery; ${where}`;
+  }
+}
+
+/** What a SecretMirror in `namespace` asks beyond the hub's tenancy rules. */
+function tenantErrors(
+  namespace: string,
+  spec: AnyMirror['spec'],
+  selected: readonly ClusterObservation[],
+  input: PlanInput,
+): string[] {
+  const errors: string[] = [];
+  if (spec.conflictPolicy === 'Adopt') {
+    errors.push(
+      'conflictPolicy Adopt is for ClusterSecretMirrors only: a SecretMirror never takes over an object it does not own',
+    );
+  }
+  const remote = selected.filter((c) => !c.local).map((c) => c.name);
+  const granted = (input.tenancy?.remoteNamespaces ?? []).some((m) => m.ok && m.matches(namespace));
+  if (remote.length > 0 && !granted) {
+    errors.push(
+      `SecretMirrors in namespace ${namespace} may deliver only to the hub's own cluster, not to ${remote.join(', ')}: ` +
+        "use a ClusterSecretMirror, or ask the hub's administrators to add the namespace to tenancy.remoteNamespaces",
+    );
+  }
+  return errors;
+}
+
 function holdsSomething(obs: ClusterObservation): boolean {
   return (
     (obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp) ||
-    obs.payload !== undefined
+    obs.payload !== undefined ||
+    obs.legacy !== undefined
   );
+}
+
+function namesAnotherMirror(
+  delivery: MirrorDelivery | undefined,
+  mirror: MirrorIdentity | undefined,
+): boolean {
+  return (
+    delivery !== undefined &&
+    mirror !== undefined &&
+    mirrorRef(delivery.spec.mirror) !== mirrorRef(mirror)
+  );
+}
+
+/**
+ * Whose the MirrorDelivery a cluster holds under this mirror's delivery name is:
+ * - `ours`: this mirror's (spec.mirror.uid is its uid), or nothing there;
+ * - `previous`: written by this hub (its signature verifies) for an earlier mirror of the same
+ *   kind, namespace and name, deleted since: the uid differs, and only one object can hold the
+ *   name at a time. Its cleanup is due, as if the hub had seen it without a mirror: it is deleted
+ *   and the agent removes or releases its copies per that mirror's deletePolicy;
+ * - `foreign`: anything else (another mirror's, another hub's, or one the hub did not sign):
+ *   never written over or deleted; the cluster's status entry says so.
+ */
+export type DeliveryOwner = 'ours' | 'previous' | 'foreign';
+
+function ownerOf(
+  obs: ClusterObservation,
+  mirror: AnyMirror,
+  originCluster: string,
+  signer: Signer,
+): DeliveryOwner {
+  const d = obs.delivery;
+  if (!d) return 'ours';
+  const claimed = d.spec.mirror;
+  const identity = identityOf(mirror);
+  const sameMirror =
+    claimed.kind === identity.kind &&
+    (claimed.namespace ?? '') === (identity.namespace ?? '') &&
+    claimed.name === identity.name &&
+    d.spec.originCluster === originCluster;
+  if (!sameMirror) return 'foreign';
+  if (claimed.uid === (mirror.metadata.uid ?? '')) return 'ours';
+  const place = { cluster: obs.name, namespace: obs.agentNamespace, name: d.metadata.name ?? '' };
+  const signature = d.metadata.annotations?.[ANNOTATION_SIGNATURE];
+  return signature !== undefined && signer.sign(deliveryMessage(place, d.spec)) === signature
+    ? 'previous'
+    : 'foreign';
 }
 
 /**
@@ -674,8 +874,9 @@ function clusterStatus(
   obs: ClusterObservation,
   desired: MirrorDeliverySpec | undefined,
   sourceFound: boolean,
+  ownership: { owner: DeliveryOwner; uid: string } = { owner: 'ours', uid: '' },
 ): { entry: ClusterSyncStatus; problems: MirrorProblem[] } {
-  const r = deliveryState(obs, desired, sourceFound);
+  const r = deliveryState(obs, desired, sourceFound, ownership);
   const entry: ClusterSyncStatus = {
     name: obs.name,
     phase: r.phase,
@@ -695,7 +896,13 @@ function clusterStatus(
 interface DeliveryState {
   phase: MirrorPhase;
   message?: string | undefined;
-  counts: { namespaces: number; synced: number; failed: number; conflicts: number };
+  counts: {
+    namespaces: number;
+    synced: number;
+    failed: number;
+    conflicts: number;
+    denied?: number;
+  };
   lastSyncTime?: string | undefined;
   problems: MirrorProblem[];
 }
@@ -704,11 +911,30 @@ function deliveryState(
   obs: ClusterObservation,
   desired: MirrorDeliverySpec | undefined,
   sourceFound: boolean,
+  { owner, uid }: { owner: DeliveryOwner; uid: string },
 ): DeliveryState {
   const zero = { namespaces: 0, synced: 0, failed: 0, conflicts: 0 };
   if (!obs.synced)
     return { phase: 'Pending', message: 'connecting to the cluster', counts: zero, problems: [] };
   const d = obs.delivery;
+  if (d && !d.metadata.deletionTimestamp && owner !== 'ours') {
+    // Nothing of this mirror's is there: the agent's report on it is not ours to count.
+    const name = d.metadata.name ?? '';
+    const where = `MirrorDelivery ${name} (namespace ${obs.agentNamespace})`;
+    const claimed = d.spec.mirror;
+    const message =
+      owner === 'previous'
+        ? `removing ${where}, left by a deleted mirror with this name (uid ${claimed.uid}); delivering once it is gone`
+        : `conflict: ${where} belongs to another mirror (${mirrorRef(claimed)} uid ${claimed.uid || '(none)'} from cluster ${d.spec.originCluster || '(none)'}), ` +
+          `not to this one (uid ${uid}). Nothing is written there; if it is stale, delete it ` +
+          `(kubectl -n ${obs.agentNamespace} delete mirrordelivery ${name}) and this mirror delivers`;
+    return {
+      phase: owner === 'previous' ? 'Pending' : 'Error',
+      message,
+      counts: zero,
+      problems: [],
+    };
+  }
   const report = d?.status;
   const lastSyncTime = report?.lastSyncTime;
   const reported = {
@@ -716,6 +942,7 @@ function deliveryState(
     synced: report?.counts?.synced ?? 0,
     failed: report?.counts?.failed ?? 0,
     conflicts: report?.counts?.conflicts ?? 0,
+    ...(report?.counts?.denied ? { denied: report.counts.denied } : {}),
   };
   const stale = { ...zero, namespaces: reported.namespaces };
   if (obs.writeError) {
@@ -753,7 +980,7 @@ function deliveryState(
     .map((n) => ({
       cluster: obs.name,
       namespace: n.name,
-      state: n.state === 'Conflict' ? 'Conflict' : 'Failed',
+      state: n.state === 'Synced' ? 'Failed' : n.state,
       ...(n.message ? { message: truncate(n.message, MAX_SHORT_MESSAGE) } : {}),
     }));
   return {
@@ -780,9 +1007,12 @@ function aggregatePhase(entries: readonly ClusterSyncStatus[]): MirrorPhase {
   return 'Active';
 }
 
+/** Every count but `denied`, which is reported only when non-zero. */
+type Counts = Required<Omit<MirrorCounts, 'denied'>> & Pick<MirrorCounts, 'denied'>;
+
 function summary(
   phase: MirrorPhase,
-  counts: Required<MirrorCounts>,
+  counts: Counts,
   entries: readonly ClusterSyncStatus[],
 ): string {
   if (entries.length === 0) return 'no cluster selected';
@@ -793,6 +1023,7 @@ function summary(
   if (counts.conflicts > 0) {
     parts.push(`${counts.conflicts} conflict${counts.conflicts === 1 ? '' : 's'}`);
   }
+  if (counts.denied) parts.push(`${counts.denied} denied by cluster policy`);
   for (const e of entries) {
     if (e.phase === 'Active') continue;
     if (e.message) parts.push(`${e.name}: ${e.message}`);
@@ -858,7 +1089,7 @@ function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
   ) {
     events.push({ type: 'Warning', reason: ready.reason, message: msg(next.message ?? '') });
   }
-  const problemList = (state: 'Failed' | 'Conflict') =>
+  const problemList = (state: MirrorProblem['state']) =>
     (next.problems ?? [])
       .filter((p) => p.state === state)
       .slice(0, 5)
@@ -871,6 +1102,16 @@ function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
       reason: REASON.conflict,
       message: msg(
         `${conflicts} namespace${conflicts === 1 ? ' has' : 's have'} an object with the target name that mirrorhub does not own: ${problemList('Conflict')}`,
+      ),
+    });
+  }
+  const denied = next.counts?.denied ?? 0;
+  if (denied > 0 && (prev.counts?.denied ?? 0) === 0) {
+    events.push({
+      type: 'Warning',
+      reason: REASON.policyDenied,
+      message: msg(
+        `${denied} namespace${denied === 1 ? ' is' : 's are'} refused by the target cluster's policy: ${problemList('PolicyDenied')}`,
       ),
     });
   }
@@ -894,7 +1135,7 @@ function clean(status: MirrorStatus): MirrorStatus {
 
 function sum(
   entries: readonly ClusterSyncStatus[],
-  field: 'namespaces' | 'synced' | 'failed' | 'conflicts',
+  field: 'namespaces' | 'synced' | 'failed' | 'conflicts' | 'denied',
 ): number {
   return entries.reduce((n, e) => n + (e[field] ?? 0), 0);
 }
