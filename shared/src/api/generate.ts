@@ -244,8 +244,9 @@ export function generateTypes(kinds: readonly KindDefinition[] = KINDS): string 
 }
 
 /** A node as compared for "same name, same type": its own description may differ per use. */
+/** What makes two nodes the same type: not their words, nor a default (a field's, not a type's). */
 function comparable(node: Schema): Schema {
-  const { description: _d, tsDescription: _t, ...rest } = node;
+  const { description: _d, tsDescription: _t, default: _v, ...rest } = node;
   return rest;
 }
 

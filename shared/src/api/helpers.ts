@@ -57,6 +57,11 @@ export interface ResolvedSource {
   name: string;
 }
 
+/** source.kind, which the API server defaults to Secret (an object may predate the default). */
+export function sourceKindOf(spec: Pick<SecretMirrorSpec, 'source'>): SourceKind {
+  return spec.source.kind ?? DEFAULTS.MirrorSource.kind;
+}
+
 /**
  * Where a mirror's source lives, or why it may not be read. A SecretMirror reads only its own
  * namespace (source.namespace, if set, must name it); a ClusterSecretMirror must say its
@@ -65,7 +70,8 @@ export interface ResolvedSource {
 export function resolveSource(
   mirror: AnyMirror,
 ): { ok: true; source: ResolvedSource } | { ok: false; error: string } {
-  const { kind, name, namespace } = mirror.spec.source;
+  const { name, namespace } = mirror.spec.source;
+  const kind = sourceKindOf(mirror.spec);
   if (isClusterSecretMirror(mirror)) {
     if (!namespace)
       return { ok: false, error: 'source.namespace is required for a ClusterSecretMirror' };

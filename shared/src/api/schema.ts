@@ -409,7 +409,9 @@ const mirrorSource = object(
   'MirrorSource',
   'The Secret or ConfigMap to copy.',
   {
-    kind: targetKind,
+    // Optional, Secret by default: a mirror that names only its Secret (as kubernetes-reflector
+    // and KTS mirror users write it) is accepted.
+    kind: { ...targetKind, default: 'Secret' },
     name: string('Name of the source object.', {
       minLength: 1,
       maxLength: 253,
@@ -422,7 +424,7 @@ const mirrorSource = object(
       { minLength: 1, maxLength: 63, pattern: DNS1123_LABEL },
     ),
   },
-  { required: ['kind', 'name'] },
+  { required: ['name'] },
 );
 
 const clusterSelection = object(

@@ -186,8 +186,12 @@ export interface SecretMirrorSpec {
 
 /** The Secret or ConfigMap to copy. */
 export interface MirrorSource {
-  /** Kind of the source object (and of every copy). */
-  kind: SourceKind;
+  /**
+   * Kind of the source object (and of every copy).
+   *
+   * @default 'Secret'
+   */
+  kind?: SourceKind;
 
   /** Name of the source object. */
   name: string;
@@ -932,6 +936,9 @@ export const DEFAULTS = {
     conflictPolicy: 'Skip',
     pollPeriodSeconds: 300,
     suspend: false,
+  },
+  MirrorSource: {
+    kind: 'Secret',
   },
   ClusterSecretMirrorSpec: {
     deletePolicy: 'Delete',

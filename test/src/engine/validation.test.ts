@@ -21,6 +21,21 @@ describe('bad input', () => {
     await e?.stop();
   });
 
+  it('takes a mirror that names only its Secret: source.kind defaults to Secret', async () => {
+    // How kubernetes-reflector and KTS mirror users write it.
+    await e.applyMirror(
+      secretMirror('src', 'short', {
+        source: { name: 's' },
+        destination: { namespaces: ['app-1'], name: 'short-copy' },
+        pollPeriodSeconds: 3600,
+      } as never),
+    );
+    expect((await e.getMirror('SecretMirror', 'short', 'src'))?.spec.source.kind).toBe('Secret');
+    await eventually(async () =>
+      expect(await e.secretData('app-1', 'short-copy')).toEqual({ v: '1' }),
+    );
+  });
+
   it('turns a regex that does not compile into phase Error naming the value, with an Event, and the others keep working', async () => {
     await e.applyMirror(
       secretMirror('src', 'broken', {

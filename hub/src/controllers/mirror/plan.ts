@@ -262,7 +262,8 @@ export function planMirror(input: PlanInput): MirrorPlan {
     });
   }
   const src = source!;
-  const sourceText = `source ${spec.source.kind} ${src.namespace}/${src.name}`;
+  const sourceKind = src.kind;
+  const sourceText = `source ${sourceKind} ${src.namespace}/${src.name}`;
 
   if (policies.suspend) {
     // Tell existing deliveries to suspend; write nothing else, delete nothing.
@@ -337,10 +338,10 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const desiredSpecs = new Map<string, MirrorDeliverySpec>();
   let warnings: string[] = [];
   if (input.source.state === 'found') {
-    const shaped = shapeSource(spec.source.kind, input.source.object, spec.template);
+    const shaped = shapeSource(sourceKind, input.source.object, spec.template);
     warnings = shaped.warnings;
     const hash = contentHash(deriveHashKey(input.hubSecret, mirror.metadata.uid ?? ''), {
-      targetKind: spec.source.kind,
+      targetKind: sourceKind,
       data: shaped.data,
       binaryKeys: shaped.binaryKeys,
       type: shaped.template.type,
@@ -359,7 +360,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
         originCluster,
         origin: originRef(originCluster, src.namespace, src.name),
         payloadSecretName: name,
-        target: { kind: spec.source.kind, name: targetName },
+        target: { kind: sourceKind, name: targetName },
         ...(spec.destination.namespaces ? { namespaces: [...spec.destination.namespaces] } : {}),
         ...(spec.destination.namespaceSelector
           ? { namespaceSelector: spec.destination.namespaceSelector }
