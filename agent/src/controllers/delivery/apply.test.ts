@@ -4,7 +4,9 @@ import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
 import { KubeApiError } from '@mirrorhub/shared/k8s/rest';
 import {
   applyActions,
+  CREATE_ONLY,
   mapLimit,
+  pruneBody,
   sameContent,
   type CopyClient,
   type WriteObserver,
@@ -37,10 +39,42 @@ const desired = (ns: string, type = 'Opaque'): Copy => ({
   data: { a: 'Mg==' },
 });
 
-/** An in-memory API for one kind, recording every call. */
+const FM = 'mirrorhub-agent';
+const MAX_RV = CREATE_ONLY;
+type Entry = NonNullable<NonNullable<Obj['metadata']>['managedFields']>[number];
+type Maps = 'labels' | 'annotations' | 'data' | 'binaryData';
+
+/** The keys of one map an entry owns, e.g. owned(e, 'labels'). */
+function owned(e: Entry | undefined, field: Maps): string[] {
+  const f = e?.fieldsV1 as Record<string, Record<string, unknown>> | undefined;
+  const set =
+    field === 'labels' || field === 'annotations'
+      ? f?.['f:metadata']?.[`f:${field}`]
+      : f?.[`f:${field}`];
+  return Object.keys((set as object | undefined) ?? {})
+    .filter((k) => k.startsWith('f:'))
+    .map((k) => k.slice(2));
+}
+function fieldsOf(maps: Partial<Record<Maps, Record<string, string> | undefined>>): object {
+  const set = (m: Record<string, string> | undefined) =>
+    Object.fromEntries(Object.keys(m ?? {}).map((k) => [`f:${k}`, {}]));
+  return {
+    'f:metadata': { 'f:labels': set(maps.labels), 'f:annotations': set(maps.annotations) },
+    ...(maps.data ? { 'f:data': set(maps.data) } : {}),
+    ...(maps.binaryData ? { 'f:binaryData': set(maps.binaryData) } : {}),
+  };
+}
+
+/**
+ * An in-memory API for one kind, recording every call. `apply` follows server-side apply as far
+ * as these tests need: keys our Apply entry owned and no longer sends go (unless another entry
+ * owns them too), everyone else's stay.
+ */
 class FakeClient implements CopyClient {
+  readonly fieldManager = FM;
   readonly objects = new Map<string, Obj>();
   readonly calls: string[] = [];
+  readonly bodies: unknown[] = [];
   /** Next error per verb (once). */
   readonly failNext = new Map<string, unknown>();
   private rv = 100;
@@ -58,42 +92,58 @@ class FakeClient implements CopyClient {
   put(obj: Obj): void {
     this.objects.set(this.key(obj.metadata!.namespace!, obj.metadata!.name!), obj);
   }
+  get(ns: string): Obj | undefined {
+    return this.objects.get(this.key(ns, 'tls'));
+  }
   read(_kind: SourceKind, ns: string, name: string): Promise<Obj | undefined> {
     this.calls.push(`read ${ns}`);
     return Promise.resolve(this.objects.get(this.key(ns, name)));
   }
-  create(obj: Copy): Promise<Obj> {
-    this.calls.push(`create ${obj.metadata.namespace}`);
-    this.fail('create');
-    if (this.objects.has(this.key(obj.metadata.namespace, obj.metadata.name))) {
-      throw apiError(409, 'AlreadyExists');
-    }
-    const stored = {
-      ...obj,
-      metadata: { ...obj.metadata, uid: 'new', resourceVersion: String(++this.rv) },
-    };
-    this.put(stored);
-    return Promise.resolve(stored);
-  }
-  replace(obj: Copy & { metadata: { resourceVersion?: string | undefined } }): Promise<Obj> {
-    this.calls.push(`replace ${obj.metadata.namespace} rv=${obj.metadata.resourceVersion}`);
-    this.fail('replace');
+  apply(obj: Copy & { metadata: { resourceVersion?: string | undefined } }): Promise<Obj> {
+    this.calls.push(`apply ${obj.metadata.namespace} rv=${obj.metadata.resourceVersion}`);
+    this.bodies.push(obj);
+    this.fail('apply');
+    const rv = obj.metadata.resourceVersion;
     const cur = this.objects.get(this.key(obj.metadata.namespace, obj.metadata.name));
-    if (!cur) throw apiError(404, 'NotFound');
-    if (
-      obj.metadata.resourceVersion &&
-      obj.metadata.resourceVersion !== cur.metadata?.resourceVersion
-    ) {
-      throw apiError(409, 'Conflict');
-    }
-    if (obj.kind === 'Secret' && (cur as V1Secret).type !== obj.type)
+    if (cur && rv && rv !== cur.metadata?.resourceVersion) throw apiError(409, 'Conflict');
+    if (!cur && rv && rv !== MAX_RV) throw apiError(404, 'NotFound');
+    if (cur && obj.kind === 'Secret' && ((cur as V1Secret).type ?? 'Opaque') !== obj.type)
       throw apiError(422, 'Invalid');
-    const stored = {
-      ...obj,
-      metadata: { ...obj.metadata, uid: cur.metadata?.uid, resourceVersion: String(++this.rv) },
+    const entries = cur?.metadata?.managedFields ?? [];
+    const mine = entries.find((e) => e.manager === FM && e.operation === 'Apply');
+    const others = entries.filter((e) => e !== mine);
+    const merge = (
+      field: Maps,
+      have: Record<string, string> | undefined,
+      want: Record<string, string> | undefined,
+    ) => {
+      const out = { ...(have ?? {}) };
+      for (const k of owned(mine, field)) {
+        if (!Object.hasOwn(want ?? {}, k) && !others.some((e) => owned(e, field).includes(k)))
+          delete out[k];
+      }
+      return { ...out, ...(want ?? {}) };
     };
+    const m = obj.metadata;
+    const stored = {
+      ...(cur ?? {}),
+      ...obj,
+      metadata: {
+        name: m.name,
+        namespace: m.namespace,
+        uid: cur?.metadata?.uid ?? 'new',
+        resourceVersion: String(++this.rv),
+        labels: merge('labels', cur?.metadata?.labels, m.labels),
+        annotations: merge('annotations', cur?.metadata?.annotations, m.annotations),
+        managedFields: [
+          { manager: FM, operation: 'Apply', fieldsV1: fieldsOf({ ...m, data: obj.data ?? {} }) },
+          ...others,
+        ],
+      },
+      data: merge('data', (cur as V1Secret | undefined)?.data, obj.data),
+    } as Obj;
     this.put(stored);
-    return Promise.resolve(stored);
+    return Promise.resolve({ metadata: stored.metadata });
   }
   remove(ref: ObjectRef): Promise<void> {
     this.calls.push(`delete ${ref.namespace}`);
@@ -105,7 +155,32 @@ class FakeClient implements CopyClient {
     this.calls.push(`patch ${ns} ${JSON.stringify(body)}`);
     const cur = this.objects.get(this.key(ns, name));
     if (!cur) throw apiError(404, 'NotFound');
-    return Promise.resolve(cur);
+    const b = body as { metadata?: Record<string, unknown>; data?: Record<string, string | null> };
+    if (
+      b.metadata?.['resourceVersion'] &&
+      b.metadata['resourceVersion'] !== cur.metadata?.resourceVersion
+    )
+      throw apiError(409, 'Conflict');
+    const patchMap = (have: Record<string, string> | undefined, p: unknown) => {
+      const out = { ...(have ?? {}) };
+      for (const [k, v] of Object.entries((p as Record<string, string | null> | undefined) ?? {})) {
+        if (v === null) delete out[k];
+        else out[k] = v;
+      }
+      return out;
+    };
+    const metadata = {
+      ...cur.metadata,
+      resourceVersion: String(++this.rv),
+      labels: patchMap(cur.metadata?.labels, b.metadata?.['labels']),
+      annotations: patchMap(cur.metadata?.annotations, b.metadata?.['annotations']),
+      ...(b.metadata?.['managedFields']
+        ? { managedFields: b.metadata['managedFields'] as Entry[] }
+        : {}),
+    };
+    const stored = { ...cur, metadata, data: patchMap((cur as V1Secret).data, b.data) } as Obj;
+    this.put(stored);
+    return Promise.resolve({ metadata });
   }
 }
 
@@ -147,7 +222,7 @@ describe('applyActions: one action, its outcome and its calls', () => {
       () => undefined,
       false,
       { result: 'ok' },
-      ['create a'],
+      [`apply a rv=${MAX_RV}`],
     ],
     [
       'create over a foreign object (Skip): conflict, nothing written',
@@ -159,15 +234,15 @@ describe('applyActions: one action, its outcome and its calls', () => {
         adoptable: true,
         message: 'Secret a/tls exists and is not managed by mirrorhub (conflictPolicy Skip)',
       },
-      ['create a', 'read a'],
+      [`apply a rv=${MAX_RV}`, 'read a'],
     ],
     [
-      'create over a foreign object (Adopt): replaced at its resourceVersion',
+      'create over a foreign object (Adopt): applied at its resourceVersion',
       { op: 'create', namespace: 'a', object: desired('a') },
       (c) => c.put(secret('a')),
       true,
       { result: 'ok' },
-      ['create a', 'read a', 'replace a rv=5'],
+      [`apply a rv=${MAX_RV}`, 'read a', 'apply a rv=5'],
     ],
     [
       "create over another delivery's copy: conflict even under Adopt",
@@ -179,23 +254,23 @@ describe('applyActions: one action, its outcome and its calls', () => {
         adoptable: false,
         message: 'Secret a/tls is a copy of MirrorDelivery "other"',
       },
-      ['create a', 'read a'],
+      [`apply a rv=${MAX_RV}`, 'read a'],
     ],
     [
-      'create over our own copy the cache had not shown: replaced',
+      'create over our own copy the cache had not shown: applied',
       { op: 'create', namespace: 'a', object: desired('a') },
       (c) => c.put(secret('a', {}, MARKS)),
       false,
       { result: 'ok' },
-      ['create a', 'read a', 'replace a rv=5'],
+      [`apply a rv=${MAX_RV}`, 'read a', 'apply a rv=5'],
     ],
     [
       'create forbidden: failed with the API message',
       { op: 'create', namespace: 'a', object: desired('a') },
-      (c) => c.failNext.set('create', apiError(403, 'Forbidden')),
+      (c) => c.failNext.set('apply', apiError(403, 'Forbidden')),
       false,
       { result: 'failed', message: '403 Forbidden: forbidden (test)' },
-      ['create a'],
+      [`apply a rv=${MAX_RV}`],
     ],
     [
       'adopt a foreign Secret of another type: delete and create',
@@ -203,7 +278,7 @@ describe('applyActions: one action, its outcome and its calls', () => {
       (c) => c.put(secret('a')),
       true,
       { result: 'ok' },
-      ['read a', 'delete a', 'create a'],
+      ['read a', 'delete a', `apply a rv=${MAX_RV}`],
     ],
     [
       // The plan asks for adopt only where policy allows it; without ctx.adopt the foreign
@@ -216,12 +291,12 @@ describe('applyActions: one action, its outcome and its calls', () => {
       ['read a'],
     ],
     [
-      'update: conditional replace',
+      'update: a conditional apply',
       { op: 'update', namespace: 'a', object: desired('a'), current, recreate: false },
       (c) => c.put(secret('a', {}, MARKS)),
       false,
       { result: 'ok' },
-      ['replace a rv=5'],
+      ['apply a rv=5'],
     ],
     [
       'update on a stale resourceVersion: retry',
@@ -240,7 +315,7 @@ describe('applyActions: one action, its outcome and its calls', () => {
         ),
       false,
       { result: 'retry' },
-      ['replace a rv=5'],
+      ['apply a rv=5'],
     ],
     [
       'update refused for a type change (422): delete and create',
@@ -254,7 +329,7 @@ describe('applyActions: one action, its outcome and its calls', () => {
       (c) => c.put(secret('a', {}, MARKS)),
       false,
       { result: 'ok' },
-      ['replace a rv=5', 'read a', 'delete a', 'create a'],
+      ['apply a rv=5', 'read a', 'delete a', `apply a rv=${MAX_RV}`],
     ],
     [
       'update with a known type change: delete and create at once',
@@ -268,7 +343,7 @@ describe('applyActions: one action, its outcome and its calls', () => {
       (c) => c.put(secret('a', {}, MARKS)),
       false,
       { result: 'ok' },
-      ['delete a', 'create a'],
+      ['delete a', `apply a rv=${MAX_RV}`],
     ],
     [
       'verify: data as it should be, nothing written',
@@ -290,7 +365,7 @@ describe('applyActions: one action, its outcome and its calls', () => {
       (c) => c.put(secret('a', { data: { a: 'SEFDSw==' } }, MARKS)),
       false,
       { result: 'ok' },
-      ['read a', 'replace a rv=5'],
+      ['read a', 'apply a rv=5'],
     ],
     [
       'verify: marks gone meanwhile, leave it to the next round',
@@ -343,9 +418,236 @@ describe('applyActions: one action, its outcome and its calls', () => {
 
   it('never throws: an unexpected error becomes a failed outcome', async () => {
     const r = await run({ op: 'create', namespace: 'a', object: desired('a') }, (c) =>
-      c.failNext.set('create', new Error('socket hang up')),
+      c.failNext.set('apply', new Error('socket hang up')),
     );
     expect(r.outcome).toMatchObject({ result: 'failed', message: 'socket hang up' });
+  });
+});
+
+describe('applyActions: server-side apply keeps what others add', () => {
+  const other = (fields: object): Entry => ({
+    manager: 'reloader',
+    operation: 'Update',
+    fieldsV1: fields,
+  });
+
+  it('creates with one apply: the whole copy, force, conditional on no object holding the name', async () => {
+    const r = await run({ op: 'create', namespace: 'a', object: desired('a') });
+    expect(r.calls).toEqual([`apply a rv=${CREATE_ONLY}`]);
+    expect(r.client.bodies[0]).toEqual({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'tls',
+        namespace: 'a',
+        labels: MARKS,
+        annotations: { x: '1' },
+        resourceVersion: CREATE_ONLY,
+      },
+      type: 'Opaque',
+      data: { a: 'Mg==' },
+    });
+  });
+
+  it('sends an empty data map as {} (the copy holds no keys), never null or absent', async () => {
+    const empty = { ...desired('a'), data: {} } as Copy;
+    const r = await run(
+      { op: 'update', namespace: 'a', object: empty, current, recreate: false },
+      (c) => c.put(secret('a', {}, MARKS)),
+    );
+    expect(r.outcome).toMatchObject({ result: 'ok' });
+    expect((r.client.bodies[0] as { data: unknown }).data).toEqual({});
+    expect(JSON.stringify(r.client.bodies[0])).not.toContain('null');
+  });
+
+  it('an update keeps labels and annotations of others, and drops a template label we no longer send', async () => {
+    const r = await run(
+      {
+        op: 'update',
+        namespace: 'a',
+        object: desired('a'),
+        current,
+        recreate: false,
+      },
+      (c) =>
+        c.put(
+          secret('a', {
+            metadata: {
+              name: 'tls',
+              namespace: 'a',
+              uid: 'uid-a',
+              resourceVersion: '5',
+              labels: { ...MARKS, env: 'prod', 'argocd.argoproj.io/instance': 'app' },
+              annotations: { x: '0', 'reloader.stakater.com/match': 'true' },
+              managedFields: [
+                {
+                  manager: FM,
+                  operation: 'Apply',
+                  fieldsV1: fieldsOf({
+                    labels: { ...MARKS, env: 'prod' },
+                    annotations: { x: '0' },
+                    data: { a: '' },
+                  }),
+                },
+                other(
+                  fieldsOf({
+                    labels: { 'argocd.argoproj.io/instance': 'app' },
+                    annotations: { 'reloader.stakater.com/match': 'true' },
+                  }),
+                ),
+              ],
+            },
+          }),
+        ),
+    );
+    // One write: nothing else to prune.
+    expect(r.calls).toEqual(['apply a rv=5']);
+    const copy = r.client.get('a')!;
+    expect(copy.metadata?.labels).toEqual({ ...MARKS, 'argocd.argoproj.io/instance': 'app' });
+    expect(copy.metadata?.annotations).toEqual({ x: '1', 'reloader.stakater.com/match': 'true' });
+    expect(r.wrote).toEqual(['a rv=101']);
+  });
+
+  it('drift: restores data, removes a data key someone added, keeps their annotation', async () => {
+    const r = await run({ op: 'verify', namespace: 'a', object: desired('a'), current }, (c) =>
+      c.put(
+        secret('a', {
+          data: { a: 'd3Jvbmc=', extra: 'eA==' },
+          metadata: {
+            name: 'tls',
+            namespace: 'a',
+            uid: 'uid-a',
+            resourceVersion: '5',
+            labels: MARKS,
+            annotations: { x: '1', 'reloader.stakater.com/match': 'true' },
+          },
+        }),
+      ),
+    );
+    expect(r.outcome).toMatchObject({ result: 'ok' });
+    expect(r.calls).toEqual([
+      'read a',
+      'apply a rv=5',
+      'patch a {"metadata":{"resourceVersion":"101"},"data":{"extra":null}}',
+    ]);
+    const copy = r.client.get('a') as V1Secret;
+    expect(copy.data).toEqual({ a: 'Mg==' });
+    expect(copy.metadata?.annotations).toEqual({ x: '1', 'reloader.stakater.com/match': 'true' });
+    // What is known to hold the payload is the version after the prune.
+    expect(r.wrote).toEqual(['a rv=102']);
+  });
+
+  it('a copy an older agent wrote (PUT): keys it set and we no longer send go, and its entry too', async () => {
+    const legacy: Entry = {
+      manager: FM,
+      operation: 'Update',
+      fieldsV1: fieldsOf({
+        labels: { ...MARKS, env: 'prod' },
+        annotations: { x: '1' },
+        data: { a: '', old: '' },
+      }),
+    };
+    const r = await run(
+      { op: 'update', namespace: 'a', object: desired('a'), current, recreate: false },
+      (c) =>
+        c.put(
+          secret('a', {
+            data: { a: 'MQ==', old: 'eA==' },
+            metadata: {
+              name: 'tls',
+              namespace: 'a',
+              uid: 'uid-a',
+              resourceVersion: '5',
+              labels: { ...MARKS, env: 'prod', team: 'x' },
+              annotations: { x: '1' },
+              managedFields: [legacy, other(fieldsOf({ labels: { team: 'x' } }))],
+            },
+          }),
+        ),
+    );
+    expect(r.outcome).toMatchObject({ result: 'ok' });
+    expect(r.calls).toHaveLength(2);
+    const patch = JSON.parse(r.calls[1]!.replace(/^patch a /, '')) as {
+      metadata: { managedFields: Entry[]; labels: unknown };
+      data: unknown;
+    };
+    expect(patch.metadata.labels).toEqual({ env: null });
+    expect(patch.data).toEqual({ old: null });
+    expect(patch.metadata.managedFields.map((e) => `${e.manager}/${e.operation}`)).toEqual([
+      `${FM}/Apply`,
+      'reloader/Update',
+    ]);
+    const copy = r.client.get('a') as V1Secret;
+    expect(copy.metadata?.labels).toEqual({ ...MARKS, team: 'x' });
+    expect(copy.data).toEqual({ a: 'Mg==' });
+  });
+
+  it('the prune is conditional: a copy changed in between is a retry, not recorded as written', async () => {
+    const r = await run({ op: 'verify', namespace: 'a', object: desired('a'), current }, (c) => {
+      c.put(secret('a', { data: { a: 'Mg==', extra: 'eA==' } }, MARKS));
+      const apply = c.apply.bind(c);
+      c.apply = async (obj) => {
+        const w = await apply(obj);
+        c.put({ ...c.get('a')!, metadata: { ...c.get('a')!.metadata, resourceVersion: '999' } });
+        return w;
+      };
+    });
+    expect(r.outcome).toMatchObject({ result: 'retry' });
+    expect(r.wrote).toEqual([]);
+  });
+});
+
+describe('pruneBody', () => {
+  const written = (managedFields: Entry[]) => ({
+    metadata: { resourceVersion: '7', managedFields },
+  });
+  it('nothing when only our apply owns data and no older entry of ours exists', () => {
+    expect(
+      pruneBody(
+        desired('a'),
+        written([{ manager: FM, operation: 'Apply', fieldsV1: fieldsOf({ data: { a: '' } }) }]),
+        undefined,
+        FM,
+      ),
+    ).toBeUndefined();
+  });
+  it('data keys another manager owns and the copy lacks; ConfigMap binaryData too', () => {
+    const cm: Copy = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'tls', namespace: 'a', labels: MARKS, annotations: {} },
+      data: { k: 'v' },
+    };
+    expect(
+      pruneBody(
+        cm,
+        written([
+          {
+            manager: 'kubectl-edit',
+            operation: 'Update',
+            fieldsV1: fieldsOf({ data: { k: '', x: '' }, binaryData: { b: '' } }),
+          },
+        ]),
+        undefined,
+        FM,
+      ),
+    ).toEqual({ metadata: { resourceVersion: '7' }, data: { x: null }, binaryData: { b: null } });
+  });
+  it('an annotation of another manager is never pruned', () => {
+    expect(
+      pruneBody(
+        desired('a'),
+        written([
+          {
+            manager: 'kubectl',
+            operation: 'Update',
+            fieldsV1: fieldsOf({ annotations: { y: '' } }),
+          },
+        ]),
+        undefined,
+        FM,
+      ),
+    ).toBeUndefined();
   });
 });
 

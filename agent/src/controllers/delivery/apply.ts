@@ -4,6 +4,24 @@
 // Every write to an object we saw in the cache is conditional (resourceVersion in the body or
 // in delete preconditions), so a copy replaced behind our back by someone else's object is
 // never overwritten: the write fails with 409 and the queue retries with fresh cache contents.
+//
+// Copies are written with server-side apply (force, field manager `mirrorhub-agent`), never
+// replaced as a whole: a PUT drops every label and annotation someone else put on a copy (a
+// reloader's `reloader.stakater.com/match`, Argo CD's tracking label), on every sync. With apply
+// the API server merges: mirrorhub's fields (its marks, the template's labels and annotations,
+// data, type) are set and taken back from whoever changed them (force), everyone else's stay,
+// and a label, annotation or data key mirrorhub applied before and no longer sends is removed,
+// because managedFields says it was ours. A merge patch would keep others' keys too, but could
+// not tell a template label we stopped wanting from someone else's without a record of our own.
+//
+// Two things apply alone does not do, done by one merge patch after it (`prune`) only when the
+// answer shows them, so the steady state stays one write with a metadata-only answer:
+// - data is mirrorhub's as a whole: a data key someone else added (owned by another manager, or
+//   seen in an object we read) is removed;
+// - a copy written by an agent before this one (POST/PUT: an `Update` entry of our manager)
+//   co-owns every field it set, which would keep keys apply drops: those keys are removed and the
+//   entry goes, so from then on the copy is apply's alone.
+// An empty data map is sent as `{}` (the copy then holds no keys), never as null.
 
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import {
@@ -46,13 +64,26 @@ export interface WriteObserver {
   failed(kind: SourceKind, verb: 'create' | 'update' | 'patch' | 'delete', err: unknown): void;
 }
 
+/**
+ * A resourceVersion no object has (the largest uint64; etcd revisions count up from 1). An apply
+ * carrying it creates the copy when the name is free, and fails with 409 Conflict when any
+ * object holds the name: a create that never takes over someone else's object, as a POST (409
+ * AlreadyExists), but owned by apply from its first write. (A POST would leave an `Update` entry
+ * co-owning every field, which keeps keys our later applies drop.)
+ */
+export const CREATE_ONLY = '18446744073709551615';
+
 /** The calls apply makes on copies (a fake in unit tests, `restCopyClient` for real). */
 export interface CopyClient {
+  /** The field manager of `apply` (our entries in managedFields). */
+  readonly fieldManager: string;
   /** undefined when it does not exist. */
   read(kind: SourceKind, namespace: string, name: string): Promise<KubeObject | undefined>;
-  create(obj: Copy): Promise<Written>;
-  /** PUT; `obj.metadata.resourceVersion` makes it conditional. */
-  replace(obj: Copy & { metadata: { resourceVersion?: string | undefined } }): Promise<Written>;
+  /**
+   * Server-side apply with force. `obj.metadata.resourceVersion` makes it conditional
+   * (CREATE_ONLY: only if nothing holds the name).
+   */
+  apply(obj: Copy & { metadata: { resourceVersion?: string | undefined } }): Promise<Written>;
   /** DELETE with preconditions (uid, resourceVersion). */
   remove(ref: ObjectRef): Promise<void>;
   mergePatch(kind: SourceKind, namespace: string, name: string, body: unknown): Promise<Written>;
@@ -63,6 +94,7 @@ const PLURAL: Record<SourceKind, string> = { Secret: 'secrets', ConfigMap: 'conf
 export function restCopyClient(rest: RestClient, fieldManager: string): CopyClient {
   const q = { fieldManager };
   return {
+    fieldManager,
     async read(kind, namespace, name) {
       try {
         return await rest.get<KubeObject>(corePath(PLURAL[kind], namespace, name));
@@ -71,14 +103,13 @@ export function restCopyClient(rest: RestClient, fieldManager: string): CopyClie
         throw err;
       }
     },
-    // Writes answer with metadata only (ACCEPT_METADATA): all we read back is uid and version.
-    create: (obj) =>
-      rest.post(corePath(PLURAL[obj.kind], obj.metadata.namespace), obj, q, ACCEPT_METADATA),
-    replace: (obj) =>
-      rest.put(
+    // Writes answer with metadata only (ACCEPT_METADATA): uid, version and managedFields.
+    apply: (obj) =>
+      rest.patch(
         corePath(PLURAL[obj.kind], obj.metadata.namespace, obj.metadata.name),
         obj,
-        q,
+        CONTENT_TYPE.apply,
+        { fieldManager, force: true },
         ACCEPT_METADATA,
       ),
     async remove(ref) {
@@ -196,25 +227,38 @@ function read(ctx: ApplyContext, kind: SourceKind, ns: string, name: string) {
   return ctx.client.read(kind, ns, name);
 }
 
-async function createRaw(ctx: ApplyContext, obj: Copy): Promise<Written> {
-  const created = await call(ctx, obj.kind, 'create', () => ctx.client.create(obj));
-  ctx.observer.wrote(obj.kind, created);
-  return created;
+/** Create `obj` where nothing holds its name (a 409 Conflict otherwise). */
+function createRaw(ctx: ApplyContext, obj: Copy): Promise<Written> {
+  return applyRaw(ctx, obj, CREATE_ONLY, undefined);
 }
 
-async function replaceRaw(
+/**
+ * Apply `obj`, conditional on `resourceVersion`, then prune what apply leaves (see the header).
+ * `existing`: the object as just read, when we read it (its data keys are pruned too).
+ */
+async function applyRaw(
   ctx: ApplyContext,
   obj: Copy,
   resourceVersion: string | undefined,
+  existing: KubeObject | undefined,
 ): Promise<Written> {
   const metadata: Copy['metadata'] & { resourceVersion?: string | undefined } = {
     ...obj.metadata,
     resourceVersion,
   };
   const body = { ...obj, metadata };
-  const replaced = await call(ctx, obj.kind, 'update', () => ctx.client.replace(body));
-  ctx.observer.wrote(obj.kind, replaced);
-  return replaced;
+  const verb = resourceVersion === CREATE_ONLY ? 'create' : 'update';
+  let written = await call(ctx, obj.kind, verb, () => ctx.client.apply(body));
+  const patch = pruneBody(obj, written, existing, ctx.client.fieldManager);
+  if (patch) {
+    const { kind } = obj;
+    const { namespace, name } = obj.metadata;
+    written = await call(ctx, kind, 'patch', () =>
+      ctx.client.mergePatch(kind, namespace, name, patch),
+    );
+  }
+  ctx.observer.wrote(obj.kind, written);
+  return written;
 }
 
 async function deleteRaw(ctx: ApplyContext, ref: ObjectRef): Promise<void> {
@@ -229,7 +273,8 @@ async function create(ctx: ApplyContext, obj: Copy): Promise<Result> {
     await createRaw(ctx, obj);
     return OK;
   } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
+    // CREATE_ONLY answers 409 Conflict when the name is taken (AlreadyExists: a create race).
+    if (!isConflict(err) && !isAlreadyExists(err)) throw err;
   }
   // The name is taken by an object our cache does not show as ours: look at it.
   return takeOver(ctx, obj, ctx.adopt);
@@ -270,7 +315,7 @@ async function takeOver(ctx: ApplyContext, obj: Copy, adoptForeign: boolean): Pr
   return OK;
 }
 
-/** Replace `existing` with `obj`, recreating it when Kubernetes refuses the change in place. */
+/** Apply `obj` over `existing`, recreating it when Kubernetes refuses the change in place. */
 async function overwrite(ctx: ApplyContext, obj: Copy, existing: KubeObject): Promise<void> {
   const ref: ObjectRef = {
     kind: obj.kind,
@@ -284,7 +329,7 @@ async function overwrite(ctx: ApplyContext, obj: Copy, existing: KubeObject): Pr
     await createRaw(ctx, obj);
     return;
   }
-  await replaceRaw(ctx, obj, ref.resourceVersion);
+  await applyRaw(ctx, obj, ref.resourceVersion, existing);
 }
 
 /** Secret type and immutable objects cannot change in place. */
@@ -305,7 +350,7 @@ async function update(
     return OK;
   }
   try {
-    await replaceRaw(ctx, obj, current.resourceVersion);
+    await applyRaw(ctx, obj, current.resourceVersion, undefined);
     return OK;
   } catch (err) {
     // 422: e.g. the Secret type changed and the cache could not tell us (metadata only).
@@ -365,6 +410,79 @@ async function release(ctx: ApplyContext, target: ObjectRef): Promise<Result> {
     if (!isNotFound(err)) throw err;
   }
   return OK;
+}
+
+// ---- pruning what apply leaves -----------------------------------------------------------------
+
+type MapField = 'data' | 'binaryData';
+const DATA_FIELDS: Record<SourceKind, readonly MapField[]> = {
+  Secret: ['data'],
+  ConfigMap: ['data', 'binaryData'],
+};
+
+/** The keys of map `field` in a managedFields fieldsV1 set (`{"f:data": {"f:key": {}}}`). */
+function ownedKeys(fields: unknown, field: string): string[] {
+  const set = (fields as Record<string, unknown> | undefined)?.[`f:${field}`];
+  if (!set || typeof set !== 'object') return [];
+  return Object.keys(set)
+    .filter((k) => k.startsWith('f:'))
+    .map((k) => k.slice(2));
+}
+
+/**
+ * The merge patch that removes what apply left and is not mirrorhub's wish (see the header), or
+ * undefined when there is nothing (the steady state). Conditional on the version apply wrote.
+ */
+export function pruneBody(
+  obj: Copy,
+  written: Written,
+  existing: KubeObject | undefined,
+  fieldManager: string,
+): Record<string, unknown> | undefined {
+  const entries = written.metadata?.managedFields ?? [];
+  const ours = (e: (typeof entries)[number]) => e.manager === fieldManager && !e.subresource;
+  const legacy = entries.find((e) => ours(e) && e.operation === 'Update');
+  const body: Record<string, Record<string, null> | Record<string, unknown>> = {};
+  const drop = (into: Record<string, unknown>, field: string, key: string) => {
+    ((into[field] ??= {}) as Record<string, null>)[key] = null;
+  };
+  const metadata: Record<string, unknown> = {};
+  let pruned = false;
+
+  // Data: every key not in the copy goes, whoever put it there.
+  for (const field of DATA_FIELDS[obj.kind]) {
+    const want = ((obj as Record<MapField, StringMap | undefined>)[field] ?? {}) as StringMap;
+    const seen = new Set(Object.keys((existing as Record<MapField, unknown>)?.[field] ?? {}));
+    for (const e of entries) {
+      if (ours(e) && e.operation === 'Apply') continue;
+      for (const k of ownedKeys(e.fieldsV1, field)) seen.add(k);
+    }
+    for (const k of [...seen].sort()) {
+      if (!Object.hasOwn(want, k)) {
+        drop(body, field, k);
+        pruned = true;
+      }
+    }
+  }
+  // Labels and annotations: only what an older agent of ours set and the copy no longer has.
+  if (legacy) {
+    const meta = (legacy.fieldsV1 as Record<string, unknown> | undefined)?.['f:metadata'];
+    for (const field of ['labels', 'annotations'] as const) {
+      const want = obj.metadata[field];
+      for (const k of ownedKeys(meta, field).sort()) {
+        if (!Object.hasOwn(want, k)) {
+          drop(metadata, field, k);
+          pruned = true;
+        }
+      }
+    }
+    metadata['managedFields'] = entries.filter((e) => e !== legacy);
+  }
+  if (!pruned && !legacy) return undefined;
+  return {
+    metadata: { resourceVersion: written.metadata?.resourceVersion, ...metadata },
+    ...body,
+  };
 }
 
 // ---- comparison -------------------------------------------------------------------------------
