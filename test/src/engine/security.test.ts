@@ -245,6 +245,12 @@ describe('the trust boundary', () => {
           /^the agent refused the delivery; details in MirrorDelivery/,
         );
       });
+      // The remedy docs/security.md gives: delete the payload; the hub writes it again, signed.
+      await e.core().deleteNamespacedSecret({ namespace: SYSTEM_NS, name });
+      await e.mirrorStatus('SecretMirror', 'app-key', 'src', (m) =>
+        expect(m.status?.phase).toBe('Active'),
+      );
+      expect(await e.secretData('team-b', 'app-key')).toEqual({ key: 'genuine' });
     });
 
     it('a changed delivery spec is refused, and the hub puts its own back', async () => {
