@@ -6,6 +6,8 @@ import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { corePath, groupPath, KubeApiError, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import type { MirrorDelivery } from '@mirrorhub/shared/api/index';
+import { consistently, eventually } from '../support/eventually.js';
 import { MultiCluster, SYSTEM_NS } from '../support/multicluster.js';
 
 async function status(p: Promise<unknown>): Promise<number | string> {
@@ -130,5 +132,54 @@ describe("the hub's identity in a follower", () => {
     ],
   ])('%s %j', async (_, allowed, attrs) => {
     expect(await canI(attrs)).toBe(allowed);
+  });
+
+  // The attack of the security review, replayed as this identity: it may write a MirrorDelivery
+  // in the agent namespace, but without the hub's signing key the agent does nothing for it.
+  it('cannot make the agent overwrite or delete a Secret in kube-system', async () => {
+    expect(await canI({ verb: 'create', resource: 'secrets', namespace: 'kube-system' })).toBe(
+      false,
+    );
+    await m.putSecret('follower-a', 'kube-system', 'victim', { token: 'original' });
+    const deliveries = groupPath('mirrorhub.io', 'v1alpha1', 'mirrordeliveries', SYSTEM_NS);
+    await rest.post(corePath('secrets', SYSTEM_NS), {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'attack', labels: { 'mirrorhub.io/payload': 'true' } },
+      type: 'Opaque',
+      data: { token: Buffer.from('attacker').toString('base64') },
+    });
+    await rest.post(deliveries, {
+      apiVersion: 'mirrorhub.io/v1alpha1',
+      kind: 'MirrorDelivery',
+      metadata: { name: 'attack' },
+      spec: {
+        mirror: { kind: 'ClusterSecretMirror', name: 'attack', uid: 'x' },
+        originCluster: 'hub',
+        payloadSecretName: 'attack',
+        target: { kind: 'Secret', name: 'victim' },
+        namespaces: ['kube-system'],
+        conflictPolicy: 'Adopt',
+        contentHash: 'forged',
+      },
+    });
+    const report = await eventually(async () => {
+      const d = await rest.get<MirrorDelivery>(`${deliveries}/attack`);
+      expect(d.status?.phase).toBe('Error');
+      return d;
+    });
+    expect(report.status?.message).toMatch(/^SignatureInvalid: nothing is written/);
+    await consistently(
+      async () =>
+        expect(await m.secretData('follower-a', 'kube-system', 'victim')).toEqual({
+          token: 'original',
+        }),
+      { forMs: 2_000 },
+    );
+    await rest.delete(`${deliveries}/attack`);
+    await eventually(async () => expect(await status(rest.get(`${deliveries}/attack`))).toBe(404));
+    expect(await m.secretData('follower-a', 'kube-system', 'victim')).toEqual({
+      token: 'original',
+    });
   });
 });
