@@ -90,9 +90,28 @@ describe('kit input errors are one line that says what to do', () => {
     }
   });
 
-  it('says how to get moto when moto_server is missing', async () => {
-    const err = await withoutOnPath('moto_server', () => startMoto()).catch((e: unknown) => e);
-    expect((err as Error).message).toBe("moto_server not found: run `pip install 'moto[server]'`");
+  it('says how to get moto when no venv can be made and moto_server is missing', async () => {
+    // moto comes from a venv in the cache (infra/src/components/moto.ts): with an empty cache,
+    // no python3 and no moto_server on PATH, there is no way to get it.
+    const saved = { ...process.env };
+    const empty = await mkdtemp(join(tmpdir(), 'mirrorhub-empty-cache-'));
+    process.env.MIRRORHUB_CACHE = empty;
+    delete process.env.MIRRORHUB_MOTO;
+    delete process.env.MIRRORHUB_PYTHON;
+    try {
+      const err = await withoutOnPath('python3', () =>
+        withoutOnPath('moto_server', () => startMoto()),
+      ).catch((e: unknown) => e);
+      expect((err as Error).message).toBe(
+        'python3 not found on PATH: moto 5.2.1 is installed into a venv, so install Python >= 3.9 with its venv module (Debian/Ubuntu: apt-get install python3 python3-venv) or set MIRRORHUB_MOTO to a moto_server (moto 5.2.1)',
+      );
+    } finally {
+      for (const k of ['PATH', 'MIRRORHUB_CACHE', 'MIRRORHUB_MOTO', 'MIRRORHUB_PYTHON']) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+      await rm(empty, { recursive: true, force: true });
+    }
   });
 
   it('CLI: unknown cluster, unknown command and bad --port-base exit non-zero with one line', async () => {

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   assumeRole,
@@ -5,7 +8,6 @@ import {
   createUserWithAccessKey,
   getCallerIdentity,
   lookupAccessKey,
-  MOTO_NOT_FOUND,
   startMoto,
   trustPolicy,
   type MotoServer,
@@ -95,14 +97,23 @@ describe('moto process handling', () => {
     expect(alive(m.pid)).toBe(false);
   }, 90_000);
 
-  it('says how to install moto when moto_server is missing', async () => {
-    const path = process.env.PATH;
-    process.env.PATH = '/nonexistent';
+  it('says how to get moto when there is neither python3 nor moto_server', async () => {
+    const saved = { ...process.env };
+    const empty = await mkdtemp(join(tmpdir(), 'mirrorhub-moto-empty-'));
+    process.env.PATH = join(empty, 'bin');
+    process.env.MIRRORHUB_CACHE = join(empty, 'cache'); // no cached venv either
+    delete process.env.MIRRORHUB_MOTO;
+    delete process.env.MIRRORHUB_PYTHON;
     try {
-      await expect(startMoto()).rejects.toThrow(MOTO_NOT_FOUND);
-      expect(MOTO_NOT_FOUND).toBe("moto_server not found: run `pip install 'moto[server]'`");
+      await expect(startMoto()).rejects.toThrow(
+        /^python3 not found on PATH: moto 5\.2\.1 is installed into a venv, .*apt-get install python3 python3-venv.* or set MIRRORHUB_MOTO/,
+      );
     } finally {
-      process.env.PATH = path;
+      for (const k of ['PATH', 'MIRRORHUB_CACHE', 'MIRRORHUB_MOTO', 'MIRRORHUB_PYTHON']) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+      await rm(empty, { recursive: true, force: true });
     }
   });
 });

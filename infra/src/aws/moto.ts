@@ -31,13 +31,13 @@ import {
   lastLine,
   startService,
   waitFor,
-  which,
   type ServiceProcess,
 } from '../components/cache.js';
+import { ensureMoto } from '../components/moto.js';
 
 export const MOTO_DEFAULT_ACCOUNT = '123456789012';
 export const MOTO_ACCOUNT_HEADER = 'x-moto-account-id';
-export const MOTO_NOT_FOUND = "moto_server not found: run `pip install 'moto[server]'`";
+export { MOTO_VERSION, ensureMoto } from '../components/moto.js';
 
 export interface MotoServer {
   /** http://127.0.0.1:<port>: the endpoint of STS and IAM clients. */
@@ -59,13 +59,13 @@ export interface StartMotoOptions {
 }
 
 /**
- * Starts moto_server on 127.0.0.1 and waits until it answers. It runs in its own process group,
+ * Starts moto_server (ensureMoto(): `$MIRRORHUB_MOTO`, else the cached venv, installed on first
+ * use) on 127.0.0.1 and waits until it answers. It runs in its own process group,
  * killed by stop() and when this process exits, even by SIGKILL (startService's parent-death
  * signal), so no moto outlives a test run.
  */
 export async function startMoto(opts: StartMotoOptions = {}): Promise<MotoServer> {
-  const moto = which('moto_server');
-  if (!moto) throw new Error(MOTO_NOT_FOUND);
+  const moto = await ensureMoto();
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'mirrorhub-moto-')));
   const logFile = join(dir, 'moto.log');
 

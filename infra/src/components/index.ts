@@ -23,6 +23,7 @@ export {
   type WaitForOptions,
 } from './cache.js';
 export { HELM_VERSION, ensureHelm } from './helm.js';
+export { MOTO_VERSION, ensureMoto, motoDir } from './moto.js';
 export {
   OPENBAO_VERSION,
   ensureBao,
