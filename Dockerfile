@@ -12,9 +12,14 @@
 #   docker run --rm --read-only mirrorhub:0.1.0 /app/agent/dist/main.js  # the agent
 #
 # Pin the base images by digest in CI (FROM ...@sha256:...) for reproducible builds.
+#
+# Node.js 24 (LTS, supported until April 2028): 20 is past end of life (April 2026), 22 ends in
+# April 2027 and the AWS SDK requires Node >= 22 from January 2027; 26 only became LTS in
+# October 2026. Build and runtime use the same major, and `npm test` runs the unit and engine
+# suites on this exact line too (NODE_LTS in scripts/run.mjs): bump them together.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
-ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs20-debian12:nonroot
+ARG NODE_IMAGE=node:24-bookworm-slim
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
 ARG PNPM_VERSION=9.15.9
 
 # ---- manifests: pnpm and the workspace manifests, shared by the two stages below ------------

@@ -3,14 +3,26 @@
 // Node's standard library, so it runs on a fresh clone: it gets pnpm, installs the workspace,
 // builds it, checks the machine has what the kit needs, and then runs the real thing.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PNPM = '9.15.9';
-const MOTO = '5.2.1';
+/**
+ * The Node.js LTS the image ships (Dockerfile: node:24 / distroless nodejs24). `npm test` also
+ * runs the unit and engine suites on exactly this release, whatever Node runs this script.
+ */
+const NODE_LTS = '24.21.0';
 
 function fail(msg) {
   console.error(`mirrorhub: ${msg}`);
@@ -52,21 +64,108 @@ function prerequisites() {
   }
   if (!has('openssl', ['version']))
     fail('openssl not found on PATH: install it (apt-get install openssl)');
-  if (!has('moto_server', ['--help'])) {
-    console.error(`mirrorhub: installing moto ${MOTO} (the AWS STS/IAM emulator) with pip`);
-    const py = has('python3', ['--version'])
-      ? 'python3'
-      : fail('python3 not found: install Python >= 3.9 with pip');
-    run(py, ['-m', 'pip', 'install', '--quiet', `moto[server]==${MOTO}`]);
-    if (!has('moto_server', ['--help']))
-      fail(
-        "moto_server is still not on PATH after pip install: add pip's script directory to PATH",
-      );
+}
+
+/**
+ * moto, the AWS STS/IAM emulator, from the project's venv in the cache (installed on first use;
+ * infra/src/components/moto.ts), so the suites and the demo do not each wait for it.
+ */
+async function ensureMoto() {
+  const { ensureMoto } = await import(
+    pathToFileURL(join(root, 'infra/dist/components/moto.js')).href
+  );
+  try {
+    await ensureMoto();
+  } catch (err) {
+    fail(err.message);
   }
 }
 
+/** Same rule as infra/src/components/cache.ts cacheDir(). */
+function cacheDir() {
+  if (process.env.MIRRORHUB_CACHE) return resolve(process.env.MIRRORHUB_CACHE);
+  const xdg = process.env.XDG_CACHE_HOME;
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'mirrorhub');
+  return join(homedir(), '.cache', 'mirrorhub');
+}
+
+/**
+ * The Node.js LTS binary: `$MIRRORHUB_NODE_LTS` (a path), else `<cache>/bin/node-v<NODE_LTS>/node`,
+ * else fetched once from the npm registry package node-<os>-<arch>@NODE_LTS (the official
+ * binary in a tarball; `npm pack` checks its integrity against the registry) and unpacked there.
+ */
+function ensureNodeLts() {
+  const fromEnv = process.env.MIRRORHUB_NODE_LTS;
+  if (fromEnv) return resolve(fromEnv);
+  const dir = join(cacheDir(), 'bin', `node-v${NODE_LTS}`);
+  const node = join(dir, 'node');
+  if (existsSync(join(dir, '.complete')) && has(node) === `v${NODE_LTS}`) return node;
+  const pkg = `node-${process.platform}-${process.arch}@${NODE_LTS}`;
+  console.error(
+    `mirrorhub: fetching Node.js ${NODE_LTS} (${pkg} from the npm registry, once, ~35 MB) into ${dir}`,
+  );
+  mkdirSync(dirname(dir), { recursive: true });
+  const work = mkdtempSync(join(dirname(dir), `.node-v${NODE_LTS}-`));
+  try {
+    const packed = spawnSync('npm', ['pack', pkg, '--silent', '--pack-destination', work], {
+      cwd: work,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const tgz = packed.status === 0 && packed.stdout.trim().split('\n').pop();
+    if (!tgz)
+      fail(
+        `npm pack ${pkg} failed (see above): check access to the npm registry, or set MIRRORHUB_NODE_LTS to a Node.js ${NODE_LTS.split('.')[0]} binary (or to "off" to skip the runs on it)`,
+      );
+    run('tar', ['-xzf', join(work, tgz), '-C', work, 'package/bin/node']);
+    const out = join(work, 'out');
+    mkdirSync(out);
+    renameSync(join(work, 'package/bin/node'), join(out, 'node'));
+    if (has(join(out, 'node')) !== `v${NODE_LTS}`)
+      fail(`${pkg} did not unpack a working node ${NODE_LTS}: delete ${dir} and retry`);
+    writeFileSync(join(out, '.complete'), `${new Date().toISOString()} ${pkg}\n`);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(out, dir);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return node;
+}
+
+/**
+ * One vitest run; returns its counts from vitest's JSON report (undefined counts when vitest
+ * could not start: its own output says why) and whether it passed.
+ */
+function vitest(label, cmd, args, env = process.env) {
+  const report = join(tmpdir(), `mirrorhub-vitest-${process.pid}-${Date.now()}.json`);
+  console.error(`mirrorhub: ${label}`);
+  const res = spawnSync(
+    cmd,
+    [...args, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`],
+    { cwd: root, stdio: 'inherit', env },
+  );
+  let counts;
+  try {
+    const r = JSON.parse(readFileSync(report, 'utf8'));
+    counts = {
+      passed: r.numPassedTests,
+      failed: r.numFailedTests,
+      skipped: r.numPendingTests + r.numTodoTests,
+    };
+  } catch {
+    // no report
+  }
+  rmSync(report, { force: true });
+  const ok = res.status === 0 && counts !== undefined;
+  console.error(
+    `mirrorhub: ${label}: ${counts ? `${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped` : 'no report'}${ok ? '' : ` (exit ${res.status ?? res.signal ?? res.error?.message})`}`,
+  );
+  return { counts, ok };
+}
+
 const task = process.argv[2];
-const rest = process.argv.slice(3);
+// `npm test -- <args>` drops the `--`; `node scripts/run.mjs test -- <args>` keeps it.
+const rest = process.argv.slice(process.argv[3] === '--' ? 4 : 3);
 const [pn, pnArgs] = pnpm();
 const p = (...args) => run(pn, [...pnArgs, ...args]);
 
@@ -75,43 +174,60 @@ p('install', '--frozen-lockfile', '--reporter=silent');
 p('run', 'build');
 
 switch (task) {
-  case 'test':
+  case 'test': {
     // Build (or find in the cache) the real kube-apiserver/etcd first, with visible progress.
     run(process.execPath, [join(root, 'infra/dist/cli.js'), 'build']);
+    await ensureMoto();
     p('run', 'lint');
-    {
-      // vitest's JSON report gives the plain closing line CI reads: "N passed, N failed".
-      const report = join(tmpdir(), `mirrorhub-vitest-${process.pid}.json`);
-      const res = spawnSync(
-        pn,
-        [
-          ...pnArgs,
-          'exec',
-          'vitest',
-          'run',
-          '--reporter=default',
-          '--reporter=json',
-          `--outputFile.json=${report}`,
-          ...rest,
-        ],
-        { cwd: root, stdio: 'inherit' },
-      );
-      try {
-        const r = JSON.parse(readFileSync(report, 'utf8'));
-        console.log(
-          `${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`,
+    // Every suite (or what `npm test -- <vitest args>` selects) on this Node.js, then the unit
+    // and engine suites (or the same selection) again on the Node.js LTS the image ships,
+    // unless this already is that major or MIRRORHUB_NODE_LTS=off.
+    const runs = [
+      vitest(`vitest on Node.js ${process.versions.node}`, pn, [
+        ...pnArgs,
+        'exec',
+        'vitest',
+        'run',
+        ...rest,
+      ]),
+    ];
+    const ltsMajor = NODE_LTS.split('.')[0];
+    if (process.env.MIRRORHUB_NODE_LTS === 'off') {
+      console.error(`mirrorhub: MIRRORHUB_NODE_LTS=off: no runs on Node.js ${NODE_LTS}`);
+    } else if (process.versions.node.split('.')[0] === ltsMajor) {
+      console.error(`mirrorhub: this is Node.js ${ltsMajor} already: no second run on ${NODE_LTS}`);
+    } else {
+      const node = ensureNodeLts();
+      const version = has(node);
+      if (!version)
+        fail(
+          `${node} (MIRRORHUB_NODE_LTS) does not run: point it at a Node.js ${ltsMajor} binary, or unset it`,
         );
-        rmSync(report, { force: true });
-      } catch {
-        // no report: vitest could not start; its own output says why
-      }
-      process.exit(res.status ?? 1);
+      // Child processes that run `node` (or a node_modules/.bin tool) get the LTS too.
+      const env = {
+        ...process.env,
+        PATH: [dirname(node), join(root, 'node_modules/.bin'), process.env.PATH].join(delimiter),
+      };
+      const cli = join(root, 'node_modules/vitest/vitest.mjs');
+      const selections = rest.length > 0 ? [rest] : [['--project', 'unit'], ['test/src/engine']];
+      for (const sel of selections)
+        runs.push(
+          vitest(`vitest ${sel.join(' ')} on Node.js ${version}`, node, [cli, 'run', ...sel], env),
+        );
     }
+    // The plain closing line CI reads, summed over every run: "N passed, N failed, N skipped".
+    const sum = (k) => runs.reduce((n, r) => n + (r.counts?.[k] ?? 0), 0);
+    if (runs.some((r) => r.counts))
+      console.log(`${sum('passed')} passed, ${sum('failed')} failed, ${sum('skipped')} skipped`);
+    process.exit(runs.every((r) => r.ok) ? 0 : 1);
     break;
+  }
   case 'demo':
+    await ensureMoto();
     run(process.execPath, [join(root, 'test/dist/demo/main.js'), ...rest]);
     break;
   case 'bench':
+    await ensureMoto();
     run(process.execPath, [join(root, 'test/dist/bench/main.js'), ...rest]);
     break;
   default:
