@@ -7,10 +7,10 @@
 // use; else, only when that venv cannot be made (no python3, no venv module, no PyPI), a
 // `moto_server` already on PATH, with a warning.
 
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { binaryDir, ensureBinary, progress, runCapture, runLogged, which } from './cache.js';
+import { binaryDir, ensureBinary, progress, runCapture, which } from './cache.js';
+import { installIntoVenv } from './pyvenv.js';
 
 /** The moto the STS gate and the EKS emulator are verified against (infra/src/aws/). */
 export const MOTO_VERSION = '5.2.1';
@@ -57,46 +57,13 @@ export async function ensureMoto(): Promise<string> {
 }
 
 async function installMoto(destDir: string): Promise<void> {
-  const python = which(process.env.MIRRORHUB_PYTHON ?? 'python3');
-  if (!python) {
-    throw new Error(
-      `python3 not found on PATH: moto ${MOTO_VERSION} is installed into a venv, so install Python >= 3.9 with its venv module (Debian/Ubuntu: apt-get install python3 python3-venv) ${OR_ELSE}`,
-    );
-  }
-  // Debian/Ubuntu ship `venv` without ensurepip unless python3-venv is installed; then
-  // `python3 -m venv` fails half-way with a long message. Ask first, answer in one line.
-  try {
-    execFileSync(python, ['-c', 'import venv, ensurepip'], { stdio: 'ignore', timeout: 30_000 });
-  } catch {
-    throw new Error(
-      `${python} has no venv module (or no ensurepip): install it (Debian/Ubuntu: apt-get install python3-venv) ${OR_ELSE}`,
-    );
-  }
-  const logFile = installLog();
-  const venv = path.join(destDir, 'venv');
-  await runLogged(python, ['-m', 'venv', venv], {
-    logFile,
-    timeoutMs: 5 * 60_000,
-    hint: `install the venv module (Debian/Ubuntu: apt-get install python3-venv) ${OR_ELSE}`,
+  const venvPython = await installIntoVenv(destDir, {
+    what: `moto ${MOTO_VERSION}`,
+    requirement: PYPI_REQUIREMENT,
+    pipFlags: ['--prefer-binary'],
+    logFile: installLog(),
+    orElse: OR_ELSE,
   });
-  const venvPython = path.join(venv, 'bin', 'python');
-  await runLogged(
-    venvPython,
-    [
-      '-m',
-      'pip',
-      'install',
-      '--disable-pip-version-check',
-      '--no-input',
-      '--prefer-binary',
-      PYPI_REQUIREMENT,
-    ],
-    {
-      logFile,
-      timeoutMs: 15 * 60_000,
-      hint: `check access to PyPI (pip config / PIP_INDEX_URL) ${OR_ELSE}`,
-    },
-  );
   const version = (
     await runCapture(venvPython, ['-c', 'import moto; print(moto.__version__)'], {
       timeoutMs: 60_000,

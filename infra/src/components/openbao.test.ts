@@ -36,7 +36,7 @@ describe('ensureBao', () => {
     vi.spyOn(process.stderr, 'write').mockReturnValue(true);
     const err = await ensureBao().catch((e: Error) => e);
     expect(String(err)).toBe(
-      'Error: python3 not found on PATH: install Python >= 3.8 with venv (Debian: apt-get install python3-venv) or set MIRRORHUB_BAO to a bao binary',
+      `Error: python3 not found on PATH: OpenBao ${OPENBAO_VERSION} is installed into a venv, so install Python >= 3.9 with its venv module (Debian/Ubuntu: apt-get install python3 python3-venv) or set MIRRORHUB_BAO to a bao binary`,
     );
   });
 });

