@@ -14,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -113,7 +113,13 @@ async function up(dir: string, clusters: string[], portBase?: number): Promise<v
 
 /** Runs in the background process that `up` starts; it owns the kit until SIGTERM. */
 async function supervise(dir: string, clusters: string[], portBase?: number): Promise<void> {
-  const write = (s: KitState) => writeFile(statePath(dir), JSON.stringify(s, null, 2) + '\n');
+  // Written whole, then renamed into place: `up` polls the file, and a write in place (truncate,
+  // then fill) could hand it an empty file.
+  const write = async (s: KitState) => {
+    const tmp = `${statePath(dir)}.tmp`;
+    await writeFile(tmp, JSON.stringify(s, null, 2) + '\n');
+    await rename(tmp, statePath(dir));
+  };
   const base: KitState = { supervisorPid: process.pid, phase: 'starting', dir, clusters: [] };
   await write(base);
   try {
