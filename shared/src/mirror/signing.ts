@@ -48,18 +48,25 @@ export function deliveryMessage(place: SignedPlace, spec: MirrorDeliverySpec): B
   );
 }
 
-/** The bytes signed for a payload Secret: its data and the contentHash it carries. */
+/** SHA-256 (hex) of a payload's data, as canonical JSON: what a payload signature covers of it. */
+export function payloadDigest(data: Record<string, string> | undefined): string {
+  return createHash('sha256')
+    .update(canonicalJson(data ?? {}))
+    .digest('hex');
+}
+
+/**
+ * The bytes signed for a payload Secret: its data (or `dataSha256`, its payloadDigest, when the
+ * caller signs the same data for several clusters) and the contentHash it carries.
+ */
 export function payloadMessage(
   place: SignedPlace,
   payload: {
     contentHash: string | undefined;
     binaryKeys: string | undefined;
-    data: Record<string, string> | undefined;
-  },
+  } & ({ data: Record<string, string> | undefined } | { dataSha256: string }),
 ): Buffer {
-  const digest = createHash('sha256')
-    .update(canonicalJson(payload.data ?? {}))
-    .digest('hex');
+  const digest = 'dataSha256' in payload ? payload.dataSha256 : payloadDigest(payload.data);
   return Buffer.from(
     `mirrorhub.io/payload/v1\n${canonicalJson({
       ...place,

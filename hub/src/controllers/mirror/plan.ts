@@ -63,6 +63,7 @@ import {
   ANNOTATION_MIRROR,
   ANNOTATION_SIGNATURE,
   deliveryMessage,
+  payloadDigest,
   payloadMessage,
   type MirrorIdentity,
   type PatternMatcher,
@@ -349,6 +350,17 @@ export function planMirror(input: PlanInput): MirrorPlan {
       annotations: shaped.template.annotations,
     });
     const targetName = spec.destination.name ?? src.name;
+    // The payload is the same for every cluster but for its namespace and signature: built and
+    // digested once here, signed per cluster below, copied only for the clusters it is written to.
+    const payload = buildPayloadSecret({ name, namespace: '', deliveryName: name, shaped });
+    payload.metadata.labels[LABEL_ORIGIN_CLUSTER] = originCluster;
+    payload.metadata.annotations = {
+      ...(payload.metadata.annotations ?? {}),
+      [ANNOTATION_CONTENT_HASH]: hash,
+      [ANNOTATION_MIRROR]: mirrorRef(identity),
+    };
+    const binaryKeys = payload.metadata.annotations[ANNOTATION_BINARY_KEYS];
+    const dataSha256 = payloadDigest(payload.data);
     for (const obs of selection.selected) {
       const deliverySpec: MirrorDeliverySpec = {
         mirror: {
@@ -383,34 +395,21 @@ export function planMirror(input: PlanInput): MirrorPlan {
       if (obs.delivery?.metadata.deletionTimestamp) continue; // wait until the old one is gone
       if (owners.get(obs.name) !== 'ours') continue; // never over another mirror's delivery
       const write: DeliveryWrite = { cluster: obs.name };
-      const payload = buildPayloadSecret({
-        name,
-        namespace: obs.agentNamespace,
-        deliveryName: name,
-        shaped,
-      });
-      payload.metadata.labels[LABEL_ORIGIN_CLUSTER] = originCluster;
-      const annotations: Record<string, string> = {
-        ...(payload.metadata.annotations ?? {}),
-        [ANNOTATION_CONTENT_HASH]: hash,
-        [ANNOTATION_MIRROR]: mirrorRef(identity),
-      };
-      annotations[ANNOTATION_SIGNATURE] = input.signer.sign(
+      const signature = input.signer.sign(
         payloadMessage(
           { cluster: obs.name, namespace: obs.agentNamespace, name },
-          {
-            contentHash: hash,
-            binaryKeys: annotations[ANNOTATION_BINARY_KEYS],
-            data: payload.data,
-          },
+          { contentHash: hash, binaryKeys, dataSha256 },
         ),
       );
-      payload.metadata.annotations = annotations;
-      if (
-        obs.payload?.contentHash !== hash ||
-        obs.payload.signature !== annotations[ANNOTATION_SIGNATURE]
-      ) {
-        write.payload = payload;
+      if (obs.payload?.contentHash !== hash || obs.payload.signature !== signature) {
+        write.payload = {
+          ...payload,
+          metadata: {
+            ...payload.metadata,
+            namespace: obs.agentNamespace,
+            annotations: { ...payload.metadata.annotations, [ANNOTATION_SIGNATURE]: signature },
+          },
+        };
       }
       const desired = deliveryObject(name, obs, originCluster, deliverySpec, input.signer);
       if (!deliveryUpToDate(obs.delivery, desired)) write.delivery = desired;
