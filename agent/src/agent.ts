@@ -16,12 +16,9 @@ import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { parsePolicy, type PolicySpec } from '@mirrorhub/shared/mirror/policy';
 import { createVerifier } from '@mirrorhub/shared/mirror/signing';
 import { RestClient } from '@mirrorhub/shared/k8s/rest';
-import {
-  DeliveryController,
-  FIELD_MANAGER,
-  USER_AGENT,
-} from './controllers/delivery/controller.js';
+import { DeliveryController } from './controllers/delivery/controller.js';
 import { Heartbeat } from './heartbeat.js';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
 
 export interface LeaderElectionConfig {
   leaseName: string;
@@ -122,14 +119,14 @@ export function createAgent(config: AgentConfig): Agent {
     eventsInstance: identity,
     gc: config.gc,
   });
-  const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT });
+  const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT.agent });
   const heartbeat =
     config.heartbeat === false
       ? undefined
       : () =>
           new Heartbeat({
             rest,
-            fieldManager: FIELD_MANAGER,
+            fieldManager: FIELD_MANAGER.agent,
             namespace: config.namespace,
             clusterName: config.clusterName,
             version: config.version,

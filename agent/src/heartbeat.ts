@@ -7,10 +7,11 @@ import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
 import { errorMessage } from '@mirrorhub/shared/runtime/errors';
 import type { Logger } from '@mirrorhub/shared/runtime/log';
 import { CONTENT_TYPE, groupPath, microTime, type RestClient } from '@mirrorhub/shared/k8s/rest';
-
-export const HEARTBEAT_LEASE = 'mirrorhub-agent';
-export const ANNOTATION_AGENT_VERSION = 'mirrorhub.io/agent-version';
-export const ANNOTATION_CLUSTER_NAME = 'mirrorhub.io/cluster-name';
+import {
+  ANNOTATION_AGENT_VERSION,
+  ANNOTATION_CLUSTER_NAME,
+  HEARTBEAT_LEASE,
+} from '@mirrorhub/shared/contract';
 
 export interface HeartbeatOptions {
   rest: RestClient;

@@ -2,17 +2,10 @@
 export { createAgent, type Agent, type AgentConfig, type LeaderElectionConfig } from './agent.js';
 export { readConfig, type MainConfig } from './config.js';
 // The API access (KubeAccess, loadKubeAccess, RestClient) lives in @mirrorhub/shared/k8s/*.
-export {
-  ANNOTATION_AGENT_VERSION,
-  ANNOTATION_CLUSTER_NAME,
-  HEARTBEAT_LEASE,
-  Heartbeat,
-  type HeartbeatOptions,
-} from './heartbeat.js';
+export { Heartbeat, type HeartbeatOptions } from './heartbeat.js';
 export {
   CONTROLLER_NAME,
   DeliveryController,
-  FIELD_MANAGER,
   createDeliveryController,
   type DeliveryControllerOptions,
 } from './controllers/delivery/controller.js';

@@ -29,6 +29,7 @@ import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
 import { createSigner } from '@mirrorhub/shared/mirror/signing';
 import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
+import { USER_AGENT } from '@mirrorhub/shared/contract';
 
 export interface LeaderElectionConfig {
   /** Lease name in `namespace` (default mirrorhub-hub). */
@@ -151,7 +152,7 @@ export function createHub(config: HubConfig): Hub {
   });
   const registry = new ClusterRegistry([implicitLocal]);
   const pending = new PendingCleanups();
-  const rest = new RestClient(config.kubeConfig, { userAgent: 'mirrorhub-hub' });
+  const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub });
 
   let server: HealthServer | undefined;
   let elector: LeaderElector | undefined;

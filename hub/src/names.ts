@@ -2,13 +2,6 @@
 import { type MirrorKind } from '@mirrorhub/shared/api/index';
 import { mirrorRef, type MirrorIdentity } from '@mirrorhub/shared/mirror/index';
 
-/**
- * Label on every MirrorDelivery and payload Secret the hub writes: the hub's cluster name. The
- * hub's watches in an agent namespace select on it, so it sees only its own objects (two hubs
- * may deliver to one cluster; delivery names differ by origin as well).
- */
-export const LABEL_ORIGIN_CLUSTER = 'mirrorhub.io/origin-cluster';
-
 /** Finalizer on mirrors the hub has delivered: cleanup in every cluster before deletion. */
 export const HUB_FINALIZER = 'mirrorhub.io/hub-cleanup';
 

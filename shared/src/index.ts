@@ -3,3 +3,4 @@ export * from './api/index.js';
 export * from './mirror/index.js';
 export * from './runtime/index.js';
 export * from './k8s/index.js';
+export * from './contract.js';

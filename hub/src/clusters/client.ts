@@ -10,6 +10,7 @@ import {
   RestClient,
   type CustomObjectRef,
 } from '@mirrorhub/shared/k8s/rest';
+import { USER_AGENT } from '@mirrorhub/shared/contract';
 
 /** Default deadline of one request to a cluster. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -20,7 +21,7 @@ export function timedRestClient(
   timeoutMs: number = DEFAULT_REQUEST_TIMEOUT_MS,
 ): RestClient {
   if (!access.getCurrentCluster()) throw new Error('the kubeconfig has no current cluster');
-  return new RestClient(access, { timeoutMs, userAgent: 'mirrorhub-hub' });
+  return new RestClient(access, { timeoutMs, userAgent: USER_AGENT.hub });
 }
 
 /** A request aborted by its deadline. */

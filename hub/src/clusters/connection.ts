@@ -21,12 +21,8 @@ import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { GROUP, MIRROR_DELIVERY, VERSION, type MirrorDelivery } from '@mirrorhub/shared/api/index';
 import {
-  ANNOTATION_CONTENT_HASH,
-  ANNOTATION_MIRROR,
-  ANNOTATION_SIGNATURE,
   canonicalJson,
   deliveryName,
-  LABEL_PAYLOAD,
   legacyDeliveryName,
   mirrorRef,
   parseMirrorRef,
@@ -43,7 +39,6 @@ import {
   type Logger,
   type Timer,
 } from '@mirrorhub/shared/runtime/index';
-import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
 import {
   corePath,
   customObjectPath,
@@ -61,9 +56,16 @@ import {
 import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
 import { deliveryUpToDate } from '../controllers/mirror/plan.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, timedRestClient, withDeadline } from './client.js';
-import { LABEL_ORIGIN_CLUSTER } from '../names.js';
 import { WriteOverlay } from '../overlay.js';
 import type { ClusterTarget } from './target.js';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_SIGNATURE,
+  FIELD_MANAGER,
+  LABEL_ORIGIN_CLUSTER,
+  LABEL_PAYLOAD,
+} from '@mirrorhub/shared/contract';
 
 /** What the cluster holds for one delivery name, as far as the hub knows. */
 export interface DeliveryObservation {

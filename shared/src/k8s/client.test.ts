@@ -6,7 +6,6 @@ import { FakeClock } from '../runtime/clock.js';
 import { errorMessage } from '../runtime/errors.js';
 import {
   applyStatus,
-  FIELD_MANAGER,
   isAlreadyExists,
   isConflict,
   isForbidden,
@@ -21,6 +20,7 @@ import {
   splitKey,
 } from './client.js';
 import { K8sHttpError } from './listwatch.js';
+import { FIELD_MANAGER } from '../contract.js';
 
 function apiErr(code: number, reason?: string, message = 'x'): ApiException<string> {
   return new ApiException(

@@ -29,8 +29,6 @@ export type { CustomObjectRef } from './rest.js';
 
 export { ApiException, PatchStrategy } from '@kubernetes/client-node';
 
-export { FIELD_MANAGER, type FieldManager } from './fields.js';
-
 export interface KubeClients {
   kubeConfig: KubeConfig;
   core: CoreV1Api;

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MirrorDestination } from '../api/types.gen.js';
 import {
-  ANNOTATION_CONTENT_HASH,
-  ANNOTATION_MIRROR,
-  ANNOTATION_ORIGIN,
-  LABEL_DELIVERY,
-  LABEL_MANAGED_BY,
   MAX_DELIVERY_NAME,
   copyMarks,
   deliveryName,
@@ -18,6 +13,13 @@ import {
   payloadSecretName,
   type MirrorIdentity,
 } from './names.js';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_ORIGIN,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+} from '../contract.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const long = (n: number, c = 'a') => c.repeat(n);

@@ -3,27 +3,17 @@
 import { createHash } from 'node:crypto';
 import type { LabelSelector, MirrorDestination, MirrorKind } from '../api/types.gen.js';
 import { formatLabelSelector } from './namespaces.js';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_ORIGIN,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+  MANAGED_BY_VALUE,
+} from '../contract.js';
 
-/** Every label and annotation mirrorhub owns lives under this prefix; it is never copied. */
-export const RESERVED_PREFIX = 'mirrorhub.io/';
 /** Never copied from a source: it describes the source's own last `kubectl apply`. */
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
-
-/** Label on every copy (value MANAGED_BY_VALUE); the agent watches copies by this label only. */
-export const LABEL_MANAGED_BY = 'mirrorhub.io/managed-by';
-export const MANAGED_BY_VALUE = 'mirrorhub';
-/** Label on every copy and payload Secret: the name of the MirrorDelivery it belongs to. */
-export const LABEL_DELIVERY = 'mirrorhub.io/delivery';
-/** Label on payload Secrets (value "true"). */
-export const LABEL_PAYLOAD = 'mirrorhub.io/payload';
-/** Annotation on every copy: `<cluster>/<namespace>/<name>` of the source. */
-export const ANNOTATION_ORIGIN = 'mirrorhub.io/origin';
-/** Annotation on every copy: `<Kind>/<namespace>/<name>` of the mirror (namespace empty for csm). */
-export const ANNOTATION_MIRROR = 'mirrorhub.io/mirror';
-/** Annotation on every copy: the delivery's contentHash the copy was written from. */
-export const ANNOTATION_CONTENT_HASH = 'mirrorhub.io/content-hash';
-/** Annotation on payload Secrets: comma-separated keys that were ConfigMap binaryData. */
-export const ANNOTATION_BINARY_KEYS = 'mirrorhub.io/binary-keys';
 
 export interface MirrorIdentity {
   kind: MirrorKind;

@@ -11,7 +11,7 @@
 // `checkNamespace` (rules about one namespace) give a Denial naming the rule, or undefined.
 
 import { compilePattern, type Labels } from './namespaces.js';
-import { RESERVED_PREFIX } from './names.js';
+import { RESERVED_PREFIX } from '../contract.js';
 
 /** The policy as configured (the agent chart's `policy` values, as JSON). */
 export interface PolicySpec {

@@ -10,14 +10,13 @@
 // `data` values are UTF-8 text, `binaryData` keys are listed in mirrorhub.io/binary-keys.
 
 import type { DeliveryTemplate, KeyMapping, MirrorTemplate, SourceKind } from '../api/types.gen.js';
+import { LAST_APPLIED_ANNOTATION, type CopyMarks } from './names.js';
 import {
   ANNOTATION_BINARY_KEYS,
   LABEL_DELIVERY,
   LABEL_PAYLOAD,
-  LAST_APPLIED_ANNOTATION,
   RESERVED_PREFIX,
-  type CopyMarks,
-} from './names.js';
+} from '../contract.js';
 
 type StringMap = Record<string, string>;
 

@@ -24,9 +24,7 @@ import {
 import { deliveryPolicies } from '../api/helpers.js';
 import type { MirrorDeliverySpec } from '../api/types.gen.js';
 import { canonicalJson } from './hash.js';
-
-/** Annotation holding `<keyId>.<base64url signature>` on MirrorDeliveries and payload Secrets. */
-export const ANNOTATION_SIGNATURE = 'mirrorhub.io/signature';
+import { ANNOTATION_SIGNATURE } from '../contract.js';
 
 /** Where a signed object lives: the signature is valid there only. */
 export interface SignedPlace {

@@ -5,9 +5,7 @@
 // the charts' ValidatingAdmissionPolicies, with TokenRequest tokens) are test/src/admission.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MirrorDelivery, MirrorDeliverySpec } from '@mirrorhub/shared/api/index';
-import { ANNOTATION_CONTENT_HASH, LABEL_PAYLOAD } from '@mirrorhub/shared/mirror/names';
 import {
-  ANNOTATION_SIGNATURE,
   createSigner,
   deliveryMessage,
   payloadMessage,
@@ -17,6 +15,11 @@ import {
 import { Engine, secretMirror, SYSTEM_NS } from '../support/engine.js';
 import { consistently, eventually } from '../support/eventually.js';
 import { generateHubKeyPair, TEST_HUB_KEY } from '../support/signing.js';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_SIGNATURE,
+  LABEL_PAYLOAD,
+} from '@mirrorhub/shared/contract';
 
 const GROUP = { group: 'mirrorhub.io', version: 'v1alpha1' };
 const b64 = (s: string) => Buffer.from(s).toString('base64');

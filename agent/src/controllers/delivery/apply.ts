@@ -24,14 +24,7 @@
 // An empty data map is sent as `{}` (the copy then holds no keys), never as null.
 
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import {
-  ANNOTATION_CONTENT_HASH,
-  ANNOTATION_MIRROR,
-  ANNOTATION_ORIGIN,
-  LABEL_DELIVERY,
-  LABEL_MANAGED_BY,
-  ownershipOf,
-} from '@mirrorhub/shared/mirror/names';
+import { ownershipOf } from '@mirrorhub/shared/mirror/names';
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
 import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
 import {
@@ -44,6 +37,13 @@ import {
   type RestClient,
 } from '@mirrorhub/shared/k8s/rest';
 import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_ORIGIN,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+} from '@mirrorhub/shared/contract';
 
 type StringMap = Record<string, string>;
 type KubeObject = V1Secret | V1ConfigMap;

@@ -26,23 +26,10 @@ import {
   type MirrorDeliveryStatus,
   type SourceKind,
 } from '@mirrorhub/shared/api/types.gen';
-import {
-  ANNOTATION_BINARY_KEYS,
-  ANNOTATION_CONTENT_HASH,
-  LABEL_DELIVERY,
-  LABEL_MANAGED_BY,
-  LABEL_PAYLOAD,
-  MANAGED_BY_VALUE,
-  type CopyMarks,
-} from '@mirrorhub/shared/mirror/names';
+import { type CopyMarks } from '@mirrorhub/shared/mirror/names';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
 import type { Policy } from '@mirrorhub/shared/mirror/policy';
-import {
-  ANNOTATION_SIGNATURE,
-  deliveryMessage,
-  payloadMessage,
-  type Verifier,
-} from '@mirrorhub/shared/mirror/signing';
+import { deliveryMessage, payloadMessage, type Verifier } from '@mirrorhub/shared/mirror/signing';
 import { mergePatchBody } from '@mirrorhub/shared/mirror/status';
 import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
 import { kubeListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
@@ -83,7 +70,6 @@ import {
   type NamespaceObject,
 } from './cached.js';
 import {
-  AGENT_FINALIZER,
   compileDeliveryMatcher,
   deliveryMarks,
   plan,
@@ -95,13 +81,20 @@ import {
   type Outcome,
   type PlanInput,
 } from './plan.js';
+import {
+  AGENT_FINALIZER,
+  ANNOTATION_BINARY_KEYS,
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_SIGNATURE,
+  FIELD_MANAGER,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+  LABEL_PAYLOAD,
+  MANAGED_BY_VALUE,
+  USER_AGENT,
+} from '@mirrorhub/shared/contract';
 
 export const CONTROLLER_NAME = 'delivery';
-
-/** `fieldManager` of the agent's writes (managedFields). */
-export const FIELD_MANAGER = 'mirrorhub-agent';
-/** User-Agent of the agent's requests (the API server's audit log and metrics show it). */
-export const USER_AGENT = 'mirrorhub-agent';
 
 export interface DeliveryControllerOptions {
   /** Any KubeAccess (shared/src/k8s/access.ts), or client-node's KubeConfig. */
@@ -214,12 +207,12 @@ export class DeliveryController {
     this.log = childLogger(opts.logger, { controller: CONTROLLER_NAME });
     this.metrics = opts.metrics;
     this.clock = opts.clock ?? realClock;
-    this.rest = new RestClient(opts.kubeConfig, { userAgent: USER_AGENT });
-    this.copyClient = restCopyClient(this.rest, FIELD_MANAGER);
+    this.rest = new RestClient(opts.kubeConfig, { userAgent: USER_AGENT.agent });
+    this.copyClient = restCopyClient(this.rest, FIELD_MANAGER.agent);
     this.events =
       opts.eventsInstance === undefined
         ? undefined
-        : new EventRecorder(this.rest, FIELD_MANAGER, opts.eventsInstance, this.log);
+        : new EventRecorder(this.rest, FIELD_MANAGER.agent, opts.eventsInstance, this.log);
     this.resyncMs = opts.resyncMs ?? 300_000;
     this.compactor = new Compactor({ gc: opts.gc, clock: this.clock });
     const kc = opts.kubeConfig;
@@ -868,7 +861,7 @@ export class DeliveryController {
         this.deliveryPath(name),
         { metadata: { ...body.metadata, resourceVersion: d.metadata.resourceVersion } },
         CONTENT_TYPE.merge,
-        { fieldManager: FIELD_MANAGER },
+        { fieldManager: FIELD_MANAGER.agent },
       );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
       this.stateOf(name).patched = {
@@ -948,7 +941,7 @@ export class DeliveryController {
         // Fields we no longer report are sent as null, or they would stay.
         { status: mergePatchBody(d.status, status) },
         CONTENT_TYPE.merge,
-        { fieldManager: FIELD_MANAGER },
+        { fieldManager: FIELD_MANAGER.agent },
       );
       this.metrics.writesTotal.inc({ kind: 'MirrorDelivery', verb: 'patch' });
       this.stateOf(name).patched = {

@@ -1,18 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicy } from '@mirrorhub/shared/mirror/policy';
 import {
-  ANNOTATION_CONTENT_HASH,
-  ANNOTATION_MIRROR,
-  ANNOTATION_ORIGIN,
-  LABEL_DELIVERY,
-  LABEL_MANAGED_BY,
   type MirrorDelivery,
   type MirrorDeliverySpec,
   type MirrorDeliveryStatus,
   type Payload,
 } from '@mirrorhub/shared';
 import {
-  AGENT_FINALIZER,
   plan,
   settle,
   type Action,
@@ -22,6 +16,14 @@ import {
   type Outcome,
   type PlanInput,
 } from './plan.js';
+import {
+  AGENT_FINALIZER,
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_ORIGIN,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+} from '@mirrorhub/shared/contract';
 
 const NOW = new Date('2025-01-02T03:04:05.678Z');
 /** The agent chart's default policy, in the agent namespace mirrorhub-system. */

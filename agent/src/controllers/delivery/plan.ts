@@ -21,10 +21,6 @@ import type {
   SourceKind,
 } from '@mirrorhub/shared/api/types.gen';
 import {
-  ANNOTATION_CONTENT_HASH,
-  LABEL_DELIVERY,
-  LABEL_MANAGED_BY,
-  MANAGED_BY_VALUE,
   compileNamespaceMatcher,
   copyMarks,
   equalIgnoringTime,
@@ -42,9 +38,13 @@ import {
   type SecretCopy,
   type SyncCounts,
 } from '@mirrorhub/shared/mirror/index';
-
-/** Finalizer the agent puts on a delivery before writing its first copy. */
-export const AGENT_FINALIZER = 'mirrorhub.io/agent-cleanup';
+import {
+  AGENT_FINALIZER,
+  ANNOTATION_CONTENT_HASH,
+  LABEL_DELIVERY,
+  LABEL_MANAGED_BY,
+  MANAGED_BY_VALUE,
+} from '@mirrorhub/shared/contract';
 
 /** Longest status.namespaces[].message and status.message / agentVersion (the CRD's limits). */
 export const MAX_ENTRY_MESSAGE = 1024;

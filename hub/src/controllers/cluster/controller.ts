@@ -38,7 +38,6 @@ import {
   type Gauge,
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
-import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
 import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import { observeReconciles, WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
 import type {
@@ -63,6 +62,7 @@ import {
   type ProbeResult,
 } from './plan.js';
 import { probeCluster, type ProbeContext } from './probe.js';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
 
 const CONTROLLER = 'cluster';
 
@@ -171,7 +171,7 @@ export class ClusterController {
     this.intervalMs = opts.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS;
     this.graceMs = opts.heartbeatGraceMs ?? DEFAULT_HEARTBEAT_GRACE_MS;
     this.timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.rest = new RestClient(opts.kubeConfig, { userAgent: 'mirrorhub-hub' });
+    this.rest = new RestClient(opts.kubeConfig, { userAgent: USER_AGENT.hub });
     const m = opts.metrics;
     this.stateGauge = m.gauge(
       'mirror_clusters',

@@ -32,6 +32,7 @@ import {
   setCondition,
 } from '@mirrorhub/shared/mirror/index';
 import { validateClusterName } from '../../names.js';
+import { HEARTBEAT_LEASE } from '@mirrorhub/shared/contract';
 
 // ---- access -----------------------------------------------------------------------------------
 
@@ -396,7 +397,7 @@ export function planClusterStatus(input: ClusterStatusInput): {
     const l = lease.lease;
     if (!l) {
       agent = { present: false };
-      const message = `no heartbeat Lease mirrorhub-agent in ${input.agentNamespace}: install the agent (chart mirrorhub-agent, clusterName=${cluster.metadata.name ?? ''}) in that namespace`;
+      const message = `no heartbeat Lease ${HEARTBEAT_LEASE} in ${input.agentNamespace}: install the agent (chart mirrorhub-agent, clusterName=${cluster.metadata.name ?? ''}) in that namespace`;
       set(CONDITION.agentHealthy, 'False', CLUSTER_REASON.agentMissing, message);
       notReady ??= { status: 'False', reason: CLUSTER_REASON.agentMissing, message };
     } else {
@@ -411,7 +412,7 @@ export function planClusterStatus(input: ClusterStatusInput): {
       if (fresh) {
         set(CONDITION.agentHealthy, 'True', CLUSTER_REASON.heartbeating, `${who} is heartbeating`);
       } else {
-        const message = `${who} has not renewed its heartbeat Lease ${input.agentNamespace}/mirrorhub-agent for more than ${graceText}${agent.lastHeartbeat ? ` (last: ${agent.lastHeartbeat})` : ''}: check the agent's pods in that namespace`;
+        const message = `${who} has not renewed its heartbeat Lease ${input.agentNamespace}/${HEARTBEAT_LEASE} for more than ${graceText}${agent.lastHeartbeat ? ` (last: ${agent.lastHeartbeat})` : ''}: check the agent's pods in that namespace`;
         set(CONDITION.agentHealthy, 'Unknown', CLUSTER_REASON.heartbeatStale, message);
         notReady ??= { status: 'Unknown', reason: CLUSTER_REASON.heartbeatStale, message };
       }

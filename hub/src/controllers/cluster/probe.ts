@@ -8,10 +8,7 @@ import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { groupPath, isNotFound } from '@mirrorhub/shared/k8s/rest';
 import { RequestTimeoutError, timedRestClient, withDeadline } from '../../clusters/client.js';
 import type { AgentLease, ProbeFailure, ProbeResult } from './plan.js';
-
-/** The agent's heartbeat Lease (agent/src/heartbeat.ts). */
-export const HEARTBEAT_LEASE = 'mirrorhub-agent';
-export const ANNOTATION_AGENT_VERSION = 'mirrorhub.io/agent-version';
+import { ANNOTATION_AGENT_VERSION, HEARTBEAT_LEASE } from '@mirrorhub/shared/contract';
 
 /** What a probe needs to know to say what to check. */
 export interface ProbeContext {

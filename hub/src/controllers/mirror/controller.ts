@@ -34,7 +34,6 @@ import {
   type Gauge,
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
-import { FIELD_MANAGER } from '@mirrorhub/shared/k8s/fields';
 import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import { observeReconciles, WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
@@ -59,6 +58,7 @@ import {
 } from './plan.js';
 import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import { SourceWatches } from './sources.js';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
 
 const CONTROLLER = 'mirror';
 
@@ -133,7 +133,7 @@ export class MirrorController {
     this.log = childLogger(opts.logger, { controller: CONTROLLER });
     this.clock = opts.clock ?? realClock;
     const kc = opts.kubeConfig;
-    this.rest = new RestClient(kc, { userAgent: 'mirrorhub-hub' });
+    this.rest = new RestClient(kc, { userAgent: USER_AGENT.hub });
     const m = opts.metrics;
     this.phaseGauge = m.gauge('mirrors', 'Mirrors by phase (as last reconciled).', ['phase']);
     this.clusterGauge = m.gauge('clusters', 'Clusters the hub delivers to, by state.', ['state']);

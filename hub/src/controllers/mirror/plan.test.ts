@@ -10,14 +10,12 @@ import {
 import { describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
 import {
-  ANNOTATION_SIGNATURE,
   createSigner,
   createVerifier,
   deliveryMessage,
   payloadMessage,
 } from '@mirrorhub/shared/mirror/signing';
 import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
-import { ANNOTATION_CONTENT_HASH } from '@mirrorhub/shared/mirror/names';
 import {
   deliveryUpToDate,
   planCleanup,
@@ -30,6 +28,7 @@ import {
   type Tenancy,
   statusWriteDelay,
 } from './plan.js';
+import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/contract';
 
 const NOW = new Date('2026-01-02T03:04:05Z');
 /** What a SecretMirror's status says of a problem in a namespace other than its own. */

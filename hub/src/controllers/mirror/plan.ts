@@ -58,10 +58,6 @@ import {
   setCondition,
   shapeSource,
   syncedSummary,
-  ANNOTATION_BINARY_KEYS,
-  ANNOTATION_CONTENT_HASH,
-  ANNOTATION_MIRROR,
-  ANNOTATION_SIGNATURE,
   deliveryMessage,
   payloadDigest,
   payloadMessage,
@@ -72,7 +68,13 @@ import {
   type SourceObject,
 } from '@mirrorhub/shared/mirror/index';
 import { selectClusters } from '../../clusters/select.js';
-import { LABEL_ORIGIN_CLUSTER } from '../../names.js';
+import {
+  ANNOTATION_BINARY_KEYS,
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_SIGNATURE,
+  LABEL_ORIGIN_CLUSTER,
+} from '@mirrorhub/shared/contract';
 
 // ---- input ------------------------------------------------------------------------------------
 
