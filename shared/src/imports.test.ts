@@ -16,6 +16,8 @@ describe('shared imports', () => {
     'k8s/access',
     'k8s/rest',
     'k8s/events',
+    'controller/index',
+    'contract',
     'k8s/listwatch',
     'k8s/watcher',
     'k8s/workqueue',

@@ -56,7 +56,7 @@ import {
 import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
 import { deliveryUpToDate } from '../controllers/mirror/plan.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, timedRestClient, withDeadline } from './client.js';
-import { WriteOverlay } from '../overlay.js';
+import { WriteOverlay } from '@mirrorhub/shared/controller/overlay';
 import type { ClusterTarget } from './target.js';
 import {
   ANNOTATION_CONTENT_HASH,

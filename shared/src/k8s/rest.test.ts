@@ -2,10 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeAccess } from './access.js';
-import { EventRecorder } from './events.js';
 import {
   corePath,
-  groupPath,
   isAlreadyExists,
   isConflict,
   isInvalid,
@@ -133,47 +131,6 @@ describe('RestClient', () => {
       isInvalid: false,
       ...want,
     });
-  });
-
-  it('records an events.k8s.io Event with microsecond time and a bounded note', async () => {
-    seen.length = 0;
-    reply = () => ({ status: 201, body: {} });
-    const rest = new RestClient(access());
-    const events = new EventRecorder(rest, 'mirrorhub-agent', 'pod-1');
-    await events.record(
-      { apiVersion: 'mirrorhub.io/v1alpha1', kind: 'MirrorDelivery', name: 'd', namespace: 'ns' },
-      'Warning',
-      'Degraded',
-      'Sync',
-      'x'.repeat(2000),
-    );
-    rest.close();
-    expect(seen[0]!.url).toBe(groupPath('events.k8s.io', 'v1', 'events', 'ns'));
-    const body = JSON.parse(seen[0]!.body) as Record<string, unknown>;
-    expect(body).toMatchObject({
-      reportingController: 'mirrorhub-agent',
-      reportingInstance: 'pod-1',
-      reason: 'Degraded',
-      type: 'Warning',
-      regarding: { kind: 'MirrorDelivery', name: 'd', namespace: 'ns' },
-    });
-    expect(body['eventTime']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
-    expect((body['note'] as string).length).toBe(1024);
-  });
-
-  it('an Event that cannot be written is not an error', async () => {
-    reply = () => ({ status: 403, body: { code: 403, reason: 'Forbidden' } });
-    const rest = new RestClient(access());
-    await expect(
-      new EventRecorder(rest, 'c', 'i').record(
-        { apiVersion: 'v1', kind: 'ConfigMap', name: 'n', namespace: 'ns' },
-        'Normal',
-        'R',
-        'A',
-        'note',
-      ),
-    ).resolves.toBeUndefined();
-    rest.close();
   });
 });
 

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock, settle } from '../runtime/clock.js';
 import { backoffDelay, jitterUp } from '../runtime/backoff.js';
-import { createMetrics } from '../runtime/metrics.js';
 import {
-  observeReconciles,
   TerminalError,
   WorkQueue,
   type ProcessObservation,
@@ -338,52 +336,5 @@ describe('backoff helpers', () => {
     { ms: -5, fraction: 0.1, random: 0.5, want: 0 },
   ])('jitterUp($ms, $fraction) at $random -> $want', ({ ms, fraction, random, want }) => {
     expect(jitterUp(ms, fraction, () => random)).toBe(want);
-  });
-});
-
-describe('observeReconciles', () => {
-  it('counts, times and logs each outcome', async () => {
-    const m = createMetrics({ component: 'agent', defaultMetrics: false });
-    const logged: [string, Record<string, unknown>][] = [];
-    const logger = {
-      warn: (o: object) => void logged.push(['warn', o as Record<string, unknown>]),
-      error: (o: object) => void logged.push(['error', o as Record<string, unknown>]),
-      debug: (o: object) => void logged.push(['debug', o as Record<string, unknown>]),
-    };
-    const observe = observeReconciles('delivery', { metrics: m, logger });
-    observe({ key: 'ns/a', result: 'success', durationMs: 20, failures: 0 });
-    observe({
-      key: 'ns/b',
-      result: 'error',
-      durationMs: 5,
-      failures: 2,
-      retryInMs: 400,
-      error: new Error('x'),
-    });
-    observe({
-      key: 'ns/c',
-      result: 'terminal',
-      durationMs: 1,
-      failures: 0,
-      error: new TerminalError('bad'),
-    });
-    const out = await m.render();
-    expect(out).toContain(
-      'mirrorhub_reconcile_total{controller="delivery",result="success",component="agent"} 1',
-    );
-    expect(out).toContain(
-      'mirrorhub_reconcile_total{controller="delivery",result="error",component="agent"} 1',
-    );
-    expect(out).toContain(
-      'mirrorhub_workqueue_retries_total{controller="delivery",component="agent"} 1',
-    );
-    expect(out).toContain(
-      'mirrorhub_reconcile_duration_seconds_count{component="agent",controller="delivery"} 3',
-    );
-    expect(logged.map(([l, o]) => [l, o['key']])).toEqual([
-      ['debug', 'ns/a'],
-      ['warn', 'ns/b'],
-      ['error', 'ns/c'],
-    ]);
   });
 });

@@ -39,7 +39,8 @@ import {
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import { observeReconciles, WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
+import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
+import { observeReconciles } from '@mirrorhub/shared/controller/observe';
 import type {
   AwsCredentials,
   AwsCredentialsProvider,
@@ -49,7 +50,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, mergePatchStatus } from '../../clusters/cli
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
 import { EventRecorder } from '../../events.js';
-import { WriteOverlay } from '../../overlay.js';
+import { WriteOverlay } from '@mirrorhub/shared/controller/overlay';
 import { parseKubeconfig } from './kubeconfig.js';
 import type { PendingCleanups } from './pending.js';
 import {

@@ -35,7 +35,8 @@ import {
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import { observeReconciles, WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import { WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import { observeReconciles } from '@mirrorhub/shared/controller/observe';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { CONTENT_TYPE, customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { mergePatchStatus } from '../../clusters/client.js';
@@ -44,7 +45,7 @@ import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
 import { EventRecorder } from '../../events.js';
 import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../../names.js';
-import { WriteOverlay } from '../../overlay.js';
+import { WriteOverlay } from '@mirrorhub/shared/controller/overlay';
 import {
   identityOf,
   planCleanup,

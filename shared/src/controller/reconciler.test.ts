@@ -1,0 +1,95 @@
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../runtime/metrics.js';
+import { FakeListerWatcher } from '../k8s/fake.js';
+import { Watcher } from '../k8s/watcher.js';
+import { Reconciler } from './reconciler.js';
+
+const logger = pino({ level: 'silent' });
+
+function cm(name: string): V1ConfigMap {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns' } };
+}
+
+describe('Reconciler', () => {
+  it('routes watch changes to keys and reconciles each, observed in metrics', async () => {
+    const seen: string[] = [];
+    const metrics = createMetrics({ component: 'hub', defaultMetrics: false });
+    const r = new Reconciler({
+      name: 'things',
+      logger,
+      metrics,
+      reconcile: (key) => {
+        seen.push(key);
+        return Promise.resolve();
+      },
+    });
+    const lw = new FakeListerWatcher<V1ConfigMap>();
+    lw.create(cm('a'));
+    let relisted = 0;
+    r.watch(new Watcher<V1ConfigMap>({ resource: 'configmaps', listerWatcher: lw }), {
+      onAdd: (o) => r.add(`ns/${o.metadata?.name}`),
+      onUpdate: (o) => r.add(`ns/${o.metadata?.name}`),
+      onListed: () => void relisted++,
+    });
+    await r.synced();
+    expect(r.hasSynced()).toBe(true);
+    expect(relisted).toBe(1);
+    r.start();
+    await r.idle();
+    lw.create(cm('b'));
+    await expect.poll(() => seen).toEqual(['ns/a', 'ns/b']);
+    expect(await metrics.render()).toContain(
+      'mirrorhub_reconcile_total{controller="things",result="success",component="hub"} 2',
+    );
+    await r.stop();
+  });
+
+  it('runs per term: keys added between terms wait, each term starts with its keys', async () => {
+    const seen: string[] = [];
+    const r = new Reconciler({
+      name: 'terms',
+      logger,
+      metrics: createMetrics({ component: 'agent', defaultMetrics: false }),
+      reconcile: (key) => {
+        seen.push(key);
+        return Promise.resolve();
+      },
+    });
+    const first = new AbortController();
+    const prepared: string[] = [];
+    const term1 = r.run(first.signal, {
+      prepare: () => {
+        prepared.push('term1');
+        return Promise.resolve();
+      },
+      keys: () => ['x'],
+    });
+    await expect.poll(() => seen).toEqual(['x']);
+    first.abort();
+    await term1;
+    r.add('y'); // no term running: kept for the next
+    expect(seen).toEqual(['x']);
+    const second = new AbortController();
+    const term2 = r.run(second.signal, { keys: () => ['z'] });
+    await expect.poll(() => [...seen].sort()).toEqual(['x', 'y', 'z']);
+    expect(prepared).toEqual(['term1']);
+    await r.stop(); // ends the running term too
+    await term2;
+  });
+
+  it('retries a failing key with backoff until it succeeds', async () => {
+    let calls = 0;
+    const r = new Reconciler({
+      name: 'flaky',
+      logger,
+      metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
+      reconcile: () => (++calls < 3 ? Promise.reject(new Error('not yet')) : Promise.resolve()),
+    });
+    r.start();
+    r.add('k');
+    await expect.poll(() => calls, { timeout: 5_000 }).toBe(3);
+    await r.stop();
+  });
+});

@@ -1,0 +1,174 @@
+// The reconciler skeleton every controller of hub and agent runs on: watchers route changes to
+// keys, a work queue runs `reconcile(key)` for each (never concurrently with itself, with
+// backoff on failure and requeue on request), and every reconcile is observed (metrics, logs).
+// A controller brings its watches, its routing and its reconcile; the skeleton owns the
+// lifecycle.
+//
+// Lifecycle: `watch()` registers and starts a watcher (instrumented: relists, restarts and event
+// counts are logged and counted); `synced()` resolves once every watcher listed. `run(signal)`
+// processes keys until the signal aborts (a leadership term, or the process's life) and then
+// waits for the reconciles in flight; `start()` is `run` for the controller's whole life. Keys
+// added while no run is active wait for the next one. `stop()` ends it all.
+
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { realClock, type Clock } from '../runtime/clock.js';
+import type { Logger } from '../runtime/log.js';
+import type { ControllerMetrics } from '../runtime/metrics.js';
+import { instrumentWatcher, type Watcher, type WatchHandlers } from '../k8s/watcher.js';
+import { WorkQueue, type ProcessObservation, type ProcessResult } from '../k8s/workqueue.js';
+import { observeReconciles } from './observe.js';
+
+export interface ReconcilerOptions {
+  /** The controller's name in logs and metrics (`controller` label). */
+  name: string;
+  reconcile(key: string, signal: AbortSignal): Promise<ProcessResult | void>;
+  /** Keys reconciled at once (default 4). */
+  concurrency?: number | undefined;
+  logger: Logger;
+  metrics: ControllerMetrics;
+  /** Errors that are normal operation and reported in status: logged at info, not warn. */
+  expected?: ((err: unknown) => boolean) | undefined;
+  /** Called after every reconcile. */
+  afterReconcile?: ((o: ProcessObservation) => void) | undefined;
+  /** How long `run` waits for reconciles in flight when it ends (default 20 s). */
+  shutdownTimeoutMs?: number | undefined;
+  clock?: Clock | undefined;
+}
+
+export interface WatchRouting<T> extends WatchHandlers<T> {
+  /** The watcher listed afresh (its cache was replaced). */
+  onListed?(): void;
+}
+
+export class Reconciler {
+  private readonly clock: Clock;
+  private readonly watchers: Watcher<KubernetesObject>[] = [];
+  private readonly unsubscribe: (() => void)[] = [];
+  private readonly lifetime = new AbortController();
+  private queue: WorkQueue;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly opts: ReconcilerOptions) {
+    this.clock = opts.clock ?? realClock;
+    this.queue = this.newQueue();
+  }
+
+  // ---- watches ---------------------------------------------------------------------------------
+
+  /** Route `w`'s changes with `routing`, instrument it and start it. Returns `w`. */
+  watch<T extends KubernetesObject>(w: Watcher<T>, routing: WatchRouting<T> = {}): Watcher<T> {
+    const { onListed, ...handlers } = routing;
+    this.unsubscribe.push(
+      instrumentWatcher(w, { logger: this.opts.logger, metrics: this.opts.metrics }),
+    );
+    if (onListed) {
+      this.unsubscribe.push(
+        w.onEvent((e) => {
+          if (e.type === 'listed') onListed();
+        }),
+      );
+    }
+    if (handlers.onAdd || handlers.onUpdate || handlers.onDelete) {
+      this.unsubscribe.push(w.addHandler(handlers));
+    }
+    this.watchers.push(w as unknown as Watcher<KubernetesObject>);
+    w.start();
+    return w;
+  }
+
+  /** Resolves once every watcher has listed (rejects if one is stopped first). */
+  async synced(): Promise<void> {
+    await Promise.all(this.watchers.map((w) => w.synced));
+  }
+
+  hasSynced(): boolean {
+    return this.watchers.every((w) => w.hasSynced());
+  }
+
+  // ---- keys ------------------------------------------------------------------------------------
+
+  add(key: string): void {
+    this.queue.add(key);
+  }
+
+  addAfter(key: string, ms: number): void {
+    this.queue.addAfter(key, ms);
+  }
+
+  /** Resolves when no key is queued or being reconciled (tests, benchmarks). */
+  async idle(): Promise<void> {
+    if (this.running) await this.queue.idle();
+  }
+
+  // ---- running ---------------------------------------------------------------------------------
+
+  /**
+   * Reconcile keys until `signal` aborts, then wait for reconciles in flight. `prepare` runs
+   * first (e.g. a start-up check); `keys` are queued before processing starts.
+   */
+  async run(
+    signal: AbortSignal,
+    opts: { prepare?(signal: AbortSignal): Promise<void>; keys?(): Iterable<string> } = {},
+  ): Promise<void> {
+    if (signal.aborted || this.stopped || this.running) return;
+    const both = AbortSignal.any([signal, this.lifetime.signal]);
+    const queue = this.queue;
+    let done!: () => void;
+    this.running = new Promise<void>((resolve) => (done = resolve));
+    try {
+      await opts.prepare?.(both);
+      if (!both.aborted) {
+        for (const key of opts.keys?.() ?? []) queue.add(key);
+        queue.start();
+        this.opts.logger.info('controller running');
+        await new Promise<void>((resolve) => {
+          if (both.aborted) return resolve();
+          both.addEventListener('abort', () => resolve(), { once: true });
+        });
+      }
+    } finally {
+      // Keys that arrive from now on wait for the next run.
+      this.queue = this.newQueue();
+      await queue.shutdown({ timeoutMs: this.opts.shutdownTimeoutMs ?? 20_000 });
+      this.running = undefined;
+      done();
+      this.opts.logger.info('controller stopped');
+    }
+  }
+
+  /** Run for the controller's whole life (until `stop()`). */
+  start(): void {
+    void this.run(this.lifetime.signal);
+  }
+
+  /** End the current run, unregister and stop every watcher. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    const running = this.running;
+    this.lifetime.abort();
+    await running;
+    await this.queue.shutdown({ timeoutMs: 0 });
+    for (const u of this.unsubscribe.splice(0)) u();
+    await Promise.all(this.watchers.map((w) => w.stop()));
+  }
+
+  private newQueue(): WorkQueue {
+    const { name, metrics, logger } = this.opts;
+    const queue = new WorkQueue({
+      name,
+      concurrency: this.opts.concurrency ?? 4,
+      process: (key, signal) => this.opts.reconcile(key, signal),
+      observe: observeReconciles(name, {
+        metrics,
+        logger,
+        expected: this.opts.expected,
+        after: this.opts.afterReconcile,
+      }),
+      clock: this.clock,
+    });
+    metrics.observeQueue(name, queue);
+    return queue;
+  }
+}

@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../runtime/clock.js';
+import { createMetrics } from '../runtime/metrics.js';
+import { RestClient } from '../k8s/rest.js';
+import { startHttpStub, type HttpStub } from '../testing/http-stub.js';
+import { EventRecorder } from './events.js';
+import { StatusWriter, type WritableObject } from './status.js';
+
+interface Thing extends WritableObject {
+  status?: { phase?: string; message?: string; lastSyncTime?: string };
+}
+
+const PATH = '/apis/example.io/v1/namespaces/ns/things/t';
+
+function thing(rv: string, status?: Thing['status'], finalizers?: string[]): Thing {
+  return {
+    apiVersion: 'example.io/v1',
+    kind: 'Thing',
+    metadata: { name: 't', namespace: 'ns', uid: 'u-1', resourceVersion: rv, finalizers },
+    ...(status ? { status } : {}),
+  };
+}
+
+describe('StatusWriter', () => {
+  let api: HttpStub;
+  let rest: RestClient;
+  let clock: FakeClock;
+  let metrics: ReturnType<typeof createMetrics>;
+  let writer: StatusWriter<Thing>;
+
+  beforeAll(async () => {
+    api = await startHttpStub();
+    rest = new RestClient(api.access);
+  });
+  afterAll(async () => {
+    rest.close();
+    await api.close();
+  });
+  beforeEach(() => {
+    api.requests.length = 0;
+    clock = new FakeClock(1_000);
+    metrics = createMetrics({ component: 'hub', defaultMetrics: false });
+    writer = new StatusWriter<Thing>({
+      rest,
+      pathOf: () => PATH,
+      keyOf: (t) => `${t.metadata.namespace}/${t.metadata.name}`,
+      fieldManager: 'mirrorhub-hub',
+      metrics,
+      events: new EventRecorder({ rest, controller: 'mirrorhub-hub', instance: 'hub-0' }),
+      clock,
+    });
+  });
+
+  it('writes nothing when the status is unchanged', async () => {
+    const t = thing('1', { phase: 'Active', lastSyncTime: '2026-01-01T00:00:00Z' });
+    const out = await writer.writeStatus(t, {
+      phase: 'Active',
+      lastSyncTime: '2026-01-01T00:00:00Z',
+    });
+    expect(out).toBe(t);
+    expect(api.requests).toEqual([]);
+    expect(writer.lastWriteAt('ns/t')).toBeUndefined();
+  });
+
+  it('merge-patches the difference, nulls what is no longer reported, then records the Events', async () => {
+    api.reply = (r) =>
+      r.url.includes('/events')
+        ? { status: 201, body: {} }
+        : { status: 200, body: thing('2', { phase: 'Error' }) };
+    const out = await writer.writeStatus(
+      thing('1', { phase: 'Active', message: 'all good' }),
+      { phase: 'Error' },
+      [{ type: 'Warning', reason: 'Error', message: 'source missing' }],
+    );
+    expect(out?.metadata.resourceVersion).toBe('2');
+    expect(api.requests.map((r) => `${r.method} ${r.url.split('?')[0]}`)).toEqual([
+      `PATCH ${PATH}/status`,
+      'POST /apis/events.k8s.io/v1/namespaces/ns/events',
+    ]);
+    expect(api.requests[0]!.headers['content-type']).toBe('application/merge-patch+json');
+    expect(api.requests[0]!.url).toContain('fieldManager=mirrorhub-hub');
+    expect(api.requests[0]!.json).toEqual({ status: { phase: 'Error', message: null } });
+    expect(writer.lastWriteAt('ns/t')).toBe(1_000);
+    expect(await metrics.render()).toContain(
+      'mirrorhub_writes_total{kind="Thing",verb="patch",component="hub"} 1',
+    );
+  });
+
+  it('shadows the cache with our write until the watch shows it', async () => {
+    api.reply = () => ({ status: 200, body: thing('2', { phase: 'Active' }) });
+    const cached = thing('1', { phase: 'Pending' });
+    await writer.writeStatus(cached, { phase: 'Active' });
+    expect(writer.current('ns/t', cached)?.status?.phase).toBe('Active');
+    expect(writer.observed(thing('2', { phase: 'Active' }))).toBe(true); // our echo
+    expect(writer.current('ns/t', cached)).toBe(cached);
+    // A re-created object (new uid) is never shadowed by what we wrote to the old one.
+    await writer.writeStatus(cached, { phase: 'Active' });
+    const recreated = { ...thing('9'), metadata: { ...thing('9').metadata, uid: 'u-2' } };
+    expect(writer.current('ns/t', recreated)).toBe(recreated);
+  });
+
+  it('adds and removes a finalizer conditionally on the resourceVersion', async () => {
+    api.reply = () => ({ status: 200, body: thing('2', undefined, ['other', 'mine']) });
+    const t = thing('1', undefined, ['other']);
+    const added = await writer.setFinalizer(t, 'mine', true);
+    expect(api.requests[0]!.url.split('?')[0]).toBe(PATH);
+    expect(api.requests[0]!.json).toEqual({
+      metadata: { finalizers: ['other', 'mine'], resourceVersion: '1' },
+    });
+    expect(added?.metadata.finalizers).toEqual(['other', 'mine']);
+    expect(await writer.setFinalizer(added!, 'mine', true)).toBe(added); // already there
+    expect(api.requests).toHaveLength(1);
+    api.reply = () => ({ status: 200, body: thing('3', undefined, ['other']) });
+    await writer.setFinalizer(added!, 'mine', false);
+    expect(api.requests[1]!.json).toEqual({
+      metadata: { finalizers: ['other'], resourceVersion: '2' },
+    });
+  });
+
+  it('a gone object is undefined; a concurrent change says so; both are counted', async () => {
+    api.reply = () => ({ status: 404, body: { code: 404, reason: 'NotFound' } });
+    expect(await writer.writeStatus(thing('1'), { phase: 'Active' })).toBeUndefined();
+    api.reply = () => ({ status: 409, body: { code: 409, reason: 'Conflict' } });
+    await expect(writer.setFinalizer(thing('1'), 'mine', true)).rejects.toThrow(
+      'Thing ns/t changed while we patched it; reconciling again',
+    );
+    const out = await metrics.render();
+    expect(out).toContain(
+      'mirrorhub_write_errors_total{kind="Thing",verb="patch",code="404",component="hub"} 1',
+    );
+    expect(out).toContain(
+      'mirrorhub_write_errors_total{kind="Thing",verb="patch",code="409",component="hub"} 1',
+    );
+  });
+});

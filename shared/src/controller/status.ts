@@ -1,0 +1,195 @@
+// Writing a controller's own objects back: status through the status subresource, finalizers on
+// metadata, and remembering what we wrote until the watch shows it. One writer for every
+// controller of hub and agent.
+//
+// - Status is written only when it changed: a JSON merge patch of the difference (the plans
+//   keep timestamps when nothing else changed, so a steady object is never written), where a field we no longer report is sent as null, or it would stay.
+// - Metadata patches (finalizers) are conditional on the resourceVersion we planned from: a
+//   concurrent change fails with 409 and the reconcile runs again on fresh state.
+// - After a write, the cache still holds the old object until the watch event arrives; a
+//   reconcile in between would plan from stale state (writing twice, emitting an Event twice).
+//   `current()` prefers our write until its echo arrives (WriteOverlay); `observed()`, fed by
+//   the watch, says whether an event is that echo, so the controller need not look again.
+// - The Events a plan decided are recorded after the status write that carries the transition,
+//   so a failed write (retried) does not announce a transition twice.
+// - Every write is counted (writes_total / write_errors_total by kind and verb).
+
+import { realClock, type Clock } from '../runtime/clock.js';
+import { httpStatusOf } from '../runtime/errors.js';
+import type { Logger } from '../runtime/log.js';
+import { equalIgnoringTime, mergePatchBody } from '../mirror/status.js';
+import { CONTENT_TYPE, isConflict, isNotFound, type RestClient } from '../k8s/rest.js';
+import type { ControllerEvent, EventRecorder } from './events.js';
+import { WriteOverlay } from './overlay.js';
+
+/** What the writers count into; a subset of ControllerMetrics. */
+export interface WriteMetrics {
+  writesTotal: { inc(labels: { kind: string; verb: string }): void };
+  writeErrorsTotal: { inc(labels: { kind: string; verb: string; code: string }): void };
+}
+
+/** The objects a StatusWriter writes. */
+export interface WritableObject {
+  apiVersion?: string | undefined;
+  kind?: string | undefined;
+  metadata: {
+    name?: string | undefined;
+    namespace?: string | undefined;
+    uid?: string | undefined;
+    resourceVersion?: string | undefined;
+    finalizers?: string[] | undefined;
+    deletionTimestamp?: unknown;
+  };
+  status?: unknown;
+}
+
+export interface StatusWriterOptions<T extends WritableObject> {
+  rest: RestClient;
+  /** The object's API path (without /status). */
+  pathOf(obj: T): string;
+  /** The controller's key for an object (the overlay and write times are kept by it). */
+  keyOf(obj: T): string;
+  fieldManager: string;
+  metrics?: WriteMetrics | undefined;
+  /** Records the Events passed to `writeStatus` (none when undefined). */
+  events?: EventRecorder | undefined;
+  logger?: Logger | undefined;
+  /**
+   * What to log when a status changes, e.g. `{ phase }`: an info line is written when it
+   * differs from the previous status's summary, a debug line otherwise.
+   */
+  summary?(status: T['status']): Record<string, unknown>;
+  /** The object as the cache holds it (e.g. without managedFields), to shadow the cache with. */
+  asCached?(obj: T): T;
+  clock?: Clock | undefined;
+}
+
+export class StatusWriter<T extends WritableObject> {
+  private readonly overlay = new WriteOverlay<T>();
+  private readonly writtenAt = new Map<string, number>();
+  private readonly clock: Clock;
+
+  constructor(private readonly opts: StatusWriterOptions<T>) {
+    this.clock = opts.clock ?? realClock;
+  }
+
+  // ---- what the watch tells us ---------------------------------------------------------------
+
+  /**
+   * A watch event showed `obj` (added or updated). Returns true when it is the echo of our own
+   * write: nothing new to look at.
+   */
+  observed(obj: T): boolean {
+    return this.overlay.observed(this.opts.keyOf(obj), obj.metadata.resourceVersion);
+  }
+
+  /** The object was deleted: forget what we wrote. */
+  deleted(key: string): void {
+    this.overlay.deleted(key);
+    this.writtenAt.delete(key);
+  }
+
+  /** A fresh list replaced the cache: it is the truth now. */
+  relisted(): void {
+    this.overlay.clear();
+  }
+
+  /** The freshest view of `cached`: our last write while the cache has not caught up with it. */
+  current(key: string, cached: T | undefined): T | undefined {
+    if (!cached) return undefined;
+    const w = this.overlay.get(key);
+    return w && w.metadata.uid === cached.metadata.uid ? w : cached;
+  }
+
+  /** When we last wrote the object under `key` (clock ms), for coalescing status writes. */
+  lastWriteAt(key: string): number | undefined {
+    return this.writtenAt.get(key);
+  }
+
+  // ---- writes ----------------------------------------------------------------------------------
+
+  /**
+   * Write `next` as the status of `obj` when it differs from its status,
+   * then record `events`. Returns the updated object (or `obj` when nothing changed), undefined
+   * when the object is gone.
+   */
+  async writeStatus(
+    obj: T,
+    next: NonNullable<T['status']>,
+    events: readonly ControllerEvent[] = [],
+  ): Promise<T | undefined> {
+    const prev = obj.status ?? {};
+    if (equalIgnoringTime(prev, next, [])) return obj;
+    const updated = await this.patch(obj, `${this.opts.pathOf(obj)}/status`, {
+      status: mergePatchBody(prev, next),
+    });
+    if (!updated) return undefined;
+    this.logChange(obj, prev, next);
+    if (this.opts.events) for (const e of events) await this.opts.events.record(updated, e);
+    return updated;
+  }
+
+  /**
+   * Add or remove `finalizer`, conditional on the resourceVersion of `obj`. Returns the updated
+   * object (or `obj` when nothing changed), undefined when the object is gone.
+   */
+  async setFinalizer(obj: T, finalizer: string, present: boolean): Promise<T | undefined> {
+    const has = obj.metadata.finalizers?.includes(finalizer) ?? false;
+    if (has === present) return obj;
+    const others = (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+    return this.patch(obj, this.opts.pathOf(obj), {
+      metadata: {
+        finalizers: present ? [...others, finalizer] : others,
+        resourceVersion: obj.metadata.resourceVersion,
+      },
+    });
+  }
+
+  private async patch(obj: T, path: string, body: object): Promise<T | undefined> {
+    const kind = obj.kind ?? 'object';
+    const key = this.opts.keyOf(obj);
+    let updated: T;
+    try {
+      updated = await this.opts.rest.patch<T>(path, body, CONTENT_TYPE.merge, {
+        fieldManager: this.opts.fieldManager,
+      });
+    } catch (err) {
+      this.opts.metrics?.writeErrorsTotal.inc({
+        kind,
+        verb: 'patch',
+        code: String(httpStatusOf(err) ?? 'none'),
+      });
+      if (isNotFound(err)) {
+        this.deleted(key);
+        return undefined;
+      }
+      if (isConflict(err)) {
+        throw new Error(`${kind} ${key} changed while we patched it; reconciling again`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+    this.opts.metrics?.writesTotal.inc({ kind, verb: 'patch' });
+    this.writtenAt.set(key, this.clock.now());
+    const cached = this.opts.asCached ? this.opts.asCached(updated) : updated;
+    const rv = cached.metadata.resourceVersion;
+    if (rv && rv !== obj.metadata.resourceVersion) this.overlay.wrote(key, rv, cached);
+    return cached;
+  }
+
+  private logChange(obj: T, prev: T['status'], next: T['status']): void {
+    const log = this.opts.logger;
+    if (!log) return;
+    const key = this.opts.keyOf(obj);
+    const summary = this.opts.summary;
+    if (!summary) return log.debug({ key }, 'status updated');
+    const before = summary(prev);
+    const after = summary(next);
+    if (JSON.stringify(before) === JSON.stringify(after)) {
+      log.debug({ key, ...after }, 'status updated');
+    } else {
+      log.info({ key, ...after, from: before }, 'status changed');
+    }
+  }
+}
