@@ -1,6 +1,7 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../runtime/clock.js';
 import { createMetrics } from '../runtime/metrics.js';
 import { FakeListerWatcher } from '../k8s/fake.js';
 import { Watcher } from '../k8s/watcher.js';
@@ -77,6 +78,58 @@ describe('Reconciler', () => {
     expect(prepared).toEqual(['term1']);
     await r.stop(); // ends the running term too
     await term2;
+  });
+
+  it('sums the queues of reconcilers sharing a name (one per cluster) in the gauges', async () => {
+    const metrics = createMetrics({ component: 'hub', defaultMetrics: false });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const one = () =>
+      new Reconciler({ name: 'per-cluster', logger, metrics, reconcile: () => held });
+    const [a, b] = [one(), one()];
+    a.start();
+    b.start();
+    a.add('x');
+    b.add('y');
+    b.add('z');
+    const gauges = async () =>
+      (await metrics.render())
+        .split('\n')
+        .filter((l) => l.includes('controller="per-cluster"') && l.includes('workqueue_'));
+    await expect
+      .poll(gauges)
+      .toEqual([
+        'mirrorhub_workqueue_depth{controller="per-cluster",component="hub"} 0',
+        'mirrorhub_workqueue_inflight{controller="per-cluster",component="hub"} 3',
+      ]);
+    release();
+    await a.stop();
+    await expect
+      .poll(gauges)
+      .toContain('mirrorhub_workqueue_inflight{controller="per-cluster",component="hub"} 0');
+    await b.stop();
+  });
+
+  it("backs off as configured; forget starts a key's backoff over", async () => {
+    const delays: (number | undefined)[] = [];
+    const r = new Reconciler({
+      name: 'slow',
+      logger,
+      metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
+      clock: new FakeClock(),
+      backoff: { initialMs: 1000, maxMs: 4000, jitter: 0 },
+      reconcile: () => Promise.reject(new Error('not yet')),
+      afterReconcile: (o) => void delays.push(o.retryInMs),
+    });
+    r.start();
+    r.add('k');
+    await expect.poll(() => delays).toEqual([1000]);
+    r.add('k');
+    await expect.poll(() => delays).toEqual([1000, 2000]);
+    r.forget('k');
+    r.add('k');
+    await expect.poll(() => delays).toEqual([1000, 2000, 1000]);
+    await r.stop();
   });
 
   it('retries a failing key with backoff until it succeeds', async () => {

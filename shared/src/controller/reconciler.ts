@@ -15,7 +15,12 @@ import { realClock, type Clock } from '../runtime/clock.js';
 import type { Logger } from '../runtime/log.js';
 import type { ControllerMetrics } from '../runtime/metrics.js';
 import { instrumentWatcher, type Watcher, type WatchHandlers } from '../k8s/watcher.js';
-import { WorkQueue, type ProcessObservation, type ProcessResult } from '../k8s/workqueue.js';
+import {
+  WorkQueue,
+  type ProcessObservation,
+  type ProcessResult,
+  type WorkQueueOptions,
+} from '../k8s/workqueue.js';
 import { observeReconciles } from './observe.js';
 
 export interface ReconcilerOptions {
@@ -32,6 +37,8 @@ export interface ReconcilerOptions {
   afterReconcile?: ((o: ProcessObservation) => void) | undefined;
   /** How long `run` waits for reconciles in flight when it ends (default 20 s). */
   shutdownTimeoutMs?: number | undefined;
+  /** Per-key failure backoff (default: the work queue's, 200 ms doubling to 5 min). */
+  backoff?: WorkQueueOptions['backoff'] | undefined;
   clock?: Clock | undefined;
 }
 
@@ -96,6 +103,11 @@ export class Reconciler {
     this.queue.addAfter(key, ms);
   }
 
+  /** Clear `key`'s failures: its next failure backs off from the initial delay again. */
+  forget(key: string): void {
+    this.queue.forget(key);
+  }
+
   /** Resolves when no key is queued or being reconciled (tests, benchmarks). */
   async idle(): Promise<void> {
     if (this.running) await this.queue.idle();
@@ -131,6 +143,7 @@ export class Reconciler {
       // Keys that arrive from now on wait for the next run.
       this.queue = this.newQueue();
       await queue.shutdown({ timeoutMs: this.opts.shutdownTimeoutMs ?? 20_000 });
+      unobserveQueue(this.opts.metrics, this.opts.name, queue);
       this.running = undefined;
       done();
       this.opts.logger.info('controller stopped');
@@ -150,6 +163,7 @@ export class Reconciler {
     this.lifetime.abort();
     await running;
     await this.queue.shutdown({ timeoutMs: 0 });
+    unobserveQueue(this.opts.metrics, this.opts.name, this.queue);
     for (const u of this.unsubscribe.splice(0)) u();
     await Promise.all(this.watchers.map((w) => w.stop()));
   }
@@ -166,9 +180,34 @@ export class Reconciler {
         expected: this.opts.expected,
         after: this.opts.afterReconcile,
       }),
+      ...(this.opts.backoff ? { backoff: this.opts.backoff } : {}),
       clock: this.clock,
     });
-    metrics.observeQueue(name, queue);
+    observeQueue(metrics, name, queue);
     return queue;
   }
+}
+
+// Reconcilers that share a name (one controller, one reconciler per cluster) are one controller
+// in the queue gauges: their queues are summed.
+const observedQueues = new WeakMap<ControllerMetrics, Map<string, Set<WorkQueue>>>();
+
+function observeQueue(metrics: ControllerMetrics, name: string, queue: WorkQueue): void {
+  let byName = observedQueues.get(metrics);
+  if (!byName) observedQueues.set(metrics, (byName = new Map()));
+  let queues = byName.get(name);
+  if (!queues) {
+    const all = new Set<WorkQueue>();
+    byName.set(name, (queues = all));
+    const sum = (f: (q: WorkQueue) => number) => [...all].reduce((n, q) => n + f(q), 0);
+    metrics.observeQueue(name, {
+      len: () => sum((q) => q.len()),
+      inFlight: () => sum((q) => q.inFlight()),
+    });
+  }
+  queues.add(queue);
+}
+
+function unobserveQueue(metrics: ControllerMetrics, name: string, queue: WorkQueue): void {
+  observedQueues.get(metrics)?.get(name)?.delete(queue);
 }
