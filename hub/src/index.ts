@@ -15,6 +15,17 @@ export {
   type SourceObservation,
 } from './controllers/mirror/plan.js';
 export { MirrorController, type MirrorControllerOptions } from './controllers/mirror/controller.js';
+export {
+  ClusterConnection,
+  FOREIGN_RECHECK_MAX_MS,
+  FOREIGN_RECHECK_MS,
+  OwnershipConflictError,
+  type ClusterConnectionOptions,
+  type ClusterHealth,
+  type DeliveryObservation,
+  type DeliveryOp,
+  type PayloadObservation,
+} from './controllers/delivery/controller.js';
 export { configFromEnv } from './config.js';
 export {
   ClusterController,

@@ -1,0 +1,376 @@
+// The delivery controller's decisions, with no I/O. The mirror controller says what one delivery
+// name should become in a cluster (apply a payload Secret and/or a MirrorDelivery, delete, or
+// nothing); controller.ts gathers what that cluster's watches show under the name, and this
+// module decides the writes and what is reported back to the mirror's plan. apply.ts performs
+// the writes.
+//
+// Rules:
+// - What plans see (`observation`): our last write until the watch shows it (WriteOverlay), else
+//   the cache; nothing for what we deleted, even while an agent finalizer keeps the delivery; a
+//   delivery read under the name that the watch does not show and that is not ours to write, for
+//   a while (FOREIGN_RECHECK_MS doubling to FOREIGN_RECHECK_MAX_MS), so the mirror's plan says
+//   whose it is.
+// - Never over another's object: a MirrorDelivery is written only over one of the same mirror
+//   (kind, namespace, name and spec.mirror uid) from the same origin and not being deleted; a
+//   payload Secret only over one labelled as this hub's. A delivery the watch does not show is
+//   read before anything is written for it (`needsLookUp`), and a name found taken on create is
+//   refused with a message that says whose it is.
+// - Writes: payload first (only when its content hash or signature differs), then the
+//   delivery (only when not up to date), so an agent never sees a hash whose data is not there.
+//   Delete: delivery, then payload, then the same under the legacy name.
+// - Legacy names: a delivery or payload an older hub named with legacyDeliveryName is deleted
+//   with the current one, and while the mirror delivers, once the agent has applied the current
+//   delivery and reports no copy it could not take over from the legacy one (`legacyRetirable`).
+import { type MirrorDelivery } from '@mirrorhub/shared/api/index';
+import {
+  canonicalJson,
+  deliveryName,
+  legacyDeliveryName,
+  mirrorRef,
+  parseMirrorRef,
+  type PayloadSecret,
+} from '@mirrorhub/shared/mirror/index';
+import {
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_SIGNATURE,
+  LABEL_ORIGIN_CLUSTER,
+  LABEL_PAYLOAD,
+} from '@mirrorhub/shared/contract';
+// The mirror plan decides with it which writes to ask for; the writer checks with it again.
+import { deliveryUpToDate } from '../mirror/plan.js';
+
+// ---- input ------------------------------------------------------------------------------------
+
+/** What a delivery should become. */
+export type DeliveryOp =
+  { op: 'apply'; payload?: PayloadSecret; delivery?: MirrorDelivery } | { op: 'delete' };
+
+/** A payload Secret, by its marks only: the content hash and the hub's signature it carries. */
+export interface PayloadObservation {
+  contentHash?: string;
+  signature?: string;
+}
+
+/** What the cluster holds under one name, as plans see it. */
+export interface Held {
+  delivery?: MirrorDelivery;
+  payload?: PayloadObservation;
+}
+
+/** What the controller knows of one name in the agent namespace. */
+export interface NameState {
+  /** The watch caches (payloads: their marks). */
+  cached: Held;
+  /** Our writes the watch does not show yet. */
+  written: Held;
+  /** Deleted by us: gone as far as plans go. */
+  deleted: { delivery: boolean; payload: boolean };
+  /** A delivery read under the name, not shown by the watch and not ours to write. */
+  foreign?: { delivery: MirrorDelivery; since: number; ttlMs: number } | undefined;
+  /** The last write under the name failed with this. */
+  writeError?: string | undefined;
+}
+
+// ---- output -----------------------------------------------------------------------------------
+
+/** What the cluster holds for one delivery name, as far as the hub knows. */
+export interface DeliveryObservation {
+  delivery?: MirrorDelivery;
+  payload?: PayloadObservation;
+  writeError?: string;
+  /** A delivery or payload an older hub left under legacyDeliveryName, still there. */
+  legacy?: string;
+}
+
+/**
+ * How long a delivery found under a mirror's name, not ours to write and not shown by the watch,
+ * is reported without another look; doubled on each look that finds it again, up to the max.
+ */
+export const FOREIGN_RECHECK_MS = 30_000;
+export const FOREIGN_RECHECK_MAX_MS = 5 * 60_000;
+
+/** One JSON patch operation. */
+export interface JsonPatchOp {
+  op: string;
+  path: string;
+  value: unknown;
+}
+
+/**
+ * One write into the agent namespace. A payload `create` that finds the name taken replaces the
+ * Secret only when `payloadRefusal` allows; an `update` that finds it gone creates it. A
+ * delivery `create` that finds the name taken patches it only when `deliveryRefusal` allows.
+ */
+export type PlannedWrite =
+  | { kind: 'Secret'; verb: 'create' | 'update'; name: string; payload: PayloadSecret }
+  | { kind: 'MirrorDelivery'; verb: 'create'; name: string; delivery: MirrorDelivery }
+  | {
+      kind: 'MirrorDelivery';
+      verb: 'patch';
+      name: string;
+      delivery: MirrorDelivery;
+      patch: JsonPatchOp[];
+    }
+  | { kind: 'Secret' | 'MirrorDelivery'; verb: 'delete'; name: string };
+
+export interface WritePlan {
+  /** In order. */
+  writes: PlannedWrite[];
+  /**
+   * The delivery under the name is not ours to write (another mirror's, or being deleted):
+   * nothing is written, not even the payload; the mirror's plan must see it (noteForeign).
+   */
+  notOurs?: MirrorDelivery;
+}
+
+// ---- what plans see ---------------------------------------------------------------------------
+
+/** A payload Secret's observation from its annotations. */
+export function payloadObservation(
+  annotations: Record<string, string> | undefined,
+): PayloadObservation {
+  const contentHash = annotations?.[ANNOTATION_CONTENT_HASH];
+  const signature = annotations?.[ANNOTATION_SIGNATURE];
+  return {
+    ...(contentHash !== undefined ? { contentHash } : {}),
+    ...(signature !== undefined ? { signature } : {}),
+  };
+}
+
+/** What plans see under one name. */
+export function heldOf(s: NameState, now: number): Held {
+  const out: Held = {};
+  const delivery = s.deleted.delivery ? undefined : (s.written.delivery ?? s.cached.delivery);
+  const payload = s.deleted.payload ? undefined : (s.written.payload ?? s.cached.payload);
+  if (delivery) out.delivery = delivery;
+  else if (s.foreign && now - s.foreign.since < s.foreign.ttlMs) out.delivery = s.foreign.delivery;
+  if (payload) out.payload = payload;
+  return out;
+}
+
+/** Whether something is there under a name (a delivery being deleted does not count). */
+function holdsSomething(h: Held): boolean {
+  return (h.delivery !== undefined && !h.delivery.metadata.deletionTimestamp) || !!h.payload;
+}
+
+/** The observation reported to the mirror's plan for one delivery name. */
+export function observation(
+  current: NameState,
+  legacy: { name: string; state: NameState } | undefined,
+  now: number,
+): DeliveryObservation {
+  const out: DeliveryObservation = heldOf(current, now);
+  if (current.writeError !== undefined) out.writeError = current.writeError;
+  if (legacy && holdsSomething(heldOf(legacy.state, now))) out.legacy = legacy.name;
+  return out;
+}
+
+// ---- writes -----------------------------------------------------------------------------------
+
+/** A delivery is wanted and the caches show none: read the name before writing anything. */
+export function needsLookUp(op: DeliveryOp, held: Held): boolean {
+  return op.op === 'apply' && op.delivery !== undefined && held.delivery === undefined;
+}
+
+/** The writes that make `held` (under `name`, and `legacy` for a delete) what `op` says. */
+export function planWrites(
+  name: string,
+  op: DeliveryOp,
+  held: Held,
+  legacy?: { name: string; held: Held },
+): WritePlan {
+  if (op.op === 'delete') {
+    const writes: PlannedWrite[] = [];
+    for (const [n, h] of [[name, held], ...(legacy ? [[legacy.name, legacy.held]] : [])] as [
+      string,
+      Held,
+    ][]) {
+      if (h.delivery && !h.delivery.metadata.deletionTimestamp) {
+        writes.push({ kind: 'MirrorDelivery', verb: 'delete', name: n });
+      }
+      if (h.payload) writes.push({ kind: 'Secret', verb: 'delete', name: n });
+    }
+    return { writes };
+  }
+  const observed = held.delivery;
+  if (op.delivery && observed && !mayWrite(observed, op.delivery)) {
+    return { writes: [], notOurs: observed };
+  }
+  const writes: PlannedWrite[] = [];
+  if (op.payload && !payloadUpToDate(held.payload, op.payload)) {
+    const verb = held.payload ? 'update' : 'create';
+    writes.push({ kind: 'Secret', verb, name, payload: op.payload });
+  }
+  if (op.delivery && !deliveryUpToDate(observed, op.delivery)) {
+    writes.push(
+      observed
+        ? {
+            kind: 'MirrorDelivery',
+            verb: 'patch',
+            name,
+            delivery: op.delivery,
+            patch: deliveryPatch(observed, op.delivery),
+          }
+        : { kind: 'MirrorDelivery', verb: 'create', name, delivery: op.delivery },
+    );
+  }
+  return { writes };
+}
+
+function payloadUpToDate(seen: PayloadObservation | undefined, want: PayloadSecret): boolean {
+  const marks = payloadObservation(want.metadata.annotations);
+  return seen?.contentHash === marks.contentHash && seen?.signature === marks.signature;
+}
+
+/**
+ * A JSON patch that sets spec as a whole and our labels and annotations (no resourceVersion
+ * needed, so the agent's status updates never conflict; others' labels stay).
+ */
+export function deliveryPatch(
+  observed: MirrorDelivery | undefined,
+  desired: MirrorDelivery,
+): JsonPatchOp[] {
+  return [
+    { op: 'add', path: '/spec', value: desired.spec },
+    ...mapOps('labels', observed?.metadata.labels, desired.metadata.labels),
+    ...mapOps('annotations', observed?.metadata.annotations, desired.metadata.annotations),
+  ];
+}
+
+/** JSON patch ops that put `want`'s keys into metadata.<field> (creating the map if needed). */
+function mapOps(
+  field: 'labels' | 'annotations',
+  have: Record<string, string> | undefined,
+  want: Record<string, string> | undefined,
+): JsonPatchOp[] {
+  const entries = Object.entries(want ?? {}).filter(([k, v]) => have?.[k] !== v);
+  if (entries.length === 0) return [];
+  if (!have) return [{ op: 'add', path: `/metadata/${field}`, value: { ...want } }];
+  return entries.map(([k, v]) => ({
+    op: 'add',
+    path: `/metadata/${field}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`,
+    value: v,
+  }));
+}
+
+// ---- whose it is ------------------------------------------------------------------------------
+
+/**
+ * Whether `existing` may be written over with `desired`: the same mirror (kind, namespace, name
+ * and uid) from the same origin, and not being deleted (a new one waits until it is gone).
+ */
+export function mayWrite(existing: MirrorDelivery, desired: MirrorDelivery): boolean {
+  const have = (existing.spec as Partial<MirrorDelivery['spec']> | undefined) ?? {};
+  return (
+    !existing.metadata?.deletionTimestamp &&
+    have.mirror !== undefined &&
+    have.mirror.uid === desired.spec.mirror.uid &&
+    mirrorRef(have.mirror) === mirrorRef(desired.spec.mirror) &&
+    have.originCluster === desired.spec.originCluster
+  );
+}
+
+/** Why `existing` (found on create) is not written over with `desired`; undefined: it may be. */
+export function deliveryRefusal(
+  existing: MirrorDelivery,
+  desired: MirrorDelivery,
+  namespace: string,
+): string | undefined {
+  if (mayWrite(existing, desired)) return undefined;
+  const name = existing.metadata?.name ?? '';
+  if (existing.metadata?.deletionTimestamp) {
+    return `MirrorDelivery ${name} (namespace ${namespace}) is being deleted; writing once it is gone`;
+  }
+  const claimed = (existing.spec as Partial<MirrorDelivery['spec']> | undefined)?.mirror;
+  return (
+    `MirrorDelivery ${name} (namespace ${namespace}) belongs to another mirror ` +
+    `(${claimed ? mirrorRef(claimed) : '?'} uid ${claimed?.uid || '(none)'}), not to this one ` +
+    `(uid ${desired.spec.mirror.uid}): nothing is written there; if it is stale, delete it`
+  );
+}
+
+/** Why the Secret found under a payload's name (on create) is not replaced; undefined: it is. */
+export function payloadRefusal(
+  existing: { metadata?: { labels?: Record<string, string> } },
+  name: string,
+  namespace: string,
+  originCluster: string,
+): string | undefined {
+  const labels = existing.metadata?.labels ?? {};
+  if (labels[LABEL_PAYLOAD] === 'true' && labels[LABEL_ORIGIN_CLUSTER] === originCluster) {
+    return undefined;
+  }
+  return (
+    `Secret ${name} (namespace ${namespace}) exists and is not a payload of this hub ` +
+    `(labels ${LABEL_PAYLOAD}=true, ${LABEL_ORIGIN_CLUSTER}=${originCluster}): ` +
+    `nothing is written there; if it is stale, delete it`
+  );
+}
+
+/**
+ * How long to report a delivery found not ours before looking again: FOREIGN_RECHECK_MS, doubled
+ * for each look that found it again (`previousMs`), up to FOREIGN_RECHECK_MAX_MS.
+ */
+export function foreignRecheckMs(previousMs: number | undefined): number {
+  return previousMs === undefined
+    ? FOREIGN_RECHECK_MS
+    : Math.min(previousMs * 2, FOREIGN_RECHECK_MAX_MS);
+}
+
+// ---- legacy names -----------------------------------------------------------------------------
+
+/** The current delivery name of `name`, when `name` is the legacy name of mirror `mirrorKey`. */
+export function currentNameOfLegacy(
+  name: string,
+  mirrorKey: string,
+  originCluster: string,
+): string | undefined {
+  const id = parseMirrorRef(mirrorKey);
+  if (!id || legacyDeliveryName(id, originCluster) !== name) return undefined;
+  return deliveryName(id, originCluster);
+}
+
+/**
+ * Whether the legacy delivery `legacy` can be deleted, given `current`, the delivery under the
+ * current name `name` as the watch shows it: the agent has applied it (its report is for the
+ * current spec and generation) and reports no copy it could not take over from the legacy one (an
+ * agent older than ownershipOf's takeover reports those as conflicts naming it: then the legacy
+ * delivery stays, and so do its copies, until the agent is upgraded too). The agent's finalizer
+ * on the legacy delivery then has nothing left to remove.
+ */
+export function legacyRetirable(
+  current: MirrorDelivery | undefined,
+  name: string,
+  legacy: string,
+  originCluster: string,
+): boolean {
+  const report = current?.status;
+  if (!current || !report || current.metadata.deletionTimestamp) return false;
+  if (currentNameOfLegacy(legacy, mirrorRef(current.spec.mirror), originCluster) !== name) {
+    return false;
+  }
+  const generation = current.metadata.generation;
+  const applied =
+    report.observedHash === current.spec.contentHash &&
+    (generation === undefined || report.observedGeneration === generation);
+  const blocked = (report.namespaces ?? []).some(
+    (n) => n.state === 'Conflict' && (n.message ?? '').includes(legacy),
+  );
+  return applied && !blocked;
+}
+
+// ---- requests ---------------------------------------------------------------------------------
+
+/** Identifies an op without its data: the payload is represented by its content hash. */
+export function fingerprintOf(op: DeliveryOp): string {
+  if (op.op === 'delete') return 'delete';
+  return canonicalJson({
+    payload: op.payload
+      ? {
+          hash: op.payload.metadata.annotations?.[ANNOTATION_CONTENT_HASH],
+          meta: op.payload.metadata,
+        }
+      : null,
+    delivery: op.delivery ? { meta: op.delivery.metadata, spec: op.delivery.spec } : null,
+  });
+}
