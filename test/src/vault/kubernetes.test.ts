@@ -40,7 +40,14 @@ const secrets = new Set<string>();
 const provoked: VaultError[] = [];
 
 function client(auth: VaultAuth): VaultClient {
-  const c = new VaultClient({ address: bao.address, caPem: bao.caPem, auth, logger });
+  // Renewing at half of the 3 s token TTL leaves slack for a busy machine.
+  const c = new VaultClient({
+    address: bao.address,
+    caPem: bao.caPem,
+    auth,
+    logger,
+    renewFraction: 0.5,
+  });
   clients.push(c);
   return c;
 }
