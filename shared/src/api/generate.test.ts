@@ -4,8 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { generateApi } from './generate.js';
-import { CRD_SCHEMA_KEYS } from './openapi.js';
+import { CRD_SCHEMA_KEYS, type Schema } from './openapi.js';
 import { KINDS } from './schema.js';
+import { LIMITS } from './types.gen.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const generated = generateApi();
@@ -228,5 +229,66 @@ describe('CRDs', () => {
   ])('%s.%s defaults to %s', (tsType, field, value) => {
     const spec = KINDS.find((k) => k.spec.tsType === tsType)!.spec;
     expect(spec.properties?.[field]?.default).toEqual(value);
+  });
+});
+
+/**
+ * Every bounded field of every named type, as the CRD states it (what the API server enforces):
+ * `Type.field` -> [CRD path, maxLength of a string, maxItems of a list, maxProperties of a map].
+ */
+function crdBounds(): Map<string, [string, number]> {
+  const bounds = new Map<string, [string, number]>();
+  const walk = (node: Schema, crd: Node, path: string): void => {
+    for (const [prop, child] of Object.entries(node.properties ?? {})) {
+      const crdChild = (crd.properties as Node)[prop] as Node;
+      const at = `${path}.${prop}`;
+      const bound =
+        crdChild.type === 'string'
+          ? crdChild.maxLength
+          : crdChild.type === 'array'
+            ? crdChild.maxItems
+            : crdChild.properties
+              ? undefined
+              : crdChild.maxProperties;
+      if (node.tsType && typeof bound === 'number') {
+        const key = `${node.tsType}.${prop}`;
+        const seen = bounds.get(key);
+        if (seen && seen[1] !== bound) throw new Error(`${key}: ${seen[0]} and ${at} differ`);
+        if (!seen) bounds.set(key, [at, bound]);
+      }
+      walk(child, crdChild, at);
+    }
+    if (node.items) walk(node.items, crd.items as Node, `${path}[]`);
+  };
+  for (const kind of KINDS) {
+    const schema = (version(crdOf(`_${kind.plural}.yaml`)).schema as Node).openAPIV3Schema as Node;
+    const props = schema.properties as Node;
+    walk(kind.spec, props.spec as Node, `${kind.plural}.spec`);
+    walk(kind.status, props.status as Node, `${kind.plural}.status`);
+  }
+  return bounds;
+}
+
+describe('LIMITS', () => {
+  const bounds = crdBounds();
+  const limits = LIMITS as unknown as Record<string, Record<string, number>>;
+
+  it.each([...bounds].map(([key, [path, bound]]) => [key, path, bound] as const))(
+    'LIMITS.%s is the bound of %s (%s)',
+    (key, _path, bound) => {
+      const [type, field] = key.split('.') as [string, string];
+      expect(limits[type]?.[field]).toBe(bound);
+    },
+  );
+
+  it('holds nothing the CRDs do not bound', () => {
+    const listed = Object.entries(limits).flatMap(([type, fields]) =>
+      Object.keys(fields).map((field) => `${type}.${field}`),
+    );
+    expect(listed.filter((key) => !bounds.has(key))).toEqual([]);
+  });
+
+  it('SecretMirror and ClusterSecretMirror share status limits (the mirror plan cuts both alike)', () => {
+    expect(LIMITS.ClusterSecretMirrorStatus).toEqual(LIMITS.SecretMirrorStatus);
   });
 });

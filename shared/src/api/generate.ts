@@ -202,6 +202,7 @@ export function generateTypes(kinds: readonly KindDefinition[] = KINDS): string 
   }
 
   const defaults: string[] = [];
+  const limits: string[] = [];
   for (const name of order) {
     const { node } = named.get(name)!;
     out.push(...doc(node.tsDescription ?? node.description, ''));
@@ -231,6 +232,11 @@ export function generateTypes(kinds: readonly KindDefinition[] = KINDS): string 
     });
     out.push('}', '');
     if (withDefaults.length > 0) defaults.push(`  ${name}: {`, ...withDefaults, '  },');
+    const bounded = props.flatMap(([prop, child]) => {
+      const limit = limitOf(child);
+      return limit === undefined ? [] : [`    ${prop}: ${limit},`];
+    });
+    if (bounded.length > 0) limits.push(`  ${name}: {`, ...bounded, '  },');
   }
 
   out.push(
@@ -239,8 +245,30 @@ export function generateTypes(kinds: readonly KindDefinition[] = KINDS): string 
     ...defaults,
     '} as const;',
     '',
+    '/**',
+    ' * Bounds the API server enforces, per type and field: maxLength of a string, maxItems of a list,',
+    ' * maxProperties of a map. A status longer than these is refused whole, so writers cut to them.',
+    ' */',
+    'export const LIMITS = {',
+    ...limits,
+    '} as const;',
+    '',
   );
   return out.join('\n');
+}
+
+/** The bound of a field itself (not of its items): maxLength, maxItems or maxProperties. */
+export function limitOf(node: Schema): number | undefined {
+  switch (node.type) {
+    case 'string':
+      return node.maxLength;
+    case 'array':
+      return node.maxItems;
+    case 'object':
+      return node.properties ? undefined : node.maxProperties;
+    default:
+      return undefined;
+  }
 }
 
 /** A node as compared for "same name, same type": its own description may differ per use. */

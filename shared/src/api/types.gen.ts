@@ -958,3 +958,134 @@ export const DEFAULTS = {
     suspend: false,
   },
 } as const;
+
+/**
+ * Bounds the API server enforces, per type and field: maxLength of a string, maxItems of a list,
+ * maxProperties of a map. A status longer than these is refused whole, so writers cut to them.
+ */
+export const LIMITS = {
+  MirrorSource: {
+    name: 253,
+    namespace: 63,
+  },
+  MirrorDestination: {
+    namespaces: 64,
+    excludeNamespaces: 64,
+    name: 253,
+  },
+  ClusterSelection: {
+    names: 256,
+  },
+  LabelSelector: {
+    matchLabels: 64,
+    matchExpressions: 32,
+  },
+  LabelSelectorRequirement: {
+    key: 317,
+    values: 64,
+  },
+  MirrorTemplate: {
+    type: 253,
+    labels: 64,
+    annotations: 64,
+    removeLabels: 64,
+    removeAnnotations: 64,
+    keys: 64,
+  },
+  KeyMapping: {
+    from: 253,
+    to: 253,
+  },
+  SecretMirrorStatus: {
+    message: 4096,
+    destination: 256,
+    synced: 32,
+    clusters: 1024,
+    problems: 50,
+    conditions: 16,
+  },
+  ClusterSyncStatus: {
+    name: 253,
+    message: 4096,
+  },
+  MirrorProblem: {
+    cluster: 253,
+    namespace: 63,
+    message: 1024,
+  },
+  Condition: {
+    type: 316,
+    reason: 1024,
+    message: 32768,
+  },
+  ClusterSecretMirrorStatus: {
+    message: 4096,
+    destination: 256,
+    synced: 32,
+    clusters: 1024,
+    problems: 50,
+    conditions: 16,
+  },
+  MirrorClusterSpec: {
+    agentNamespace: 63,
+  },
+  EksAccess: {
+    name: 100,
+    region: 32,
+    roleArn: 2048,
+    externalId: 1224,
+  },
+  KubeconfigSecretRef: {
+    namespace: 63,
+    name: 253,
+    key: 253,
+  },
+  MirrorClusterStatus: {
+    kubernetesVersion: 64,
+    identity: 2048,
+    server: 2048,
+    lastError: 4096,
+    pendingCleanup: 500,
+    conditions: 16,
+  },
+  AgentStatus: {
+    version: 64,
+  },
+  PendingCleanup: {
+    delivery: 63,
+    mirror: 512,
+  },
+  MirrorDeliverySpec: {
+    originCluster: 253,
+    origin: 600,
+    payloadSecretName: 253,
+    namespaces: 64,
+    excludeNamespaces: 64,
+    sourceNamespace: 63,
+    acceptLabel: 317,
+    contentHash: 128,
+  },
+  MirrorReference: {
+    namespace: 63,
+    name: 253,
+    uid: 64,
+  },
+  DeliveryTarget: {
+    name: 253,
+  },
+  DeliveryTemplate: {
+    type: 253,
+    labels: 256,
+    annotations: 256,
+  },
+  MirrorDeliveryStatus: {
+    observedHash: 128,
+    message: 4096,
+    agentVersion: 64,
+    namespaces: 500,
+  },
+  DeliveryNamespaceStatus: {
+    name: 63,
+    message: 1024,
+  },
+} as const;

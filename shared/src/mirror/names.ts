@@ -2,6 +2,7 @@
 
 import { createHash } from 'node:crypto';
 import type { LabelSelector, MirrorDestination, MirrorKind } from '../api/types.gen.js';
+import { LIMITS } from '../api/types.gen.js';
 import { formatLabelSelector } from './namespaces.js';
 import {
   ANNOTATION_CONTENT_HASH,
@@ -173,7 +174,7 @@ function isLegacyCopyOf(
 }
 
 /** Longest status.destination (the CRD's maxLength). */
-export const MAX_DESTINATION_SUMMARY = 256;
+export const MAX_DESTINATION_SUMMARY = LIMITS.SecretMirrorStatus.destination;
 
 /**
  * One-line destination for `kubectl get` (status.destination):

@@ -9,6 +9,7 @@ import type {
   MirrorPhase,
   MirrorProblem,
 } from '../api/types.gen.js';
+import { LIMITS } from '../api/types.gen.js';
 
 /** metav1.Time as the API server writes it (RFC 3339, whole seconds, UTC). */
 export function k8sTime(date: Date): string {
@@ -140,9 +141,9 @@ export function syncedSummary(counts: Pick<SyncCounts, 'namespaces' | 'synced'>)
 }
 
 /** Most entries in MirrorDelivery.status.namespaces. */
-export const MAX_NAMESPACE_ENTRIES = 500;
+export const MAX_NAMESPACE_ENTRIES = LIMITS.MirrorDeliveryStatus.namespaces;
 /** Most entries in a mirror's status.problems. */
-export const MAX_PROBLEMS = 50;
+export const MAX_PROBLEMS = LIMITS.SecretMirrorStatus.problems;
 
 const STATE_ORDER: Record<DeliveryNamespaceStatus['state'], number> = {
   Failed: 0,

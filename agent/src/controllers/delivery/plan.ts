@@ -13,6 +13,7 @@
 // written, updated or deleted in a refused namespace.
 
 import { deliveryPolicies } from '@mirrorhub/shared/api/helpers';
+import { LIMITS } from '@mirrorhub/shared/api/types.gen';
 import type {
   DeliveryNamespaceStatus,
   MirrorDelivery,
@@ -47,9 +48,9 @@ import {
 } from '@mirrorhub/shared/contract';
 
 /** Longest status.namespaces[].message and status.message / agentVersion (the CRD's limits). */
-export const MAX_ENTRY_MESSAGE = 1024;
-export const MAX_STATUS_MESSAGE = 4096;
-export const MAX_AGENT_VERSION = 64;
+export const MAX_ENTRY_MESSAGE = LIMITS.DeliveryNamespaceStatus.message;
+export const MAX_STATUS_MESSAGE = LIMITS.MirrorDeliveryStatus.message;
+export const MAX_AGENT_VERSION = LIMITS.MirrorDeliveryStatus.agentVersion;
 
 type StringMap = Record<string, string>;
 

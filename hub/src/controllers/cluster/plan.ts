@@ -18,6 +18,7 @@
 // - Events: one per transition of Ready (reason or status), Warning unless Ready is True; one
 //   when cleanups of deleted mirrors are left in the cluster, one when they are done.
 import {
+  LIMITS,
   type ClusterAccessType,
   type Condition,
   type EksAccess,
@@ -236,7 +237,8 @@ export interface ClusterEvent {
   message: string;
 }
 
-const MAX_MESSAGE = 4096;
+const MAX_MESSAGE = LIMITS.MirrorClusterStatus.lastError;
+// Condition and Event messages: an Event's note holds 1024 (LIMITS.Condition.message is larger).
 const MAX_CONDITION_MESSAGE = 1024;
 const MAX_PENDING_LISTED = 50;
 
@@ -501,7 +503,9 @@ function pendingField(
     a.delivery < b.delivery ? -1 : a.delivery > b.delivery ? 1 : 0,
   );
   return {
-    pendingCleanup: sorted.slice(0, 500).map((p) => ({ delivery: p.delivery, mirror: p.mirror })),
+    pendingCleanup: sorted
+      .slice(0, LIMITS.MirrorClusterStatus.pendingCleanup)
+      .map((p) => ({ delivery: p.delivery, mirror: p.mirror })),
   };
 }
 

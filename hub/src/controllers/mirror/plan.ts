@@ -30,6 +30,7 @@ import {
   mirrorPolicies,
   resolveSource,
   API_VERSION,
+  LIMITS,
   type AnyMirror,
   type ClusterSyncStatus,
   type Condition,
@@ -194,9 +195,9 @@ export const REASON = {
 } as const;
 
 /** Longest status.message and clusters[].message (the CRD's maxLength). */
-const MAX_MESSAGE = 4096;
+const MAX_MESSAGE = LIMITS.SecretMirrorStatus.message;
 /** Longest problems[].message, condition message and Event message. */
-const MAX_SHORT_MESSAGE = 1024;
+const MAX_SHORT_MESSAGE = LIMITS.MirrorProblem.message;
 
 // ---- plan -------------------------------------------------------------------------------------
 
