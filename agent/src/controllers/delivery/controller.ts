@@ -9,12 +9,7 @@
 //   metadata only, slimmed to identity, resourceVersion and the mirrorhub.io/ marks. Copy data
 //   is never cached: memory follows the number of copies, and unrelated Secrets are never seen.
 //
-// Drift detection without data: the copy watch tells us every resourceVersion a copy goes
-// through. We remember the resourceVersion at which each copy is known to hold the current
-// payload (we wrote it, or read and compared it). A copy whose resourceVersion moves without us
-// (kubectl edit, another controller) is "unverified": its delivery is queued and the plan asks
-// to verify it (GET + compare; write only if it differs). The payload Secret's resourceVersion is
-// part of that knowledge, so a payload that changes under an unchanged contentHash is caught too.
+// Drift detection without data: see knowledge.ts.
 
 import type { KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { Gauge } from 'prom-client';
@@ -60,6 +55,7 @@ import {
   type CopyClient,
   type WriteObserver,
 } from './apply.js';
+import { CopyKnowledge, deliveryOf } from './knowledge.js';
 import { Compactor } from '../../compact.js';
 import {
   Interner,
@@ -75,9 +71,7 @@ import {
   plan,
   settle,
   type ConflictInfo,
-  type CopyView,
   type NamespaceView,
-  type ObjectRef,
   type Outcome,
   type PlanInput,
 } from './plan.js';
@@ -120,24 +114,13 @@ export interface DeliveryControllerOptions {
   eventsInstance?: string;
   /**
    * How long a payload change waits for the matching contentHash change before copies are
-   * checked against it (default 2000 ms). See `payloadSettling`.
+   * checked against it (default 2000 ms). See `CopyKnowledge.payloadSettling`.
    */
   payloadSettleMs?: number;
   /** Compacts the heap, run once the agent is quiet after a burst of work (see compact.ts). */
   gc?: (() => void) | undefined;
   clock?: Clock;
 }
-
-/**
- * What we know about one copy's content (see the header), as one short string to keep 20k of
- * them small: `<resourceVersion> <payload resourceVersion>` = "at this resourceVersion the copy
- * held the payload of that version". A resourceVersion is unique across objects, so it also
- * identifies the object.
- */
-const known = (resourceVersion: string | undefined, payloadVersion: string | undefined) =>
-  `${resourceVersion ?? ''} ${payloadVersion ?? ''}`;
-const knownVersion = (k: string) => k.slice(0, k.indexOf(' '));
-const knownPayload = (k: string) => k.slice(k.indexOf(' ') + 1);
 
 /** What copies of one delivery should be, for the bulk check. */
 interface DesiredCopy {
@@ -183,18 +166,10 @@ export class DeliveryController {
   readonly copies: Record<SourceKind, Watcher<CopyObject>>;
   private readonly watchers: Watcher<KubernetesObject>[];
 
-  // Copies are keyed by uid everywhere, using the uid string the cache already holds: no key
-  // strings of our own per copy (at 20k copies they were ~4 MB).
-  /** delivery name -> uids of its copies (the copy watchers index copies by namespace). */
-  private readonly copyIndex = new Map<string, Set<string>>();
-  /** copy uid -> what we know about its content (see `known`). */
-  private readonly known = new Map<string, string>();
+  /** What we know of each copy's content (drift detection without data). */
+  private readonly knowledge: CopyKnowledge;
   private readonly intern = new Interner();
-  /** uids of copies we are deleting or releasing (their watch events are our own doing). */
-  private readonly removing = new Map<string, number>();
   private readonly state = new Map<string, DeliveryState>();
-  /** payload Secret name -> when its data last changed (see `payloadSettling`). */
-  private readonly payloadChangedAt = new Map<string, number>();
 
   private readonly compactor: Compactor;
   private queue: WorkQueue | undefined;
@@ -261,6 +236,7 @@ export class DeliveryController {
       Secret: copyWatcher('Secret', 'secrets'),
       ConfigMap: copyWatcher('ConfigMap', 'configmaps'),
     };
+    this.knowledge = new CopyKnowledge(this.copies, this.clock, opts.payloadSettleMs);
     this.watchers = [
       this.deliveries,
       this.payloads,
@@ -422,7 +398,7 @@ export class DeliveryController {
       marks: want.marks,
     });
     if (!sameContent(copy, obj)) return false;
-    this.setKnown(kind, m, known(m.resourceVersion, want.payloadVersion));
+    this.knowledge.holds(kind, m, want.payloadVersion);
     return true;
   }
 
@@ -465,11 +441,11 @@ export class DeliveryController {
     this.payloads.addHandler({
       onAdd: payloadChanged,
       onUpdate: (s) => {
-        if (s.metadata?.name) this.payloadChangedAt.set(s.metadata.name, this.clock.now());
+        if (s.metadata?.name) this.knowledge.payloadChanged(s.metadata.name);
         payloadChanged(s);
       },
       onDelete: (s) => {
-        if (s.metadata?.name) this.payloadChangedAt.delete(s.metadata.name);
+        if (s.metadata?.name) this.knowledge.payloadDeleted(s.metadata.name);
         payloadChanged(s);
       },
     });
@@ -491,62 +467,25 @@ export class DeliveryController {
     for (const kind of ['Secret', 'ConfigMap'] as const) {
       this.copies[kind].addHandler({
         onAdd: (c) => {
-          this.index(c, +1);
-          // Written before its watch event arrived: key what we know by the cached uid string.
-          const uid = c.metadata.uid;
-          const k = uid === undefined ? undefined : this.known.get(uid);
-          if (uid !== undefined && k !== undefined) {
-            this.known.delete(uid);
-            this.known.set(uid, k);
-          }
-          if (!this.isOurWrite(c)) this.enqueue(c.metadata.labels?.[LABEL_DELIVERY]);
+          if (!this.knowledge.added(c)) this.enqueue(deliveryOf(c));
         },
         onUpdate: (c, old) => {
-          const before = old.metadata.labels?.[LABEL_DELIVERY];
-          const after = c.metadata.labels?.[LABEL_DELIVERY];
-          if (before !== after) {
-            this.index(old, -1);
-            this.index(c, +1);
-            this.enqueue(before);
-          }
-          if (!this.isOurWrite(c)) this.enqueue(after);
+          // A copy relabelled to another delivery: the one it left looks again too.
+          if (deliveryOf(old) !== deliveryOf(c)) this.enqueue(deliveryOf(old));
+          if (!this.knowledge.updated(c, old)) this.enqueue(deliveryOf(c));
         },
         onDelete: (c) => {
-          this.index(c, -1);
-          const uid = c.metadata.uid;
-          if (uid) this.known.delete(uid);
-          if (uid && this.removing.delete(uid)) return;
-          this.enqueue(c.metadata.labels?.[LABEL_DELIVERY]);
+          if (!this.knowledge.deleted(c)) this.enqueue(deliveryOf(c));
         },
       });
     }
-  }
-
-  /**
-   * Record what we know about a copy, keyed by the uid string instance the cache holds when it
-   * has the copy already (a write's answer or a LIST carries its own copy of the same uid).
-   */
-  private setKnown(
-    kind: SourceKind,
-    m: { uid?: string | undefined; name?: string | undefined; namespace?: string | undefined },
-    value: string,
-  ): void {
-    if (!m.uid) return;
-    const cached = m.name && m.namespace ? this.copies[kind].get(m.name, m.namespace) : undefined;
-    this.known.set(cached?.metadata.uid === m.uid ? cached.metadata.uid : m.uid, value);
-  }
-
-  /** A copy event whose resourceVersion is the one we wrote (or verified): our own echo. */
-  private isOurWrite(c: CopyObject): boolean {
-    const k = c.metadata.uid === undefined ? undefined : this.known.get(c.metadata.uid);
-    return k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
   }
 
   private namespaceChanged(ns: NamespaceObject, old?: NamespaceObject): void {
     const name = ns.metadata.name;
     const withCopies = new Set<string | undefined>();
     for (const c of [...this.copies.Secret.list(name), ...this.copies.ConfigMap.list(name)]) {
-      withCopies.add(c.metadata.labels?.[LABEL_DELIVERY]);
+      withCopies.add(deliveryOf(c));
     }
     for (const d of this.deliveries.list()) {
       const dn = d.metadata.name ?? '';
@@ -562,20 +501,6 @@ export class DeliveryController {
       ) {
         this.enqueue(dn);
       }
-    }
-  }
-
-  private index(c: CopyObject, delta: 1 | -1): void {
-    const delivery = c.metadata.labels?.[LABEL_DELIVERY];
-    const key = c.metadata.uid;
-    if (!delivery || !key) return;
-    let keys = this.copyIndex.get(delivery);
-    if (delta > 0) {
-      if (!keys) this.copyIndex.set(delivery, (keys = new Set()));
-      keys.add(key);
-    } else {
-      if (!keys?.delete(key)) return;
-      if (keys.size === 0) this.copyIndex.delete(delivery);
     }
   }
 
@@ -635,8 +560,8 @@ export class DeliveryController {
       if (now - c.at >= this.resyncMs) st.conflicts.delete(ns);
     }
 
-    const settling = this.payloadSettling(delivery.spec.payloadSecretName, now);
-    const { copies, deferred } = this.copyViews(name, payloadVersion, settling > 0);
+    const settling = this.knowledge.payloadSettling(delivery.spec.payloadSecretName, now);
+    const { copies, deferred } = this.knowledge.copyViews(name, payloadVersion, settling > 0);
     const input: PlanInput = {
       delivery,
       payload: payloadSecret ? readPayload(payloadSecret) : null,
@@ -747,66 +672,9 @@ export class DeliveryController {
     }));
   }
 
-  /**
-   * The hub writes the payload Secret and then the delivery's contentHash: two events, usually
-   * milliseconds apart. A copy whose only news is the payload change is not checked until the
-   * payload has been quiet for `payloadSettleMs`, so the contentHash change that follows
-   * rewrites each copy once, instead of a verify-and-rewrite followed by a second rewrite.
-   * (A payload that changes alone, or before a delivery that already had the new hash, is still
-   * checked after the wait.) Returns the time left to wait, 0 when settled.
-   */
-  private payloadSettling(payloadName: string, now: number): number {
-    const at = this.payloadChangedAt.get(payloadName);
-    if (at === undefined) return 0;
-    const left = at + (this.opts.payloadSettleMs ?? 2000) - now;
-    if (left <= 0) this.payloadChangedAt.delete(payloadName);
-    return Math.max(0, left);
-  }
-
-  private copyViews(
-    delivery: string,
-    payloadVersion: string | undefined,
-    payloadSettling: boolean,
-  ): { copies: CopyView[]; deferred: boolean } {
-    let deferred = false;
-    const out: CopyView[] = [];
-    for (const uid of this.copyIndex.get(delivery) ?? []) {
-      const c = this.copies.Secret.getByUid(uid) ?? this.copies.ConfigMap.getByUid(uid);
-      if (!c) continue;
-      const k = this.known.get(uid);
-      const untouched = k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
-      const onlyPayloadMoved = untouched && knownPayload(k) !== (payloadVersion ?? '');
-      if (onlyPayloadMoved && payloadSettling) deferred = true;
-      out.push({
-        kind: c.kind,
-        namespace: c.metadata.namespace,
-        name: c.metadata.name,
-        uid: c.metadata.uid,
-        resourceVersion: c.metadata.resourceVersion,
-        labels: c.metadata.labels,
-        annotations: c.metadata.annotations,
-        // The Secret type is not in metadata; a type change is found by the update (422) instead.
-        verified: untouched && (!onlyPayloadMoved || payloadSettling),
-      });
-    }
-    return { copies: out, deferred };
-  }
-
   private observer(payloadVersion: string | undefined): WriteObserver {
     return {
-      wrote: (kind, obj) => {
-        if (obj.metadata)
-          this.setKnown(kind, obj.metadata, known(obj.metadata.resourceVersion, payloadVersion));
-      },
-      removing: (_kind, ref: ObjectRef) => {
-        if (!ref.uid) return;
-        this.known.delete(ref.uid);
-        const now = this.clock.now();
-        if (this.removing.size > 10_000) {
-          for (const [uid, at] of this.removing) if (now - at > 600_000) this.removing.delete(uid);
-        }
-        this.removing.set(ref.uid, now);
-      },
+      ...this.knowledge.observer(payloadVersion),
       written: (kind, verb) => {
         this.metrics.writesTotal.inc({ kind, verb });
         this.compactor.worked();

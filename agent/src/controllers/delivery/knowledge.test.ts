@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
+import { FakeClock } from '@mirrorhub/shared/runtime/clock';
+import { LABEL_DELIVERY } from '@mirrorhub/shared/contract';
+import { CopyObject } from './cached.js';
+import { CopyKnowledge, type CopyCaches } from './knowledge.js';
+
+/** Copy caches as the copy watchers hold them: uid -> copy. */
+class Caches {
+  readonly byUid = new Map<string, CopyObject>();
+  readonly caches: CopyCaches;
+  constructor() {
+    const of = (kind: SourceKind) => ({
+      get: (name: string, namespace: string) =>
+        [...this.byUid.values()].find(
+          (c) => c.kind === kind && c.name === name && c.namespace === namespace,
+        ),
+      getByUid: (uid: string) => {
+        const c = this.byUid.get(uid);
+        return c?.kind === kind ? c : undefined;
+      },
+    });
+    this.caches = { Secret: of('Secret'), ConfigMap: of('ConfigMap') };
+  }
+  put(c: CopyObject): CopyObject {
+    this.byUid.set(c.uid ?? '', c);
+    return c;
+  }
+}
+
+function copy(namespace: string, rv: string, delivery = 'd-1', kind: SourceKind = 'Secret') {
+  return new CopyObject(
+    kind,
+    'tls',
+    namespace,
+    `uid-${namespace}`,
+    rv,
+    {
+      [LABEL_DELIVERY]: delivery,
+    },
+    undefined,
+  );
+}
+
+function setup(settleMs = 2000) {
+  const caches = new Caches();
+  const clock = new FakeClock(1_000_000);
+  const knowledge = new CopyKnowledge(caches.caches, clock, settleMs);
+  /** The copy appears in the cache, as the watch would show it. */
+  const add = (c: CopyObject) => knowledge.added(caches.put(c));
+  const update = (c: CopyObject, old: CopyObject) => knowledge.updated(caches.put(c), old);
+  const verified = (delivery: string, payloadVersion: string | undefined, settling = false) =>
+    Object.fromEntries(
+      knowledge
+        .copyViews(delivery, payloadVersion, settling)
+        .copies.map((v) => [v.namespace, v.verified]),
+    );
+  return { caches, clock, knowledge, add, update, verified };
+}
+
+describe('CopyKnowledge', () => {
+  it('knows a copy it wrote, until someone else changes it', () => {
+    const { knowledge, add, update, verified } = setup();
+    const a = copy('a', '10');
+    expect(add(a)).toBe(false); // news: nothing known about it yet
+    expect(verified('d-1', 'p1')).toEqual({ a: false });
+
+    const written = { uid: 'uid-a', name: 'tls', namespace: 'a', resourceVersion: '11' };
+    knowledge.observer('p1').wrote('Secret', { metadata: written });
+    expect(verified('d-1', 'p1')).toEqual({ a: false }); // the cache still shows rv 10
+    const echo = copy('a', '11');
+    expect(update(echo, a)).toBe(true); // our own write coming back: not news
+    expect(verified('d-1', 'p1')).toEqual({ a: true });
+
+    expect(update(copy('a', '12'), echo)).toBe(false); // kubectl edit: news
+    expect(verified('d-1', 'p1')).toEqual({ a: false });
+  });
+
+  it('a write answered before its watch event makes the event an echo', () => {
+    const { knowledge, add } = setup();
+    knowledge.holds(
+      'Secret',
+      { uid: 'uid-b', name: 'tls', namespace: 'b', resourceVersion: '5' },
+      'p1',
+    );
+    expect(add(copy('b', '5'))).toBe(true);
+  });
+
+  it('a payload change unverifies every copy, except while it settles (then deferred)', async () => {
+    const { knowledge, add, verified, clock } = setup(2000);
+    for (const ns of ['a', 'b']) {
+      const c = copy(ns, '7');
+      knowledge.holds('Secret', c, 'p1');
+      add(c);
+    }
+    expect(verified('d-1', 'p1')).toEqual({ a: true, b: true });
+    expect(verified('d-1', 'p2')).toEqual({ a: false, b: false });
+
+    knowledge.payloadChanged('payload-1');
+    expect(knowledge.payloadSettling('payload-1', clock.now())).toBe(2000);
+    const views = knowledge.copyViews('d-1', 'p2', true);
+    expect(views.deferred).toBe(true);
+    expect(views.copies.map((c) => c.verified)).toEqual([true, true]);
+    expect(knowledge.copyViews('d-1', 'p1', true).deferred).toBe(false); // nothing moved
+
+    await clock.advance(1500);
+    expect(knowledge.payloadSettling('payload-1', clock.now())).toBe(500);
+    await clock.advance(500);
+    expect(knowledge.payloadSettling('payload-1', clock.now())).toBe(0);
+    knowledge.payloadChanged('payload-2');
+    knowledge.payloadDeleted('payload-2');
+    expect(knowledge.payloadSettling('payload-2', clock.now())).toBe(0);
+  });
+
+  it('a copy we remove is our doing when it goes; one removed by others is news', () => {
+    const { knowledge, add, caches } = setup();
+    const [a, b] = [copy('a', '1'), copy('b', '1')];
+    add(a);
+    add(b);
+    knowledge.observer('p1').removing('Secret', {
+      kind: 'Secret',
+      namespace: 'a',
+      name: 'tls',
+      uid: 'uid-a',
+    });
+    caches.byUid.delete('uid-a');
+    caches.byUid.delete('uid-b');
+    expect(knowledge.deleted(a)).toBe(true);
+    expect(knowledge.deleted(b)).toBe(false);
+    expect(knowledge.copyViews('d-1', 'p1', false).copies).toEqual([]);
+  });
+
+  it('indexes copies by their delivery label, and follows a relabel', () => {
+    const { knowledge, add, update } = setup();
+    const a = copy('a', '1', 'd-1');
+    add(a);
+    add(copy('b', '1', 'd-2', 'ConfigMap'));
+    const names = (d: string) =>
+      knowledge.copyViews(d, undefined, false).copies.map((c) => `${c.kind}/${c.namespace}`);
+    expect(names('d-1')).toEqual(['Secret/a']);
+    expect(names('d-2')).toEqual(['ConfigMap/b']);
+
+    update(copy('a', '2', 'd-2'), a);
+    expect(names('d-1')).toEqual([]);
+    expect(names('d-2')).toEqual(['ConfigMap/b', 'Secret/a']);
+  });
+});

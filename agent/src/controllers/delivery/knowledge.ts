@@ -1,0 +1,228 @@
+// What the delivery controller knows about each copy's content, without caching any data.
+//
+// The copy watch tells us every resourceVersion a copy goes through. We remember the
+// resourceVersion at which each copy is known to hold the current payload (we wrote it, or read
+// and compared it). A copy whose resourceVersion moves without us (kubectl edit, another
+// controller) is "unverified": its delivery is queued and the plan asks to verify it (GET +
+// compare; write only if it differs). The payload Secret's resourceVersion is part of that
+// knowledge, so a payload that changes under an unchanged contentHash is caught too.
+//
+// Memory: the agent holds 20k copies in < 80 MB. Copies are keyed by uid everywhere, using the
+// uid string the cache already holds: no key strings of our own per copy (at 20k copies they
+// were ~4 MB), and what we know of one copy is one short string (see `known`).
+
+import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
+import type { Clock } from '@mirrorhub/shared/runtime/clock';
+import { LABEL_DELIVERY } from '@mirrorhub/shared/contract';
+import type { WriteObserver, Written } from './apply.js';
+import type { CopyObject } from './cached.js';
+import type { CopyView, ObjectRef } from './plan.js';
+
+/**
+ * What we know about one copy's content, as one short string to keep 20k of them small:
+ * `<resourceVersion> <payload resourceVersion>` = "at this resourceVersion the copy held the
+ * payload of that version". A resourceVersion is unique across objects, so it also identifies
+ * the object.
+ */
+const known = (resourceVersion: string | undefined, payloadVersion: string | undefined) =>
+  `${resourceVersion ?? ''} ${payloadVersion ?? ''}`;
+const knownVersion = (k: string) => k.slice(0, k.indexOf(' '));
+const knownPayload = (k: string) => k.slice(k.indexOf(' ') + 1);
+
+/** The copy caches (the copy watchers), by kind. */
+export type CopyCaches = Record<
+  SourceKind,
+  {
+    get(name: string, namespace: string): CopyObject | undefined;
+    getByUid(uid: string): CopyObject | undefined;
+  }
+>;
+
+/** A copy's metadata, as the cache, a write's answer or a LIST has it. */
+type CopyIdentity = {
+  uid?: string | undefined;
+  name?: string | undefined;
+  namespace?: string | undefined;
+  resourceVersion?: string | undefined;
+};
+
+/** Forget removals we never saw the end of once this many are pending... */
+const REMOVING_SWEEP_AT = 10_000;
+/** ...and they are this old. */
+const REMOVING_MAX_AGE_MS = 600_000;
+
+export class CopyKnowledge {
+  /** delivery name -> uids of its copies (the copy watchers index copies by namespace). */
+  private readonly copyIndex = new Map<string, Set<string>>();
+  /** copy uid -> what we know about its content (see `known`). */
+  private readonly known = new Map<string, string>();
+  /** uids of copies we are deleting or releasing (their watch events are our own doing). */
+  private readonly removing = new Map<string, number>();
+  /** payload Secret name -> when its data last changed (see `payloadSettling`). */
+  private readonly payloadChangedAt = new Map<string, number>();
+
+  constructor(
+    private readonly copies: CopyCaches,
+    private readonly clock: Clock,
+    /** How long a payload change waits for the matching contentHash change (default 2000). */
+    private readonly payloadSettleMs = 2000,
+  ) {}
+
+  // ---- what the copy watch shows ---------------------------------------------------------------
+
+  /** A copy appeared in the cache. Returns true when it is the echo of our own write. */
+  added(c: CopyObject): boolean {
+    this.index(c, +1);
+    // Written before its watch event arrived: key what we know by the cached uid string.
+    const uid = c.metadata.uid;
+    const k = uid === undefined ? undefined : this.known.get(uid);
+    if (uid !== undefined && k !== undefined) {
+      this.known.delete(uid);
+      this.known.set(uid, k);
+    }
+    return this.isOurWrite(c);
+  }
+
+  /** A copy changed. Returns true when it is the echo of our own write. */
+  updated(c: CopyObject, old: CopyObject): boolean {
+    if (deliveryOf(old) !== deliveryOf(c)) {
+      this.index(old, -1);
+      this.index(c, +1);
+    }
+    return this.isOurWrite(c);
+  }
+
+  /** A copy is gone. Returns true when we removed it (our own doing). */
+  deleted(c: CopyObject): boolean {
+    this.index(c, -1);
+    const uid = c.metadata.uid;
+    if (!uid) return false;
+    this.known.delete(uid);
+    return this.removing.delete(uid);
+  }
+
+  // ---- what our writes tell us -----------------------------------------------------------------
+
+  /** At its resourceVersion in `m`, the copy holds the payload of `payloadVersion`. */
+  holds(kind: SourceKind, m: CopyIdentity, payloadVersion: string | undefined): void {
+    if (!m.uid) return;
+    // Keyed by the uid string instance the cache holds when it has the copy already (a write's
+    // answer or a LIST carries its own copy of the same uid).
+    const cached = m.name && m.namespace ? this.copies[kind].get(m.name, m.namespace) : undefined;
+    const key = cached?.metadata.uid === m.uid ? cached.metadata.uid : m.uid;
+    this.known.set(key, known(m.resourceVersion, payloadVersion));
+  }
+
+  /** We are about to delete or release this copy. */
+  removingCopy(ref: ObjectRef): void {
+    if (!ref.uid) return;
+    this.known.delete(ref.uid);
+    const now = this.clock.now();
+    if (this.removing.size > REMOVING_SWEEP_AT) {
+      for (const [uid, at] of this.removing) {
+        if (now - at > REMOVING_MAX_AGE_MS) this.removing.delete(uid);
+      }
+    }
+    this.removing.set(ref.uid, now);
+  }
+
+  /** What apply tells us about the copies it writes for a payload of `payloadVersion`. */
+  observer(payloadVersion: string | undefined): Pick<WriteObserver, 'wrote' | 'removing'> {
+    return {
+      wrote: (kind, obj: Written) => {
+        if (obj.metadata) this.holds(kind, obj.metadata, payloadVersion);
+      },
+      removing: (_kind, ref) => this.removingCopy(ref),
+    };
+  }
+
+  // ---- payloads --------------------------------------------------------------------------------
+
+  /** The payload Secret's data changed (see `payloadSettling`). */
+  payloadChanged(name: string): void {
+    this.payloadChangedAt.set(name, this.clock.now());
+  }
+
+  payloadDeleted(name: string): void {
+    this.payloadChangedAt.delete(name);
+  }
+
+  /**
+   * The hub writes the payload Secret and then the delivery's contentHash: two events, usually
+   * milliseconds apart. A copy whose only news is the payload change is not checked until the
+   * payload has been quiet for `payloadSettleMs`, so the contentHash change that follows
+   * rewrites each copy once, instead of a verify-and-rewrite followed by a second rewrite.
+   * (A payload that changes alone, or before a delivery that already had the new hash, is still
+   * checked after the wait.) Returns the time left to wait, 0 when settled.
+   */
+  payloadSettling(payloadName: string, now: number): number {
+    const at = this.payloadChangedAt.get(payloadName);
+    if (at === undefined) return 0;
+    const left = at + this.payloadSettleMs - now;
+    if (left <= 0) this.payloadChangedAt.delete(payloadName);
+    return Math.max(0, left);
+  }
+
+  // ---- what the plan sees ----------------------------------------------------------------------
+
+  /**
+   * The copies of `delivery` as the plan sees them, `verified` where we know they hold the
+   * payload of `payloadVersion`. While the payload is settling, a copy whose only news is the
+   * payload change counts as verified and `deferred` says to look again once it settled.
+   */
+  copyViews(
+    delivery: string,
+    payloadVersion: string | undefined,
+    payloadSettling: boolean,
+  ): { copies: CopyView[]; deferred: boolean } {
+    let deferred = false;
+    const out: CopyView[] = [];
+    for (const uid of this.copyIndex.get(delivery) ?? []) {
+      const c = this.copies.Secret.getByUid(uid) ?? this.copies.ConfigMap.getByUid(uid);
+      if (!c) continue;
+      const k = this.known.get(uid);
+      const untouched = k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
+      const onlyPayloadMoved = untouched && knownPayload(k) !== (payloadVersion ?? '');
+      if (onlyPayloadMoved && payloadSettling) deferred = true;
+      out.push({
+        kind: c.kind,
+        namespace: c.metadata.namespace,
+        name: c.metadata.name,
+        uid: c.metadata.uid,
+        resourceVersion: c.metadata.resourceVersion,
+        labels: c.metadata.labels,
+        annotations: c.metadata.annotations,
+        // The Secret type is not in metadata; a type change is found by the update (422) instead.
+        verified: untouched && (!onlyPayloadMoved || payloadSettling),
+      });
+    }
+    return { copies: out, deferred };
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  /** A copy event whose resourceVersion is the one we wrote (or verified): our own echo. */
+  private isOurWrite(c: CopyObject): boolean {
+    const k = c.metadata.uid === undefined ? undefined : this.known.get(c.metadata.uid);
+    return k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
+  }
+
+  private index(c: CopyObject, delta: 1 | -1): void {
+    const delivery = deliveryOf(c);
+    const key = c.metadata.uid;
+    if (!delivery || !key) return;
+    let keys = this.copyIndex.get(delivery);
+    if (delta > 0) {
+      if (!keys) this.copyIndex.set(delivery, (keys = new Set()));
+      keys.add(key);
+    } else {
+      if (!keys?.delete(key)) return;
+      if (keys.size === 0) this.copyIndex.delete(delivery);
+    }
+  }
+}
+
+/** The delivery a copy says it belongs to (its mirrorhub.io/delivery label). */
+export function deliveryOf(c: CopyObject): string | undefined {
+  return c.metadata.labels?.[LABEL_DELIVERY];
+}
