@@ -11,7 +11,7 @@
 //
 // Drift detection without data: see knowledge.ts.
 
-import type { KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import { Gauge } from 'prom-client';
 // Subpath imports only: the root of @mirrorhub/shared also loads client-node, which the agent
 // does not need (see shared/src/k8s/access.ts on memory).
@@ -21,13 +21,11 @@ import {
   type MirrorDeliveryStatus,
   type SourceKind,
 } from '@mirrorhub/shared/api/types.gen';
-import { type CopyMarks } from '@mirrorhub/shared/mirror/names';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
 import type { Policy } from '@mirrorhub/shared/mirror/policy';
 import { deliveryMessage, payloadMessage, type Verifier } from '@mirrorhub/shared/mirror/signing';
 import { mergePatchBody } from '@mirrorhub/shared/mirror/status';
-import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
-import { kubeListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
+import { readPayload } from '@mirrorhub/shared/mirror/shape';
 import {
   createWatcher,
   instrumentWatcher,
@@ -48,14 +46,9 @@ import {
   isConflict,
   isNotFound,
 } from '@mirrorhub/shared/k8s/rest';
-import {
-  applyActions,
-  restCopyClient,
-  sameContent,
-  type CopyClient,
-  type WriteObserver,
-} from './apply.js';
+import { applyActions, restCopyClient, type CopyClient, type WriteObserver } from './apply.js';
 import { CopyKnowledge, deliveryOf } from './knowledge.js';
+import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { Compactor } from '../../compact.js';
 import {
   Interner,
@@ -67,7 +60,6 @@ import {
 } from './cached.js';
 import {
   compileDeliveryMatcher,
-  deliveryMarks,
   plan,
   settle,
   type ConflictInfo,
@@ -81,7 +73,6 @@ import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_SIGNATURE,
   FIELD_MANAGER,
-  LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   LABEL_PAYLOAD,
   MANAGED_BY_VALUE,
@@ -120,14 +111,6 @@ export interface DeliveryControllerOptions {
   /** Compacts the heap, run once the agent is quiet after a burst of work (see compact.ts). */
   gc?: (() => void) | undefined;
   clock?: Clock;
-}
-
-/** What copies of one delivery should be, for the bulk check. */
-interface DesiredCopy {
-  delivery: MirrorDelivery;
-  payload: Payload;
-  payloadVersion: string | undefined;
-  marks: CopyMarks;
 }
 
 interface DeliveryState {
@@ -289,7 +272,7 @@ export class DeliveryController {
     });
     this.queue = queue;
     this.metrics.observeQueue(CONTROLLER_NAME, queue);
-    await this.verifyAll(signal);
+    await this.checkCopies(signal);
     if (!signal.aborted && !this.stopped) {
       for (const d of this.deliveries.list()) queue.add(d.metadata.name ?? '');
       queue.start();
@@ -319,87 +302,23 @@ export class DeliveryController {
     await this.queue?.idle();
   }
 
-  /**
-   * At the start of a term we know nothing about any copy's data, and checking each with a GET
-   * costs one request per copy (20k copies: 20k requests). Instead, read every copy once with a
-   * few paginated LISTs (one page in memory at a time, nothing kept but the verdict) and mark
-   * those that hold exactly what their delivery says as verified. The rest are checked one by
-   * one by their reconcile, as drift is.
-   */
-  private async verifyAll(signal: AbortSignal): Promise<void> {
-    const began = this.clock.now();
-    const desired = new Map<string, DesiredCopy | undefined>();
-    let checked = 0;
-    let intact = 0;
-    try {
-      for (const [kind, plural] of [
-        ['Secret', 'secrets'],
-        ['ConfigMap', 'configmaps'],
-      ] as const) {
-        const lw = kubeListerWatcher<V1Secret | V1ConfigMap>(this.opts.kubeConfig, {
-          version: 'v1',
-          plural,
-          labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`,
-        });
-        let cont: string | undefined;
-        do {
-          const page = await lw.list({ limit: 250, ...(cont ? { continue: cont } : {}) });
-          for (const obj of page.items) {
-            checked++;
-            if (this.verifyListed(kind, obj, desired)) intact++;
-          }
-          cont = page.continue;
-        } while (cont && !signal.aborted);
-      }
-      this.log.info(
-        { checked, intact, durationMs: this.clock.now() - began },
-        'copies checked against their payloads',
-      );
-    } catch (err) {
-      // Not fatal: each reconcile verifies its copies one by one instead.
-      this.log.warn({ err: errorMessage(err), checked }, 'bulk check of copies failed');
-    }
-  }
-
-  private verifyListed(
-    kind: SourceKind,
-    obj: V1Secret | V1ConfigMap,
-    cache: Map<string, DesiredCopy | undefined>,
-  ): boolean {
-    const m = obj.metadata;
-    const deliveryName = m?.labels?.[LABEL_DELIVERY];
-    if (!m?.name || !m.namespace || !deliveryName) return false;
-    if (!cache.has(deliveryName)) {
-      const d = this.deliveries.get(deliveryName, this.opts.namespace);
-      const payload = d && this.payloads.get(d.spec.payloadSecretName, this.opts.namespace);
-      cache.set(
-        deliveryName,
-        d && payload
-          ? {
-              delivery: d,
-              payload: readPayload(payload),
-              payloadVersion: payload.metadata?.resourceVersion,
-              marks: deliveryMarks(d),
-            }
-          : undefined,
-      );
-    }
-    const want = cache.get(deliveryName);
-    if (!want) return false;
-    const spec = want.delivery.spec;
-    if (spec.target.kind !== kind || spec.target.name !== m.name) return false;
-    if (m.annotations?.[ANNOTATION_CONTENT_HASH] !== spec.contentHash) return false;
-    const copy = renderCopy({
-      kind,
-      name: m.name,
-      namespace: m.namespace,
-      payload: want.payload,
-      template: spec.template,
-      marks: want.marks,
-    });
-    if (!sameContent(copy, obj)) return false;
-    this.knowledge.holds(kind, m, want.payloadVersion);
-    return true;
+  /** The bulk check of every copy at the start of a term (verify.ts). */
+  private checkCopies(signal: AbortSignal): Promise<void> {
+    const ns = this.opts.namespace;
+    return verifyAll(
+      {
+        listers: copyListers(this.opts.kubeConfig),
+        desired: (name) => {
+          const d = this.deliveries.get(name, ns);
+          return desiredCopy(d, d && this.payloads.get(d.spec.payloadSecretName, ns));
+        },
+        intact: (kind, obj, payloadVersion) =>
+          this.knowledge.holds(kind, obj.metadata ?? {}, payloadVersion),
+        logger: this.log,
+        clock: this.clock,
+      },
+      signal,
+    );
   }
 
   // ---- event routing --------------------------------------------------------------------------
