@@ -45,10 +45,26 @@ describe('EventRecorder', () => {
       eventTime: '2026-01-02T03:04:05.678000Z',
       regarding: { kind: 'MirrorDelivery', name: 'd', namespace: 'ns', uid: 'u-1' },
     });
-    expect((body['note'] as string).length).toBe(1024);
+    expect(Buffer.byteLength(body['note'] as string)).toBeLessThanOrEqual(1024);
+    expect(body['note']).toMatch(/^x+…$/);
     expect(await metrics.render()).toContain(
       'mirrorhub_writes_total{kind="Event",verb="create",component="agent"} 1',
     );
+  });
+
+  it('keeps a note within 1024 bytes of UTF-8, the limit the API server enforces', async () => {
+    api.requests.length = 0;
+    api.reply = () => ({ status: 201, body: {} });
+    const rest = new RestClient(api.access);
+    const events = new EventRecorder({ rest, controller: 'mirrorhub-hub', instance: 'hub-0' });
+    const fits = 'é'.repeat(512); // 1024 bytes
+    await events.record(delivery, { type: 'Normal', reason: 'R', message: fits });
+    await events.record(delivery, { type: 'Normal', reason: 'R', message: `${fits}x` });
+    rest.close();
+    const notes = api.requests.map((r) => (r.json as { note: string }).note);
+    expect(notes[0]).toBe(fits);
+    expect(Buffer.byteLength(notes[1]!)).toBeLessThanOrEqual(1024);
+    expect(notes[1]).toMatch(/^é+…$/);
   });
 
   it('puts Events about cluster-scoped objects in "default"', async () => {

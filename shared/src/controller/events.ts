@@ -50,7 +50,8 @@ export interface EventRecorderOptions {
   clock?: Clock | undefined;
 }
 
-const MAX_NOTE = 1024;
+/** The API server's limit of `note`, in bytes (UTF-8). */
+const MAX_NOTE_BYTES = 1024;
 
 export class EventRecorder {
   private readonly clock: Clock;
@@ -79,7 +80,7 @@ export class EventRecorder {
       action: (event.action ?? 'Reconcile').slice(0, 128),
       reason: event.reason.slice(0, 128),
       type: event.type,
-      note: note.length <= MAX_NOTE ? note : `${note.slice(0, MAX_NOTE - 1)}…`,
+      note: boundedNote(note),
       regarding: {
         apiVersion: subject.apiVersion,
         kind: subject.kind,
@@ -108,4 +109,21 @@ export class EventRecorder {
       );
     }
   }
+}
+
+/**
+ * `note` within the API server's limit, which counts UTF-8 bytes: cut at a character boundary,
+ * with an ellipsis that says so (an Event over the limit is refused outright).
+ */
+function boundedNote(note: string): string {
+  if (Buffer.byteLength(note) <= MAX_NOTE_BYTES) return note;
+  const ellipsis = '…';
+  let budget = MAX_NOTE_BYTES - Buffer.byteLength(ellipsis);
+  let out = '';
+  for (const ch of note) {
+    budget -= Buffer.byteLength(ch);
+    if (budget < 0) break;
+    out += ch;
+  }
+  return out + ellipsis;
 }

@@ -17,13 +17,11 @@ import {
   type AnyMirror,
   type ClusterSecretMirror,
   type MirrorPhase,
-  type MirrorStatus,
   type SecretMirror,
 } from '@mirrorhub/shared/api/index';
 import {
   deliveryName,
   equalIgnoringTime,
-  mergePatchBody,
   type MirrorIdentity,
 } from '@mirrorhub/shared/mirror/index';
 import {
@@ -34,18 +32,15 @@ import {
   type Gauge,
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
-import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import { WorkQueue, type ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import { observeReconciles } from '@mirrorhub/shared/controller/observe';
+import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import { EventRecorder, Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { CONTENT_TYPE, customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
-import { mergePatchStatus } from '../../clusters/client.js';
+import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { ClusterConnection } from '../../clusters/connection.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
-import { EventRecorder } from '../../events.js';
 import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../../names.js';
-import { WriteOverlay } from '@mirrorhub/shared/controller/overlay';
 import {
   identityOf,
   planCleanup,
@@ -53,7 +48,6 @@ import {
   planMirror,
   statusWriteDelay,
   type ClusterObservation,
-  type PlannedEvent,
   type SourceObservation,
   type Tenancy,
 } from './plan.js';
@@ -112,17 +106,14 @@ export class MirrorController {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly rest: RestClient;
-  private readonly queue: WorkQueue;
+  private readonly reconciler: Reconciler;
+  /** Status and finalizer writes, remembering each until its watch shows it. */
+  private readonly writer: StatusWriter<AnyMirror>;
   private readonly sources: SourceWatches;
-  private readonly recorder: EventRecorder;
   private readonly secretMirrors: Watcher<SecretMirror>;
   private readonly clusterMirrors: Watcher<ClusterSecretMirror>;
   private readonly connections = new Map<string, ClusterConnection>();
-  /** Our last write of a mirror (status, finalizer) until its watch shows it. */
-  private readonly written = new WriteOverlay<AnyMirror>();
   private readonly phases = new Map<string, MirrorPhase>();
-  /** When each mirror's status was last written (ms). */
-  private readonly statusWrittenAt = new Map<string, number>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly phaseGauge: Gauge<'phase'>;
   private readonly clusterGauge: Gauge<'state'>;
@@ -139,26 +130,39 @@ export class MirrorController {
     this.phaseGauge = m.gauge('mirrors', 'Mirrors by phase (as last reconciled).', ['phase']);
     this.clusterGauge = m.gauge('clusters', 'Clusters the hub delivers to, by state.', ['state']);
     this.sourceGauge = m.gauge('source_watches', 'Distinct mirror sources being watched.');
-    this.recorder = new EventRecorder(this.rest, {
-      instance: opts.identity,
-      logger: this.log,
+    this.writer = new StatusWriter<AnyMirror>({
+      rest: this.rest,
+      pathOf: mirrorPath,
+      keyOf: (mirror) => mirrorKey(identityOf(mirror)),
+      fieldManager: FIELD_MANAGER.hub,
       metrics: m,
-      now: () => new Date(this.clock.now()),
-    });
-    this.queue = new WorkQueue({
-      name: CONTROLLER,
-      concurrency: opts.concurrency ?? 4,
-      process: (key) => this.reconcile(key),
-      observe: observeReconciles(CONTROLLER, { metrics: m, logger: this.log }),
+      events: new EventRecorder({
+        rest: this.rest,
+        controller: FIELD_MANAGER.hub,
+        instance: opts.identity,
+        logger: this.log,
+        metrics: m,
+        clock: this.clock,
+      }),
+      logger: this.log,
+      summary: (status) => ({ phase: status?.phase }),
       clock: this.clock,
     });
-    m.observeQueue(CONTROLLER, this.queue);
+    this.reconciler = new Reconciler({
+      name: CONTROLLER,
+      concurrency: opts.concurrency,
+      reconcile: (key) => this.reconcile(key),
+      logger: this.log,
+      metrics: m,
+      shutdownTimeoutMs: 10_000,
+      clock: this.clock,
+    });
     this.sources = new SourceWatches({
       kubeConfig: kc,
       logger: this.log,
       metrics: m,
       onChange: (keys) => {
-        for (const k of keys) this.queue.add(k);
+        for (const k of keys) this.reconciler.add(k);
       },
     });
     this.secretMirrors = createWatcher<SecretMirror>(kc, {
@@ -175,30 +179,23 @@ export class MirrorController {
 
   /** Start watching; resolves once the mirror caches and the local cluster's caches are synced. */
   async start(): Promise<void> {
-    if (this.started) return;
+    if (this.started || this.stopped) return;
     this.started = true;
-    const deps = { logger: this.log, metrics: this.opts.metrics };
     for (const w of [this.secretMirrors, this.clusterMirrors] as Watcher<MirrorObject>[]) {
-      this.unsubscribe.push(
-        instrumentWatcher(w, deps),
-        w.onEvent((e) => {
-          if (e.type === 'listed') this.written.clear();
-        }),
-        w.addHandler({
-          onAdd: (obj) => this.mirrorChanged(obj),
-          onUpdate: (obj) => this.mirrorChanged(obj),
-          onDelete: (obj) => this.mirrorChanged(obj, true),
-        }),
-      );
-      w.start();
+      this.reconciler.watch(w, {
+        onAdd: (obj) => this.mirrorChanged(obj),
+        onUpdate: (obj) => this.mirrorChanged(obj),
+        onDelete: (obj) => this.mirrorChanged(obj, true),
+        onListed: () => this.writer.relisted(),
+      });
     }
     this.unsubscribe.push(this.opts.registry.onChange(() => this.syncConnections()));
     this.syncConnections();
-    await Promise.all([this.secretMirrors.synced, this.clusterMirrors.synced]);
+    await this.reconciler.synced();
     const local = [...this.connections.values()].find((c) => c.target.local);
     if (local) await local.waitSynced();
     if (this.stopped) return;
-    this.queue.start();
+    this.reconciler.start();
     this.log.info(
       {
         secretMirrors: this.secretMirrors.size,
@@ -213,10 +210,8 @@ export class MirrorController {
     if (this.stopped) return;
     this.stopped = true;
     for (const u of this.unsubscribe.splice(0)) u();
-    await this.queue.shutdown({ timeoutMs: 10_000 });
+    await this.reconciler.stop(); // and the mirror watches
     await Promise.all([
-      this.secretMirrors.stop(),
-      this.clusterMirrors.stop(),
       this.sources.stop(),
       ...[...this.connections.values()].map((c) => c.stop()),
     ]);
@@ -239,7 +234,7 @@ export class MirrorController {
 
   /** Wait until nothing is queued or in flight (tests). */
   idle(): Promise<void> {
-    return this.queue.idle();
+    return this.reconciler.idle();
   }
 
   // ---- events -> keys ---------------------------------------------------------------------------
@@ -247,18 +242,19 @@ export class MirrorController {
   private mirrorChanged(obj: MirrorObject, deleted = false): void {
     const key = mirrorKey(identityOf(obj));
     if (deleted) {
-      this.written.deleted(key);
-    } else if (this.written.observed(key, obj.metadata.resourceVersion)) {
+      this.writer.deleted(key);
+    } else if (this.writer.observed(obj)) {
       return; // the echo of our own write: nothing new to look at
     }
-    this.queue.add(key);
+    this.reconciler.add(key);
   }
 
   private enqueueAll(): void {
-    for (const m of this.secretMirrors.list()) this.queue.add(mirrorKey(identityOf(m)));
-    for (const m of this.clusterMirrors.list()) this.queue.add(mirrorKey(identityOf(m)));
+    const add = (key: string) => this.reconciler.add(key);
+    for (const m of this.secretMirrors.list()) add(mirrorKey(identityOf(m)));
+    for (const m of this.clusterMirrors.list()) add(mirrorKey(identityOf(m)));
     // Deliveries whose mirror is gone: their reconcile deletes them.
-    for (const c of this.connections.values()) for (const k of c.mirrorKeys()) this.queue.add(k);
+    for (const c of this.connections.values()) for (const k of c.mirrorKeys()) add(k);
   }
 
   private syncConnections(): void {
@@ -299,7 +295,7 @@ export class MirrorController {
         ? { requestTimeoutMs: this.opts.requestTimeoutMs }
         : {}),
       clock: this.clock,
-      onMirror: (key) => this.queue.add(key),
+      onMirror: (key) => this.reconciler.add(key),
       onHealth: () => {
         this.updateClusterGauge();
         this.enqueueAll();
@@ -321,10 +317,8 @@ export class MirrorController {
   }
 
   private setPhase(key: string, phase: MirrorPhase | undefined): void {
-    if (phase === undefined) {
-      this.phases.delete(key);
-      this.statusWrittenAt.delete(key);
-    } else this.phases.set(key, phase);
+    if (phase === undefined) this.phases.delete(key);
+    else this.phases.set(key, phase);
     const counts: Record<MirrorPhase, number> = { Pending: 0, Active: 0, Degraded: 0, Error: 0 };
     for (const p of this.phases.values()) counts[p]++;
     for (const [phase, n] of Object.entries(counts)) this.phaseGauge.set({ phase }, n);
@@ -338,9 +332,7 @@ export class MirrorController {
       id.kind === 'SecretMirror'
         ? this.secretMirrors.get(id.name, id.namespace)
         : this.clusterMirrors.get(id.name);
-    if (!cached) return undefined;
-    const w = this.written.get(key);
-    return w && w.metadata.uid === cached.metadata.uid ? w : cached;
+    return this.writer.current(key, cached);
   }
 
   private observe(conn: ClusterConnection, name: string): ClusterObservation {
@@ -387,8 +379,10 @@ export class MirrorController {
     });
 
     let current = mirror;
-    if (plan.writes.length > 0 && !current.metadata.finalizers?.includes(HUB_FINALIZER)) {
-      current = await this.setFinalizer(key, current, true);
+    if (plan.writes.length > 0) {
+      const updated = await this.writer.setFinalizer(current, HUB_FINALIZER, true);
+      if (!updated) return; // deleted meanwhile: its watch event enqueues it
+      current = updated;
     }
     const writes = new Map(plan.writes.map((w) => [w.cluster, w]));
     const deletes = new Set(plan.deletes);
@@ -418,14 +412,15 @@ export class MirrorController {
       prev: current.status ?? {},
       next: plan.status,
       events: plan.events.length,
-      lastWriteAt: this.statusWrittenAt.get(key),
+      lastWriteAt: this.writer.lastWriteAt(key),
       now: this.clock.now(),
       coalesceMs: this.opts.statusCoalesceMs ?? DEFAULT_STATUS_COALESCE_MS,
     });
     if (hold > 0 && !equalIgnoringTime(current.status ?? {}, plan.status, [])) {
       return { requeueAfterMs: hold };
     }
-    await this.updateStatus(key, current, plan.status, plan.events);
+    // Gone meanwhile: its watch event enqueues it for clean-up.
+    if (!(await this.writer.writeStatus(current, plan.status, plan.events))) return;
     this.setPhase(key, plan.status.phase);
     if (plan.invalid) return; // only a spec change can help; it enqueues the mirror
     return { requeueAfterMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
@@ -468,7 +463,8 @@ export class MirrorController {
       return;
     }
     const next = planDeletionStatus(mirror.status ?? {}, plan, name, now);
-    const current = await this.updateStatus(key, mirror, next.status, next.events);
+    const current = await this.writer.writeStatus(mirror, next.status, next.events);
+    if (!current) return; // gone: nothing holds it any more
     if (!plan.done) {
       this.log.debug({ key, deleting: plan.deletes, waitingFor: plan.waitingFor }, 'cleaning up');
       // Progress arrives as watch events; the requeue is the safety net, and the grace deadline.
@@ -478,7 +474,7 @@ export class MirrorController {
     for (const a of plan.abandoned) {
       this.opts.onCleanupAbandoned?.(a.cluster, name, key, a.reason);
     }
-    await this.setFinalizer(key, current, false);
+    await this.writer.setFinalizer(current, HUB_FINALIZER, false);
     if (plan.abandoned.length > 0) {
       this.log.warn(
         { key, clusters: plan.abandoned.map((a) => a.cluster) },
@@ -488,76 +484,18 @@ export class MirrorController {
       this.log.info({ key }, 'deliveries removed; finalizer released');
     }
   }
+}
 
-  private async setFinalizer(key: string, mirror: AnyMirror, present: boolean): Promise<AnyMirror> {
-    const others = (mirror.metadata.finalizers ?? []).filter((f) => f !== HUB_FINALIZER);
-    const finalizers = present ? [...others, HUB_FINALIZER] : others;
-    const body = {
-      metadata: { finalizers, resourceVersion: mirror.metadata.resourceVersion },
-    };
-    const ns = mirror.metadata.namespace;
-    const path = customObjectPath({
-      group: GROUP,
-      version: VERSION,
-      name: mirror.metadata.name ?? '',
-      plural: ns ? SECRET_MIRROR.plural : CLUSTER_SECRET_MIRROR.plural,
-      ...(ns ? { namespace: ns } : {}),
-    });
-    const updated = await this.rest.patch<AnyMirror>(path, body, CONTENT_TYPE.merge, {
-      fieldManager: FIELD_MANAGER.hub,
-    });
-    this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
-    this.statusWrittenAt.set(key, this.clock.now());
-    this.remember(key, mirror, updated);
-    return updated;
-  }
-
-  private async updateStatus(
-    key: string,
-    mirror: AnyMirror,
-    next: MirrorStatus,
-    events: readonly PlannedEvent[],
-  ): Promise<AnyMirror> {
-    const prev = mirror.status ?? {};
-    if (equalIgnoringTime(prev, next, [])) return mirror;
-    const ns = mirror.metadata.namespace;
-    const updated = await mergePatchStatus<AnyMirror>(
-      this.rest,
-      {
-        group: GROUP,
-        version: VERSION,
-        plural: ns ? SECRET_MIRROR.plural : CLUSTER_SECRET_MIRROR.plural,
-        name: mirror.metadata.name ?? '',
-        ...(ns ? { namespace: ns } : {}),
-      },
-      mergePatchBody(prev, next),
-      { fieldManager: FIELD_MANAGER.hub },
-    );
-    this.opts.metrics.writesTotal.inc({ kind: mirror.kind, verb: 'patch' });
-    this.statusWrittenAt.set(key, this.clock.now());
-    this.remember(key, mirror, updated);
-    this.log.debug(
-      { key, phase: next.phase, synced: next.synced, from: prev.phase },
-      'status updated',
-    );
-    if (prev.phase !== next.phase) {
-      this.log.info(
-        { key, phase: next.phase, from: prev.phase ?? null, message: next.message },
-        'phase changed',
-      );
-    }
-    for (const e of events) {
-      await this.recorder.record(updated, e);
-    }
-    return updated;
-  }
-
-  /** Keep our write until the watch shows it (unless it changed nothing). */
-  private remember(key: string, before: AnyMirror, updated: AnyMirror): void {
-    const rv = updated.metadata?.resourceVersion;
-    if (!rv || rv === before.metadata.resourceVersion) return;
-    this.written.wrote(key, rv, updated);
-  }
+/** A mirror's API path (its status is under /status). */
+function mirrorPath(mirror: AnyMirror): string {
+  const ns = mirror.metadata.namespace;
+  return customObjectPath({
+    group: GROUP,
+    version: VERSION,
+    name: mirror.metadata.name ?? '',
+    plural: ns ? SECRET_MIRROR.plural : CLUSTER_SECRET_MIRROR.plural,
+    ...(ns ? { namespace: ns } : {}),
+  });
 }
 
 /** Same cluster reached the same way: only metadata (labels) differs. */
