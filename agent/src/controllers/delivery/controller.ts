@@ -47,6 +47,7 @@ import {
   isNotFound,
 } from '@mirrorhub/shared/k8s/rest';
 import { applyActions, restCopyClient, type CopyClient, type WriteObserver } from './apply.js';
+import { deliveryEvents } from './events.js';
 import { CopyKnowledge, deliveryOf } from './knowledge.js';
 import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { Compactor } from '../../compact.js';
@@ -670,39 +671,18 @@ export class DeliveryController {
     }
   }
 
-  /** An Event when the phase changes (or an Error's reason does): transitions only. */
+  /** The Events a status transition deserves (events.ts decides which). */
   private announce(d: MirrorDelivery, next: MirrorDeliveryStatus): void {
-    const before = d.status;
-    if (!this.events || !next.phase || next.phase === 'Pending') return;
-    const denied = next.counts?.denied ?? 0;
-    if (denied > 0 && (before?.counts?.denied ?? 0) === 0) {
-      const first = next.namespaces?.find((n) => n.state === 'PolicyDenied');
+    if (!this.events) return;
+    for (const e of deliveryEvents(d.status, next)) {
       void this.events.record(
         this.eventTarget(d),
-        'Warning',
-        'PolicyDenied',
-        'Reconcile',
-        `${denied} namespace${denied === 1 ? ' is' : 's are'} refused by this cluster's policy; first: ${first?.name ?? ''}: ${first?.message ?? ''}`,
+        e.type,
+        e.reason,
+        e.action ?? 'Reconcile',
+        e.message,
       );
     }
-    if (
-      before?.phase === next.phase &&
-      (next.phase !== 'Error' || before.message === next.message)
-    ) {
-      return;
-    }
-    const reason = next.message?.startsWith('SignatureInvalid:')
-      ? 'SignatureInvalid'
-      : next.message?.startsWith('PolicyDenied')
-        ? 'PolicyDenied'
-        : { Active: 'Synced', Degraded: 'Degraded', Error: 'Error' }[next.phase];
-    void this.events.record(
-      this.eventTarget(d),
-      next.phase === 'Active' ? 'Normal' : 'Warning',
-      reason,
-      'Reconcile',
-      next.message ?? reason,
-    );
   }
 
   private eventTarget(d: MirrorDelivery) {
