@@ -12,7 +12,6 @@
 // Drift detection without data: see knowledge.ts.
 
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
-import { Gauge } from 'prom-client';
 // Subpath imports only: the root of @mirrorhub/shared also loads client-node, which the agent
 // does not need (see shared/src/k8s/access.ts on memory).
 import {
@@ -23,7 +22,7 @@ import {
 } from '@mirrorhub/shared/api/types.gen';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
 import type { Policy } from '@mirrorhub/shared/mirror/policy';
-import { deliveryMessage, payloadMessage, type Verifier } from '@mirrorhub/shared/mirror/signing';
+import type { Verifier } from '@mirrorhub/shared/mirror/signing';
 import { mergePatchBody } from '@mirrorhub/shared/mirror/status';
 import { readPayload } from '@mirrorhub/shared/mirror/shape';
 import {
@@ -49,6 +48,8 @@ import {
 import { applyActions, restCopyClient, type CopyClient, type WriteObserver } from './apply.js';
 import { deliveryEvents } from './events.js';
 import { CopyKnowledge, deliveryOf } from './knowledge.js';
+import { countWrites, logOutcomes, registerGauges } from './metrics.js';
+import { checkSignatures } from './signature.js';
 import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { Compactor } from '../../compact.js';
 import {
@@ -70,9 +71,7 @@ import {
 } from './plan.js';
 import {
   AGENT_FINALIZER,
-  ANNOTATION_BINARY_KEYS,
   ANNOTATION_CONTENT_HASH,
-  ANNOTATION_SIGNATURE,
   FIELD_MANAGER,
   LABEL_MANAGED_BY,
   LABEL_PAYLOAD,
@@ -229,7 +228,18 @@ export class DeliveryController {
       this.copies.ConfigMap,
     ] as Watcher<KubernetesObject>[];
 
-    this.registerMetrics();
+    const state = this.state;
+    registerGauges(this.metrics.registry, this.copies, {
+      totals() {
+        let conflicts = 0;
+        let failures = 0;
+        for (const st of state.values()) {
+          conflicts += st.conflicts.size;
+          failures += st.failures.size;
+        }
+        return { conflicts, failures };
+      },
+    });
     this.route();
   }
 
@@ -493,7 +503,12 @@ export class DeliveryController {
       now: new Date(now),
       matcher: this.matcherFor(delivery),
       policy: this.opts.policy,
-      signature: this.verify(delivery, payloadSecret),
+      signature: checkSignatures(
+        this.opts.verifier,
+        { cluster: this.opts.clusterName, namespace: this.opts.namespace },
+        delivery,
+        payloadSecret,
+      ),
     };
     const p = plan(input);
 
@@ -552,38 +567,6 @@ export class DeliveryController {
     return { requeueAfterMs: deferred ? settling : this.resyncMs };
   }
 
-  /**
-   * The delivery's signature, and its payload's (unless the delivery is being deleted: the
-   * payload may be gone, and removing our own copies needs only the delivery's word).
-   */
-  private verify(
-    delivery: MirrorDelivery,
-    payload: V1Secret | undefined,
-  ): { ok: true } | { ok: false; reason: string } {
-    const { clusterName: cluster, namespace, verifier } = this.opts;
-    const name = delivery.metadata.name ?? '';
-    const d = verifier.verify(
-      deliveryMessage({ cluster, namespace, name }, delivery.spec),
-      delivery.metadata.annotations?.[ANNOTATION_SIGNATURE],
-    );
-    if (!d.ok) return { ok: false, reason: `MirrorDelivery ${name}: ${d.reason}` };
-    if (!payload || delivery.metadata.deletionTimestamp) return d;
-    const pname = payload.metadata?.name ?? '';
-    const annotations = payload.metadata?.annotations;
-    const p = verifier.verify(
-      payloadMessage(
-        { cluster, namespace, name: pname },
-        {
-          contentHash: annotations?.[ANNOTATION_CONTENT_HASH],
-          binaryKeys: annotations?.[ANNOTATION_BINARY_KEYS],
-          data: payload.data,
-        },
-      ),
-      annotations?.[ANNOTATION_SIGNATURE],
-    );
-    return p.ok ? p : { ok: false, reason: `payload Secret ${pname}: ${p.reason}` };
-  }
-
   private namespaceViews(): NamespaceView[] {
     return this.namespaces.list().map((n) => ({
       name: n.metadata.name,
@@ -595,16 +578,7 @@ export class DeliveryController {
   private observer(payloadVersion: string | undefined): WriteObserver {
     return {
       ...this.knowledge.observer(payloadVersion),
-      written: (kind, verb) => {
-        this.metrics.writesTotal.inc({ kind, verb });
-        this.compactor.worked();
-      },
-      failed: (kind, verb, err) =>
-        this.metrics.writeErrorsTotal.inc({
-          kind,
-          verb,
-          code: String(httpStatusOf(err) ?? 'none'),
-        }),
+      ...countWrites(this.metrics, () => this.compactor.worked()),
     };
   }
 
@@ -745,65 +719,6 @@ export class DeliveryController {
     } else if (o.result === 'terminal') {
       log.error({ err: o.error }, 'reconcile failed permanently');
     }
-  }
-
-  private registerMetrics(): void {
-    const registry = this.metrics.registry;
-    const copies = this.copies;
-    const state = this.state;
-    if (!registry.getSingleMetric('mirrorhub_agent_copies')) {
-      new Gauge({
-        name: 'mirrorhub_agent_copies',
-        help: 'Copies (Secrets and ConfigMaps marked as mirrorhub copies) in this cluster.',
-        labelNames: ['kind'],
-        registers: [registry],
-        collect() {
-          this.set({ kind: 'Secret' }, copies.Secret.size);
-          this.set({ kind: 'ConfigMap' }, copies.ConfigMap.size);
-        },
-      });
-    }
-    if (!registry.getSingleMetric('mirrorhub_agent_conflicts')) {
-      new Gauge({
-        name: 'mirrorhub_agent_conflicts',
-        help: 'Namespaces where a copy is blocked by an object mirrorhub does not own.',
-        registers: [registry],
-        collect() {
-          let n = 0;
-          for (const s of state.values()) n += s.conflicts.size;
-          this.set(n);
-        },
-      });
-    }
-    if (!registry.getSingleMetric('mirrorhub_agent_failed_namespaces')) {
-      new Gauge({
-        name: 'mirrorhub_agent_failed_namespaces',
-        help: 'Namespaces where the last write of a copy failed.',
-        registers: [registry],
-        collect() {
-          let n = 0;
-          for (const s of state.values()) n += s.failures.size;
-          this.set(n);
-        },
-      });
-    }
-  }
-}
-
-function logOutcomes(log: Logger, outcomes: readonly Outcome[]): void {
-  if (outcomes.length === 0) return;
-  const counts: Record<string, number> = {};
-  for (const o of outcomes) {
-    const k = o.result === 'ok' ? o.op : o.result;
-    counts[k] = (counts[k] ?? 0) + 1;
-  }
-  const wrote = outcomes.some((o) => o.result === 'ok');
-  (wrote ? log.info : log.debug).call(log, counts, 'copies reconciled');
-  for (const o of outcomes) {
-    if (o.result === 'failed')
-      log.warn({ namespace: o.namespace, op: o.op, err: o.message }, 'copy write failed');
-    else if (o.result === 'conflict')
-      log.info({ namespace: o.namespace, reason: o.message }, 'copy conflict');
   }
 }
 
