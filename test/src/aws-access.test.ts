@@ -29,7 +29,7 @@ import {
   mintEksToken,
   type AwsCredentials,
 } from '@mirrorhub/shared/aws/eks-token';
-import { kubeConfigForCluster } from '@mirrorhub/shared/aws/eks-kubeconfig';
+import { kubeConfigForCluster } from '@mirrorhub/shared/testing/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const AGENT_NS = 'mirrorhub-system';

@@ -29,6 +29,7 @@ import {
   type EksClusterAccessOptions,
 } from '@mirrorhub/shared/aws/cluster-access';
 import { decodeEksToken } from '@mirrorhub/shared/aws/eks-token';
+import { eksKubeConfig } from '@mirrorhub/shared/testing/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const AGENT_NS = 'mirrorhub-system';
@@ -136,7 +137,8 @@ describe('EksClusterAccess on the kit', () => {
       tokenRefreshBeforeMs: 15 * 60_000 - 250,
     });
     const sessionsBefore = (await motoSessions()).length;
-    const kc = await a.kubeConfig();
+    const kc = await eksKubeConfig(a);
+    const lean = await a.kubeAccess(); // what kc's requests are authenticated with
     expect(kc.getCurrentCluster()?.server).toBe(kit.cluster('follower-a').server);
     const core = kc.makeApiClient(CoreV1Api); // built once, like the hub's clients
 
@@ -148,7 +150,7 @@ describe('EksClusterAccess on the kit', () => {
       // Every round forces a new session on top of the time-based ones; the parallel requests
       // race for it.
       a.invalidateCredentials();
-      expect(await a.kubeConfig()).toBe(kc);
+      expect(await a.kubeAccess()).toBe(lean);
       const round = await Promise.all(
         Array.from({ length: PARALLEL }, () =>
           status(core.listNamespacedSecret({ namespace: AGENT_NS })),
@@ -185,7 +187,7 @@ describe('EksClusterAccess on the kit', () => {
 
   it('is the follower role, named after the hub, with the ExternalId on record', async () => {
     const a = access();
-    const kc = await a.kubeConfig();
+    const kc = await eksKubeConfig(a);
     const review = await kc
       .makeApiClient(AuthenticationV1Api)
       .createSelfSubjectReview({ body: {} });
@@ -207,7 +209,7 @@ describe('EksClusterAccess on the kit', () => {
 
   it('gets 403 outside the agent namespace', async () => {
     const a = access();
-    const core = (await a.kubeConfig()).makeApiClient(CoreV1Api);
+    const core = (await eksKubeConfig(a)).makeApiClient(CoreV1Api);
     expect(await status(core.readNamespacedSecret({ namespace: AGENT_NS, name: 'payload' }))).toBe(
       200,
     );
@@ -221,7 +223,8 @@ describe('EksClusterAccess on the kit', () => {
 
   it('re-describes after the apiserver was unreachable and carries on with the same KubeConfig', async () => {
     const a = access({ describeMinIntervalMs: 0 });
-    const kc = await a.kubeConfig();
+    const kc = await eksKubeConfig(a);
+    const lean = await a.kubeAccess(); // what kc's requests are authenticated with
     const core = kc.makeApiClient(CoreV1Api);
     expect(await status(core.listNamespacedSecret({ namespace: AGENT_NS }))).toBe(200);
     const before = (await a.endpoint()).describedAt;
@@ -238,7 +241,7 @@ describe('EksClusterAccess on the kit', () => {
       await follower.startApiServer();
     }
     expect(a.reportRequestError(failure)).toBe('endpoint');
-    expect(await a.kubeConfig()).toBe(kc); // same endpoint and CA: same KubeConfig
+    expect(await a.kubeAccess()).toBe(lean); // same endpoint and CA: same access
     expect((await a.endpoint()).describedAt.getTime()).toBeGreaterThan(before.getTime());
     expect(await status(core.listNamespacedSecret({ namespace: AGENT_NS }))).toBe(200);
     expect(a.health().lastError).toBeUndefined();

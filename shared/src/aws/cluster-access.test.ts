@@ -39,6 +39,7 @@ import {
   type EksClusterAccessOptions,
 } from './cluster-access.js';
 import { decodeEksToken, type AwsCredentials } from './eks-token.js';
+import type { KubeAccess } from '../k8s/access.js';
 
 const REGION = 'eu-west-1';
 const HUB = '111111111111';
@@ -185,10 +186,11 @@ function access(over: Partial<EksClusterAccessOptions> = {}): EksClusterAccess {
 const assumeCalls = () => sts.calls.filter((c) => c.params.get('Action') === 'AssumeRole');
 const describeCalls = () => eks.calls.filter((c) => /^\/clusters\/[^/]+$/.test(c.path));
 
-/** The bearer token the KubeConfig would send with the next request. */
-async function bearer(kc: KubeConfig): Promise<string> {
-  const opts = await kc.applyToFetchOptions({});
-  const auth = (opts.headers as { get(name: string): string | null }).get('authorization');
+/** The bearer token the access would send with the next request. */
+async function bearer(access: KubeAccess): Promise<string> {
+  const opts: { headers?: Record<string, string> } = {};
+  await access.applyToHTTPSOptions(opts);
+  const auth = opts.headers?.Authorization;
   expect(auth).toMatch(/^Bearer k8s-aws-v1\./);
   return auth!.slice('Bearer '.length);
 }
@@ -314,18 +316,20 @@ beforeEach(() => {
 // ---- caching and refresh -------------------------------------------------------------------------
 
 describe('EksClusterAccess caching', () => {
-  it('assumes the role once and describes the cluster once for many kubeConfig() calls', async () => {
+  it('assumes the role once and describes the cluster once for many kubeAccess() calls', async () => {
     const a = access();
-    const first = await a.kubeConfig();
+    const first = await a.kubeAccess();
     for (let i = 0; i < 20; i++) {
-      expect(await a.kubeConfig()).toBe(first);
+      expect(await a.kubeAccess()).toBe(first);
       await bearer(first);
     }
     expect(assumeCalls()).toHaveLength(1);
     expect(describeCalls()).toHaveLength(1);
     expect(first.getCurrentCluster()?.server).toBe(SERVER_A);
-    expect(Buffer.from(first.getCurrentCluster()!.caData!, 'base64').toString()).toBe(CA);
-    expect(first.getCurrentUser()?.token).toBeUndefined(); // nothing secret in the config itself
+    const tls: { ca?: Buffer; rejectUnauthorized?: boolean } = {};
+    await first.applyToHTTPSOptions(tls);
+    expect(tls.ca?.toString()).toBe(CA);
+    expect(tls.rejectUnauthorized).toBe(true);
     // Presigned for the cluster region's public STS, whatever endpoint AssumeRole used: the
     // apiserver's authenticator replays that URL and accepts only STS hostnames it knows.
     const url = decodeEksToken(await bearer(first));
@@ -361,33 +365,33 @@ describe('EksClusterAccess caching', () => {
 
   it('re-assumes 5 minutes before expiry, not sooner, and tokens follow the new session', async () => {
     const a = access();
-    const kc = await a.kubeConfig();
+    const ka = await a.kubeAccess();
     const key1 = (await a.credentials()).accessKeyId;
-    expect(tokenKeyId(await bearer(kc))).toBe(key1);
+    expect(tokenKeyId(await bearer(ka))).toBe(key1);
 
     nowMs += 54 * MIN + 59_000; // 5 min 1 s left
-    expect(tokenKeyId(await bearer(kc))).toBe(key1);
+    expect(tokenKeyId(await bearer(ka))).toBe(key1);
     expect(assumeCalls()).toHaveLength(1);
 
     nowMs += 1000; // exactly 5 min left: due
-    const token = await bearer(kc);
+    const token = await bearer(ka);
     expect(assumeCalls()).toHaveLength(2);
     const key2 = (await a.credentials()).accessKeyId;
     expect(key2).not.toBe(key1);
     expect(tokenKeyId(token)).toBe(key2);
     expect(a.health().credentialsExpireAt?.getTime()).toBe(nowMs + 3600_000);
-    expect(await a.kubeConfig()).toBe(kc); // same endpoint: same KubeConfig, clients stay valid
+    expect(await a.kubeAccess()).toBe(ka); // same endpoint: same access, clients stay valid
     expect(describeCalls()).toHaveLength(1);
   });
 
   it('re-mints the token at 14 of its 15 minutes with the same session', async () => {
     const a = access();
-    const kc = await a.kubeConfig();
-    const t1 = await bearer(kc);
+    const ka = await a.kubeAccess();
+    const t1 = await bearer(ka);
     nowMs += 13 * MIN;
-    expect(await bearer(kc)).toBe(t1);
+    expect(await bearer(ka)).toBe(t1);
     nowMs += MIN;
-    const t2 = await bearer(kc);
+    const t2 = await bearer(ka);
     expect(t2).not.toBe(t1);
     expect(tokenKeyId(t2)).toBe(tokenKeyId(t1));
     expect(a.health().tokenExpiresAt?.getTime()).toBe(Math.floor(nowMs / 1000) * 1000 + 15 * MIN);
@@ -396,27 +400,27 @@ describe('EksClusterAccess caching', () => {
 
   it('invalidateCredentials() re-assumes on the next call and keeps the old session as fallback', async () => {
     const a = access();
-    const kc = await a.kubeConfig();
-    const key1 = tokenKeyId(await bearer(kc));
+    const ka = await a.kubeAccess();
+    const key1 = tokenKeyId(await bearer(ka));
     a.invalidateCredentials();
-    const key2 = tokenKeyId(await bearer(kc));
+    const key2 = tokenKeyId(await bearer(ka));
     expect(key2).not.toBe(key1);
     expect(assumeCalls()).toHaveLength(2);
 
     a.invalidateCredentials();
     sts.fail = stsFailure('AccessDenied', 'sessions revoked');
-    expect(tokenKeyId(await bearer(kc))).toBe(key2);
+    expect(tokenKeyId(await bearer(ka))).toBe(key2);
     expect(a.health().lastError?.step).toBe('AssumeRole');
   });
 
   it('shares one AssumeRole among concurrent callers', async () => {
     const a = access();
     sts.delayMs = 300;
-    const kc = a.kubeConfig();
+    const ka = a.kubeAccess();
     const all = await Promise.all([
       ...Array.from({ length: 20 }, () => a.credentials()),
-      ...Array.from({ length: 5 }, () => a.kubeConfig()),
-      kc,
+      ...Array.from({ length: 5 }, () => a.kubeAccess()),
+      ka,
     ]);
     expect(assumeCalls()).toHaveLength(1);
     expect(describeCalls()).toHaveLength(1);
@@ -425,7 +429,7 @@ describe('EksClusterAccess caching', () => {
 
     // And again when the session is due: one call for 30 concurrent token requests.
     nowMs += 56 * MIN;
-    const kube = await kc;
+    const kube = await ka;
     const tokens = await Promise.all(Array.from({ length: 30 }, () => bearer(kube)));
     expect(assumeCalls()).toHaveLength(2);
     expect(new Set(tokens.map(tokenKeyId)).size).toBe(1);
@@ -444,10 +448,10 @@ describe('EksClusterAccess caching', () => {
 
   it('with a 15 minute session re-assumes every 10 minutes', async () => {
     const a = access({ roleDurationSeconds: 900 });
-    const kc = await a.kubeConfig();
+    const ka = await a.kubeAccess();
     for (let i = 0; i < 6; i++) {
       nowMs += 10 * MIN;
-      await bearer(kc);
+      await bearer(ka);
     }
     expect(assumeCalls()).toHaveLength(7);
   });
@@ -456,13 +460,13 @@ describe('EksClusterAccess caching', () => {
 describe('EksClusterAccess when AWS fails', () => {
   it('keeps the last good session until it expires, backs off, and recovers', async () => {
     const a = access({ backoff: { initialMs: 10_000, maxMs: 60_000, random: () => 0 } });
-    const kc = await a.kubeConfig();
+    const ka = await a.kubeAccess();
     const good = await a.credentials();
 
     nowMs += 56 * MIN; // refresh due, 4 min of the session left
     sts.fail = stsFailure('AccessDenied', 'User: x is not authorized to perform: sts:AssumeRole');
     expect((await a.credentials()).accessKeyId).toBe(good.accessKeyId);
-    expect(tokenKeyId(await bearer(kc))).toBe(good.accessKeyId);
+    expect(tokenKeyId(await bearer(ka))).toBe(good.accessKeyId);
     expect(assumeCalls()).toHaveLength(2); // one failed call; the token request waited
     const err = a.health().lastError;
     expect(err).toMatchObject({ step: 'AssumeRole' });
@@ -486,7 +490,7 @@ describe('EksClusterAccess when AWS fails', () => {
     nowMs = good.expiration!.getTime();
     await expect(a.credentials()).rejects.toThrow(EksAccessError);
     const calls = assumeCalls().length;
-    await expect(bearer(kc)).rejects.toMatchObject({
+    await expect(bearer(ka)).rejects.toMatchObject({
       step: 'AssumeRole',
       code: 'AccessDenied',
     });
@@ -496,7 +500,7 @@ describe('EksClusterAccess when AWS fails', () => {
     nowMs += 60_000;
     const fresh = await a.credentials();
     expect(fresh.accessKeyId).not.toBe(good.accessKeyId);
-    expect(tokenKeyId(await bearer(kc))).toBe(fresh.accessKeyId);
+    expect(tokenKeyId(await bearer(ka))).toBe(fresh.accessKeyId);
     expect(a.health().lastError).toBeUndefined();
     expect(a.health().credentialsExpireAt?.getTime()).toBe(nowMs + 3600_000);
   });
@@ -504,35 +508,35 @@ describe('EksClusterAccess when AWS fails', () => {
   it('does not cache a failure forever when nothing was ever assumed', async () => {
     const a = access({ backoff: { initialMs: 1000, maxMs: 1000, random: () => 0 } });
     sts.fail = stsFailure('RegionDisabledException', 'STS is not activated in this region');
-    await expect(a.kubeConfig()).rejects.toThrow(
+    await expect(a.kubeAccess()).rejects.toThrow(
       `AssumeRole ${roleA} failed: RegionDisabledException: STS is not activated in this region; ` +
         `STS is not activated in ${REGION} for the hub's account; activate it or set another STS region`,
     );
-    await expect(a.kubeConfig()).rejects.toThrow(EksAccessError);
+    await expect(a.kubeAccess()).rejects.toThrow(EksAccessError);
     const during = assumeCalls().length;
     sts.fail = undefined;
     nowMs += 1000;
-    await a.kubeConfig();
+    await a.kubeAccess();
     expect(assumeCalls().length).toBe(during + 1);
     expect(a.health().lastError).toBeUndefined();
   });
 
   it('re-describes every 6 hours, keeps the old endpoint if that fails, re-describes after invalidateEndpoint()', async () => {
     const a = access({ backoff: { initialMs: 1000, maxMs: 1000, random: () => 0 } });
-    const kc = await a.kubeConfig();
+    const ka = await a.kubeAccess();
     nowMs += 6 * 60 * MIN;
     eks.fail = eksNotFound('follower-a');
-    expect(await a.kubeConfig()).toBe(kc); // scheduled refresh failed: old answer kept
+    expect(await a.kubeAccess()).toBe(ka); // scheduled refresh failed: old answer kept
     expect(describeCalls()).toHaveLength(2);
     expect(a.health().lastError?.step).toBe('DescribeCluster');
     eks.fail = undefined;
     nowMs += 1000;
-    expect(await a.kubeConfig()).toBe(kc);
+    expect(await a.kubeAccess()).toBe(ka);
     expect(describeCalls()).toHaveLength(3);
     expect(a.health().lastError).toBeUndefined();
 
     a.invalidateEndpoint(); // described just now: ignored
-    await a.kubeConfig();
+    await a.kubeAccess();
     expect(describeCalls()).toHaveLength(3);
 
     nowMs += 30_000;
@@ -540,13 +544,13 @@ describe('EksClusterAccess when AWS fails', () => {
       a.reportRequestError(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' })),
     ).toBe('endpoint');
     eks.fail = eksNotFound('follower-a');
-    await expect(a.kubeConfig()).rejects.toMatchObject({
+    await expect(a.kubeAccess()).rejects.toMatchObject({
       step: 'DescribeCluster',
       code: 'ResourceNotFoundException',
     });
     eks.fail = undefined;
     nowMs += 1000;
-    expect(await a.kubeConfig()).toBe(kc); // same endpoint and CA: same KubeConfig
+    expect(await a.kubeAccess()).toBe(ka); // same endpoint and CA: same access
     expect(describeCalls()).toHaveLength(5);
   });
 });
@@ -648,7 +652,7 @@ describe('EksClusterAccess error messages', () => {
 
   it.each(cases)('names the call and what to check for $name', async (c) => {
     const a = access(c.opts());
-    const err = await a.kubeConfig().then(
+    const err = await a.kubeAccess().then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -673,8 +677,8 @@ describe('EksClusterAccess error messages', () => {
     const a = access({
       cluster: { name: 'hub-own', region: REGION, roleArn: roleOwn, externalId: 'ext-own' },
     });
-    const kc = await a.kubeConfig();
-    expect(kc.getCurrentCluster()?.server).toBe('https://127.0.0.1:2');
+    const ka = await a.kubeAccess();
+    expect(ka.getCurrentCluster()?.server).toBe('https://127.0.0.1:2');
     expect(a.health().identityArn).toBe(
       `arn:aws:sts::${HUB}:assumed-role/mirrorhub-follower/mirrorhub-hub-test`,
     );

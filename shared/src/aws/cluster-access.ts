@@ -1,6 +1,6 @@
 // How the hub reaches one EKS follower: its own (base) credentials -> STS AssumeRole into the
-// follower's role -> EKS DescribeCluster (as that role) for endpoint and CA -> an in-memory
-// KubeConfig whose bearer token is minted from the assumed-role credentials per request.
+// follower's role -> EKS DescribeCluster (as that role) for endpoint and CA -> a KubeAccess
+// (no client-node) whose bearer token is minted from the assumed-role credentials per request.
 //
 // Every step is cached and refreshed before it runs out, and every failure is reported with the
 // call that failed and what to check, so a MirrorCluster's status can say it in one line:
@@ -20,7 +20,6 @@ import { hostname } from 'node:os';
 import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeAccess } from '../k8s/access.js';
 import { Backoff } from '../runtime/backoff.js';
 import {
@@ -165,7 +164,7 @@ interface Failure {
 }
 
 /**
- * The hub's access to one EKS follower. Cheap to call often: kubeConfig() and credentials()
+ * The hub's access to one EKS follower. Cheap to call often: kubeAccess() and credentials()
  * hit AWS only when something is due. Call destroy() when the MirrorCluster goes away.
  */
 export class EksClusterAccess {
@@ -186,7 +185,6 @@ export class EksClusterAccess {
 
   private creds: (Cached<AwsCredentials> & { identityArn?: string }) | undefined;
   private endpointCache: (Cached<EksClusterEndpoint> & { invalid: boolean }) | undefined;
-  private kc: { kc: KubeConfig; server: string; caPem: string } | undefined;
   private access: { access: KubeAccess; server: string; caPem: string } | undefined;
   private inflightAssume: Promise<AwsCredentials> | undefined;
   private inflightDescribe: Promise<EksClusterEndpoint> | undefined;
@@ -251,29 +249,10 @@ export class EksClusterAccess {
   }
 
   /**
-   * An in-memory KubeConfig for the follower. The same object is returned for as long as the
-   * endpoint and CA stay the same, so callers may build API clients and informers once: every
-   * request and watch (re)connect asks for a current bearer token.
-   */
-  async kubeConfig(): Promise<KubeConfig> {
-    const ep = await this.endpoint();
-    const cur = this.kc;
-    if (cur && cur.server === ep.server && cur.caPem === ep.caPem) return cur.kc;
-    const { kubeConfigForCluster } = await import('./eks-kubeconfig.js');
-    const kc = kubeConfigForCluster({
-      name: this.cluster.name,
-      server: ep.server,
-      caPem: ep.caPem,
-      token: () => this.bearerToken(),
-    });
-    this.kc = { kc, server: ep.server, caPem: ep.caPem };
-    return kc;
-  }
-
-  /**
-   * The lean counterpart of kubeConfig(), without client-node: a KubeAccess for the follower,
-   * the same object for as long as the endpoint and CA stay the same; every request asks for a
-   * current bearer token.
+   * How to reach the follower, without client-node: a KubeAccess with its endpoint and CA. The
+   * same object is returned for as long as the endpoint and CA stay the same, so callers may
+   * build REST clients and watches once: every request and watch (re)connect asks for a current
+   * bearer token. (Tests that need a client-node KubeConfig: testing/eks.ts, eksKubeConfig.)
    */
   async kubeAccess(): Promise<KubeAccess> {
     const ep = await this.endpoint();
@@ -342,7 +321,7 @@ export class EksClusterAccess {
 
   /**
    * The endpoint or CA did not work (TLS or connection failure): describe the cluster again on
-   * the next kubeConfig(), unless it was described less than `describeMinIntervalMs` ago.
+   * the next kubeAccess(), unless it was described less than `describeMinIntervalMs` ago.
    */
   invalidateEndpoint(): void {
     const e = this.endpointCache;

@@ -8,7 +8,6 @@ import {
   mintEksToken,
   type AwsCredentials,
 } from './eks-token.js';
-import { kubeConfigForCluster } from './eks-kubeconfig.js';
 
 const creds: AwsCredentials = {
   accessKeyId: 'AKIDEXAMPLE',
@@ -253,47 +252,6 @@ describe('EksTokenSource', () => {
     tick(2000);
     s.invalidate();
     expect(await s.getToken()).not.toBe(a);
-  });
-});
-
-describe('kubeConfigForCluster', () => {
-  it('puts a fresh bearer token on every request and keeps no secret in the config', async () => {
-    let n = 0;
-    const kc = kubeConfigForCluster({
-      name: 'prod-eu-1',
-      server: 'https://127.0.0.1:6443',
-      caPem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
-      token: async () => `tok-${++n}`,
-    });
-    const a: { headers?: Record<string, string> } = {};
-    const b: { headers?: Record<string, string> } = {};
-    await kc.applyToHTTPSOptions(a as never);
-    await kc.applyToHTTPSOptions(b as never);
-    expect(a.headers?.Authorization).toBe('Bearer tok-1');
-    expect(b.headers?.Authorization).toBe('Bearer tok-2');
-    expect(kc.getCurrentCluster()?.server).toBe('https://127.0.0.1:6443');
-    expect(Buffer.from(kc.getCurrentCluster()!.caData!, 'base64').toString()).toContain(
-      'BEGIN CERTIFICATE',
-    );
-    expect(kc.exportConfig()).not.toContain('tok-');
-  });
-
-  it('takes tokens from an EksTokenSource', async () => {
-    const s = new EksTokenSource({
-      clusterName: 'prod-eu-1',
-      region: 'eu-west-1',
-      credentials: creds,
-      now: () => T0,
-    });
-    const kc = kubeConfigForCluster({
-      name: 'prod-eu-1',
-      server: 'https://h',
-      caPem: 'x',
-      token: s,
-    });
-    const o: { headers?: Record<string, string> } = {};
-    await kc.applyToHTTPSOptions(o as never);
-    expect(o.headers?.Authorization).toBe(`Bearer ${PINNED}`);
   });
 });
 

@@ -216,8 +216,8 @@ export function bearerTokens(token: ClusterKubeConfigOptions['token']): () => Pr
 /**
  * A KubeAccess for the cluster, without client-node: the server, its CA, and a bearer token
  * from `token` set on every request (so a long-lived REST client or watch always sends a
- * current token). The lean counterpart of kubeConfigForCluster
- * (eks-kubeconfig.ts).
+ * current token). Tests wanting a client-node KubeConfig instead: kubeConfigForCluster
+ * (testing/eks.ts).
  */
 export function kubeAccessForCluster(opts: ClusterKubeConfigOptions): KubeAccess {
   const getToken = bearerTokens(opts.token);

@@ -1,9 +1,12 @@
-// The client-node variant of kubeAccessForCluster (eks-token.ts): an in-memory KubeConfig for an
-// EKS cluster. In its own module because importing client-node costs ~70 MB resident; the hub
-// uses kubeAccessForCluster, and EksClusterAccess.kubeConfig() loads this on demand.
+// client-node KubeConfigs for EKS clusters, for tests that drive a follower with client-node's
+// generated clients. Production reaches EKS with the lean KubeAccess of eks-token.ts
+// (kubeAccessForCluster, EksClusterAccess.kubeAccess()); this is the same access as a
+// KubeConfig, and lives here because importing client-node costs ~70 MB resident.
 import { KubeConfig } from '@kubernetes/client-node';
 import type { User } from '@kubernetes/client-node';
-import { bearerTokens, type ClusterKubeConfigOptions } from './eks-token.js';
+import type { EksClusterAccess } from '../aws/cluster-access.js';
+import { bearerTokens, type ClusterKubeConfigOptions } from '../aws/eks-token.js';
+import type { KubeAccess } from '../k8s/access.js';
 
 const AUTH_PROVIDER_NAME = 'mirrorhub-eks-token';
 
@@ -42,4 +45,30 @@ export function kubeConfigForCluster(opts: ClusterKubeConfigOptions): KubeConfig
     currentContext: opts.name,
   });
   return kc;
+}
+
+/**
+ * A KubeConfig for the follower an EksClusterAccess reaches: its endpoint and CA, and on every
+ * request the bearer token its kubeAccess() would send (so refreshes, re-assumed roles and
+ * invalidations are exactly production's). A new KubeConfig per call; production's caching is
+ * kubeAccess()'s.
+ */
+export async function eksKubeConfig(access: EksClusterAccess): Promise<KubeConfig> {
+  const { server, caPem } = await access.endpoint();
+  const lean = await access.kubeAccess();
+  return kubeConfigForCluster({
+    name: access.cluster.name,
+    server,
+    caPem,
+    token: () => bearerOf(lean),
+  });
+}
+
+/** The bearer token `access` puts on a request. */
+export async function bearerOf(access: KubeAccess): Promise<string> {
+  const opts: { headers?: Record<string, string> } = {};
+  await access.applyToHTTPSOptions(opts);
+  const header = opts.headers?.Authorization ?? '';
+  if (!header.startsWith('Bearer ')) throw new Error('the access sent no bearer token');
+  return header.slice('Bearer '.length);
 }
