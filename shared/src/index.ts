@@ -1,4 +1,9 @@
-// AWS/EKS is not re-exported here: it loads the AWS SDK (~20 MB); use '@mirrorhub/shared/aws/index'.
+// @mirrorhub/shared: safe to import from production code by construction. It re-exports only
+// modules that load neither @kubernetes/client-node nor the AWS SDK, and nothing for tests
+// (imports.test.ts checks all three).
+// - AWS/EKS (~20 MB of AWS SDK): '@mirrorhub/shared/aws/index', loaded on demand.
+// - Fakes, the HTTP stub, client-node helpers for integration suites:
+//   '@mirrorhub/shared/testing/index', for tests only.
 export * from './api/index.js';
 export * from './mirror/index.js';
 export * from './runtime/index.js';

@@ -1,11 +1,11 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { ApiException, KubeConfig } from '@kubernetes/client-node';
-import { afterEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../runtime/clock.js';
+// The error predicates (rest.ts) and errorMessage (runtime/errors.ts) take client-node's
+// ApiException as well as our own errors: code that still calls client-node (tests, the exec
+// plugin path) gets the same answers. client-node is only loaded by this test.
+import { ApiException } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
 import { errorMessage } from '../runtime/errors.js';
+import { K8sHttpError } from './listwatch.js';
 import {
-  applyStatus,
   isAlreadyExists,
   isConflict,
   isForbidden,
@@ -13,14 +13,7 @@ import {
   isNotFound,
   isRetriable,
   isUnauthorized,
-  makeClients,
-  mergePatchStatus,
-  objectKey,
-  retryOnConflict,
-  splitKey,
-} from './client.js';
-import { K8sHttpError } from './listwatch.js';
-import { FIELD_MANAGER } from '../contract.js';
+} from './rest.js';
 
 function apiErr(code: number, reason?: string, message = 'x'): ApiException<string> {
   return new ApiException(
@@ -68,148 +61,5 @@ describe('error predicates', () => {
     expect(errorMessage(apiErr(409, 'Conflict', 'the object has been modified'))).toBe(
       '409 Conflict: the object has been modified',
     );
-  });
-});
-
-describe('retryOnConflict', () => {
-  it.each([
-    { name: 'succeeds first time', failures: [], calls: 1, ok: true },
-    { name: 'retries conflicts', failures: [409, 409], calls: 3, ok: true },
-    { name: 'gives up after steps', failures: [409, 409, 409, 409, 409, 409], calls: 5, ok: false },
-    { name: 'does not retry other errors', failures: [500], calls: 1, ok: false },
-    { name: 'does not retry AlreadyExists', failures: ['exists'], calls: 1, ok: false },
-  ])('$name', async ({ failures, calls, ok }) => {
-    const clock = new FakeClock();
-    let n = 0;
-    const p = retryOnConflict(
-      async () => {
-        const f = failures[n++];
-        if (f === 'exists') throw apiErr(409, 'AlreadyExists');
-        if (f !== undefined) throw apiErr(f as number, f === 409 ? 'Conflict' : 'InternalError');
-        return 'done';
-      },
-      { clock, random: () => 0 },
-    );
-    const settled = p.then(
-      (v) => ({ ok: true, v }),
-      (e: unknown) => ({ ok: false, e }),
-    );
-    for (let i = 0; i < 10; i++) await clock.tick();
-    expect((await settled).ok).toBe(ok);
-    expect(n).toBe(calls);
-  });
-});
-
-describe('keys', () => {
-  it.each([
-    [{ metadata: { name: 'a', namespace: 'ns' } }, 'ns/a'],
-    [{ metadata: { name: 'cluster-scoped' } }, 'cluster-scoped'],
-  ])('objectKey(%j) = %s and back', (obj, key) => {
-    expect(objectKey(obj)).toBe(key);
-    expect(splitKey(key)).toEqual(obj.metadata);
-  });
-});
-
-describe('status patches send the right Content-Type', () => {
-  let server: http.Server | undefined;
-  afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
-
-  async function capture(): Promise<{
-    kc: KubeConfig;
-    seen: { method?: string; url?: string; type?: string; body: string }[];
-  }> {
-    const seen: { method?: string; url?: string; type?: string; body: string }[] = [];
-    server = http.createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        seen.push({ method: req.method, url: req.url, type: req.headers['content-type'], body });
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            apiVersion: 'mirrorhub.io/v1alpha1',
-            kind: 'SecretMirror',
-            metadata: { name: 'm' },
-          }),
-        );
-      });
-    });
-    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
-    const port = (server?.address() as AddressInfo).port;
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
-      currentContext: 'c',
-    });
-    return { kc, seen };
-  }
-
-  const ref = {
-    group: 'mirrorhub.io',
-    version: 'v1alpha1',
-    plural: 'secretmirrors',
-    namespace: 'team-a',
-    name: 'm',
-  };
-
-  it('JSON merge patch for mergePatchStatus', async () => {
-    const { kc, seen } = await capture();
-    const { custom } = makeClients(kc);
-    await mergePatchStatus(
-      custom,
-      ref,
-      { phase: 'Active' },
-      { fieldManager: FIELD_MANAGER.hub, resourceVersion: '42' },
-    );
-    expect(seen[0]).toMatchObject({ method: 'PATCH', type: 'application/merge-patch+json' });
-    expect(seen[0]?.url).toBe(
-      '/apis/mirrorhub.io/v1alpha1/namespaces/team-a/secretmirrors/m/status?fieldManager=mirrorhub-hub',
-    );
-    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({
-      status: { phase: 'Active' },
-      metadata: { resourceVersion: '42' },
-    });
-  });
-
-  it('server-side apply for applyStatus, cluster-scoped too', async () => {
-    const { kc, seen } = await capture();
-    const { custom } = makeClients(kc);
-    const { namespace: _ns, ...clusterRef } = ref;
-    await applyStatus(
-      custom,
-      { ...clusterRef, plural: 'clustersecretmirrors' },
-      { phase: 'Error' },
-      {
-        fieldManager: FIELD_MANAGER.hub,
-        apiVersion: 'mirrorhub.io/v1alpha1',
-        kind: 'ClusterSecretMirror',
-      },
-    );
-    expect(seen[0]).toMatchObject({ method: 'PATCH', type: 'application/apply-patch+yaml' });
-    expect(seen[0]?.url).toBe(
-      '/apis/mirrorhub.io/v1alpha1/clustersecretmirrors/m/status?fieldManager=mirrorhub-hub&force=true',
-    );
-    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({
-      apiVersion: 'mirrorhub.io/v1alpha1',
-      kind: 'ClusterSecretMirror',
-      metadata: { name: 'm' },
-      status: { phase: 'Error' },
-    });
-  });
-
-  it('does not leak the override into later calls on the same client', async () => {
-    const { kc, seen } = await capture();
-    const { custom } = makeClients(kc);
-    await mergePatchStatus(custom, ref, { phase: 'Active' }, { fieldManager: 'x' });
-    await custom.patchNamespacedCustomObjectStatus({
-      ...ref,
-      body: [{ op: 'add', path: '/status/x', value: 1 }],
-    });
-    expect(seen.map((s) => s.type)).toEqual([
-      'application/merge-patch+json',
-      'application/json-patch+json',
-    ]);
   });
 });

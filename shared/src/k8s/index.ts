@@ -1,7 +1,7 @@
+// The lean Kubernetes access every controller uses: none of these modules loads
+// @kubernetes/client-node (imports.test.ts checks). Fakes for tests: @mirrorhub/shared/testing/index.
 export * from './access.js';
-export * from './client.js';
 export * from './events.js';
-export * from './fake.js';
 export * from './listwatch.js';
 export * from './rest.js';
 export * from './watcher.js';

@@ -14,7 +14,7 @@ import {
   type WatchCallbacks,
   type WatchEvent,
   type WatchOptions,
-} from './listwatch.js';
+} from '../k8s/listwatch.js';
 
 export interface FakeWatch<T> {
   opts: WatchOptions;

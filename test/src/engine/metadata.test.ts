@@ -3,7 +3,7 @@
 // (data, its marks, the template's labels and annotations) are always restored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { mergePatchOptions } from '@mirrorhub/shared';
+import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   deliveryName,
   legacyDeliveryName,
-  mergePatchOptions,
   type MirrorDelivery,
   type MirrorIdentity,
 } from '@mirrorhub/shared';
+import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { Engine, secretMirror, SYSTEM_NS } from '../support/engine.js';
 import { consistently, eventually } from '../support/eventually.js';

@@ -3,7 +3,7 @@
 // and a template change, while mirrorhub's own fields come back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { mergePatchOptions } from '@mirrorhub/shared';
+import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { eventually } from '../support/eventually.js';
 import { clusterSecretMirror, FOLLOWERS, HUB, MultiCluster } from '../support/multicluster.js';

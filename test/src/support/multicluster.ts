@@ -36,13 +36,13 @@ import {
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import {
   createLogger,
-  mergePatchOptions,
   type ClusterSecretMirror,
   type Logger,
   type MirrorCluster,
   type MirrorClusterSpec,
   type SecretMirror,
 } from '@mirrorhub/shared';
+import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { chartsDir, installCrds } from './crds.js';
 import { isolatedHelm } from './helm.js';

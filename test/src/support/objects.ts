@@ -8,11 +8,11 @@ import {
 } from '@kubernetes/client-node';
 
 import {
-  mergePatchOptions,
   type ClusterSecretMirror,
   type MirrorDelivery,
   type SecretMirror,
 } from '@mirrorhub/shared';
+import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { eventually } from './eventually.js';
 

@@ -1,5 +1,6 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { FakeListerWatcher, settle, Watcher, type ResolvedSource } from '@mirrorhub/shared';
+import { settle, Watcher, type ResolvedSource } from '@mirrorhub/shared';
+import { FakeListerWatcher } from '@mirrorhub/shared/testing/index';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceWatches, sourceKey } from './sources.js';
 
