@@ -1,40 +1,75 @@
-// What a process pays for importing shared. @kubernetes/client-node (~70 MB resident: its whole
-// generated API) and the AWS SDK (~20 MB) may only be reached, by static imports, from the
-// modules that really use them (k8s/client, k8s/fake and aws/*; the root re-exports k8s/ but
-// not aws/). Everything a controller needs at run time — the lean API access, REST client, Events,
-// list/watch, work queue, leader election, logging, metrics — must not load either.
-import { resolve } from 'node:path';
+// What a process pays for importing shared, and what production may import at all.
+// @kubernetes/client-node (~70 MB resident: its whole generated API) and the AWS SDK (~20 MB) may
+// only be reached, by static imports, from the modules that really use them (aws/* and the test
+// helpers under testing/). The package root re-exports only lean modules, so anything a
+// controller imports from '@mirrorhub/shared' is lean by construction; test helpers live under
+// testing/ ('@mirrorhub/shared/testing/index') and no production file of shared, hub or agent
+// reaches them.
+import { join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-import { heavyChains } from './testing/import-graph.js';
+import { heavyChains, sources, testingChains, TESTING_DIR } from './testing/import-graph.js';
 
 const SRC = new URL('.', import.meta.url).pathname;
+const REPO = resolve(SRC, '../..');
+
+/** Production sources of shared, hub and agent: tests and shared's testing/ excluded. */
+const production = ['shared/src', 'hub/src', 'agent/src']
+  .flatMap((dir) => sources(join(REPO, dir)))
+  .filter((f) => !f.startsWith(TESTING_DIR + sep));
 
 describe('shared imports', () => {
+  it('the package root loads neither client-node nor the AWS SDK', () => {
+    expect(heavyChains(resolve(SRC, 'index.ts'))).toEqual([]);
+  });
+
+  it('the package root reaches nothing under testing/', () => {
+    expect(testingChains(resolve(SRC, 'index.ts'))).toEqual([]);
+  });
+
   it.each([
     'runtime/index',
+    'k8s/index',
     'k8s/access',
     'k8s/rest',
     'k8s/events',
+    'k8s/yaml',
     'controller/index',
     'contract',
     'k8s/listwatch',
     'k8s/watcher',
     'k8s/workqueue',
     'mirror/index',
-    'api/helpers',
+    'api/index',
   ])('%s loads neither client-node nor the AWS SDK', (mod) => {
     expect(heavyChains(resolve(SRC, `${mod}.ts`))).toEqual([]);
   });
 
-  it('the package root loads client-node but not the AWS SDK (that is aws/index)', () => {
-    const chains = heavyChains(resolve(SRC, 'index.ts'));
-    expect(chains.filter((c) => !c.endsWith('@kubernetes/client-node'))).toEqual([]);
+  it.each(production.map((f) => [relative(REPO, f), f]))(
+    '%s reaches nothing under shared/src/testing',
+    (_, file) => {
+      expect(testingChains(file)).toEqual([]);
+    },
+  );
+
+  it('the production list covers shared, hub and agent, and leaves testing/ out', () => {
+    const listed = production.map((f) => relative(REPO, f));
+    expect(listed).toContain('shared/src/index.ts');
+    expect(listed).toContain('hub/src/main.ts');
+    expect(listed).toContain('agent/src/main.ts');
+    expect(listed.filter((f) => f.startsWith('shared/src/testing/'))).toEqual([]);
   });
 
-  it('the check sees a heavy import through re-exports', () => {
+  it('the checks see a heavy import and a test helper through re-exports', () => {
     expect(heavyChains(resolve(SRC, 'aws/index.ts')).join('\n')).toMatch(
       /cluster-access\.ts -> @aws-sdk\/client-eks/,
     );
+    expect(heavyChains(resolve(SRC, 'testing/index.ts')).join('\n')).toMatch(
+      /testing\/client-node\.ts -> @kubernetes\/client-node/,
+    );
+    // A test file importing the fake is seen (tests may; production may not).
+    expect(testingChains(resolve(SRC, 'k8s/watcher.test.ts'))).toEqual([
+      'shared/src/testing/fake.ts',
+    ]);
   });
 });

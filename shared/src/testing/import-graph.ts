@@ -1,8 +1,9 @@
 // What a process pays for its static imports. @kubernetes/client-node (~70 MB resident: its whole
-// generated API) and the AWS SDK (~20 MB) must only be loaded on demand by hub and agent; the
-// import tests of shared, hub and agent walk the static import graph with this one walker.
+// generated API) and the AWS SDK (~20 MB) must only be loaded on demand by hub and agent, and
+// nothing of shared's testing/ folder may be reached from production code at all; the import
+// tests of shared, hub and agent walk the import graph with these walkers.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const SHARED_SRC = resolve(dirname(new URL(import.meta.url).pathname), '..');
 const REPO = resolve(SHARED_SRC, '../..');
@@ -14,6 +15,9 @@ export const HEAVY: readonly RegExp[] = [
   /^@smithy\//,
   /^@aws-crypto\//,
 ];
+
+/** shared's test helpers (this folder): for tests only. */
+export const TESTING_DIR = dirname(new URL(import.meta.url).pathname);
 
 /** The .ts sources of a folder, tests excluded. */
 export function sources(dir: string): string[] {
@@ -33,6 +37,15 @@ export function sources(dir: string): string[] {
 function valueImports(text: string): string[] {
   const out: string[] = [];
   for (const m of text.matchAll(/^(?:import|export)\s+(?!type\s)[^;]*?from\s+'([^']+)'/gms)) {
+    out.push(m[1]!);
+  }
+  return out;
+}
+
+/** Every import, also `import type`, `export ... from` and `import('...')`. */
+function anyImports(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)'([^']+)'/gm)) {
     out.push(m[1]!);
   }
   return out;
@@ -60,6 +73,28 @@ export function heavyChains(file: string): string[] {
       }
       const next = resolveOurs(f, spec);
       if (next && existsSync(next)) visit(next, [...chain, relative(REPO, next)]);
+    }
+  };
+  visit(file, []);
+  return found;
+}
+
+/**
+ * Every way `file` reaches shared's testing/ folder, by any import (types and dynamic imports
+ * too: production code never depends on test code), followed through our own modules.
+ */
+export function testingChains(file: string): string[] {
+  const found: string[] = [];
+  const seen = new Set<string>();
+  const visit = (f: string, chain: string[]) => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const spec of anyImports(readFileSync(f, 'utf8'))) {
+      const next = resolveOurs(f, spec);
+      if (!next) continue;
+      const step = [...chain, relative(REPO, next)];
+      if (next.startsWith(TESTING_DIR + sep)) found.push(step.join(' -> '));
+      else if (existsSync(next)) visit(next, step);
     }
   };
   visit(file, []);
