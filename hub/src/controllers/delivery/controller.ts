@@ -345,8 +345,14 @@ export class ClusterConnection {
       deliveries.onEvent((e) => this.watcherEvent(e, this.writtenDelivery, this.deletedDelivery)),
       payloads.onEvent((e) => this.watcherEvent(e, this.writtenPayload, this.deletedPayload)),
     );
-    this.reconciler.watch(deliveries, route(this.writtenDelivery, this.deletedDelivery));
-    this.reconciler.watch(payloads, route(this.writtenPayload, this.deletedPayload));
+    this.reconciler.watch<MirrorDelivery>(
+      deliveries,
+      route(this.writtenDelivery, this.deletedDelivery),
+    );
+    this.reconciler.watch<KubernetesObject>(
+      payloads,
+      route(this.writtenPayload, this.deletedPayload),
+    );
     const synced = await new Promise<boolean>((resolve) => {
       signal.addEventListener('abort', () => resolve(false), { once: true });
       this.reconciler.synced().then(

@@ -37,7 +37,7 @@ import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import { EventRecorder, Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
-import { ClusterConnection } from '../../clusters/connection.js';
+import { ClusterConnection } from '../delivery/controller.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
 import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../../names.js';
@@ -285,7 +285,7 @@ export class MirrorController {
     const conn = new ClusterConnection({
       target,
       originCluster: this.opts.originCluster,
-      logger: childLogger(this.opts.logger, { controller: 'deliveries', cluster: target.name }),
+      logger: childLogger(this.opts.logger, { controller: 'delivery', cluster: target.name }),
       metrics: this.opts.metrics,
       ...(this.opts.deliveryConcurrency ? { concurrency: this.opts.deliveryConcurrency } : {}),
       ...(this.opts.unreachableAfterMs !== undefined
