@@ -1,5 +1,5 @@
 // What the delivery controller caches of namespaces and copies, and how it keeps that small:
-// the watchers' transforms keep only the fields the controller reads (see controller.ts's
+// the watchers' transforms keep only the fields the controller reads (see watches.ts's
 // header), and equal strings and mark maps are shared between objects.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
