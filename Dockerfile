@@ -49,7 +49,9 @@ COPY agent/tsconfig.json agent/
 COPY shared/src shared/src
 COPY hub/src hub/src
 COPY agent/src agent/src
-RUN ./node_modules/.bin/tsc -b hub agent
+# Test helpers (shared/src/testing: fakes, client-node glue) are compiled with shared but loaded
+# by no production module (shared/src/imports.test.ts proves it); they do not ship.
+RUN ./node_modules/.bin/tsc -b hub agent && rm -rf shared/dist/testing
 
 # ---- prod: production dependencies only, plus the compiled output ----------------------------
 FROM manifests AS prod
