@@ -80,6 +80,31 @@ describe('Reconciler', () => {
     await term2;
   });
 
+  it('a term that begins while the last one winds down waits for it, then runs', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const seen: string[] = [];
+    const r = new Reconciler({
+      name: 'overlap',
+      logger,
+      metrics: createMetrics({ component: 'agent', defaultMetrics: false }),
+      reconcile: (key) => {
+        seen.push(key);
+        return key === 'slow' ? held : Promise.resolve();
+      },
+    });
+    const first = new AbortController();
+    const term1 = r.run(first.signal, { keys: () => ['slow'] });
+    await expect.poll(() => seen).toEqual(['slow']);
+    first.abort(); // leadership lost: term 1 waits for 'slow'
+    const term2 = r.run(new AbortController().signal, { keys: () => ['next'] });
+    release();
+    await term1;
+    await expect.poll(() => seen).toEqual(['slow', 'next']);
+    await r.stop();
+    await term2;
+  });
+
   it('sums the queues of reconcilers sharing a name (one per cluster) in the gauges', async () => {
     const metrics = createMetrics({ component: 'hub', defaultMetrics: false });
     let release!: () => void;

@@ -123,7 +123,10 @@ export class Reconciler {
     signal: AbortSignal,
     opts: { prepare?(signal: AbortSignal): Promise<void>; keys?(): Iterable<string> } = {},
   ): Promise<void> {
-    if (signal.aborted || this.stopped || this.running) return;
+    // A term that begins while the last one still winds down (its reconciles in flight) waits
+    // for it: never two at once, and never a term that silently does nothing.
+    while (this.running) await this.running;
+    if (signal.aborted || this.stopped) return;
     const both = AbortSignal.any([signal, this.lifetime.signal]);
     const queue = this.queue;
     let done!: () => void;
