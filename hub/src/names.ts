@@ -12,9 +12,6 @@ export const HASH_KEY_FIELD = 'key';
 /** Default Lease name for leader election. */
 export const DEFAULT_LEASE_NAME = 'mirrorhub-hub';
 
-/** Events are reported as coming from this component. */
-export const EVENT_COMPONENT = 'mirrorhub-hub';
-
 /**
  * Work-queue key of a mirror: `SecretMirror/<ns>/<name>` or `ClusterSecretMirror//<name>` (the
  * same string as the mirrorhub.io/mirror annotation).

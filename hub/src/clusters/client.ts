@@ -4,12 +4,7 @@
 // that cluster's queue) forever. Clients made here abort every request after `timeoutMs`, and
 // `withDeadline` turns the abort into an error that says so.
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import {
-  CONTENT_TYPE,
-  customObjectPath,
-  RestClient,
-  type CustomObjectRef,
-} from '@mirrorhub/shared/k8s/rest';
+import { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { USER_AGENT } from '@mirrorhub/shared/contract';
 
 /** Default deadline of one request to a cluster. */
@@ -58,21 +53,4 @@ export function isAbort(err: unknown): boolean {
 
 function formatMs(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
-/**
- * JSON merge patch of `.status` through the status subresource. Only the fields present in
- * `status` change; `null` deletes a field. Returns the updated object.
- */
-export function mergePatchStatus<T = unknown>(
-  rest: RestClient,
-  ref: CustomObjectRef,
-  status: Record<string, unknown>,
-  opts: { fieldManager: string; resourceVersion?: string },
-): Promise<T> {
-  const body: Record<string, unknown> = { status };
-  if (opts.resourceVersion) body['metadata'] = { resourceVersion: opts.resourceVersion };
-  return rest.patch<T>(customObjectPath(ref, true), body, CONTENT_TYPE.merge, {
-    fieldManager: opts.fieldManager,
-  });
 }

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../runtime/clock.js';
 import { createMetrics } from '../runtime/metrics.js';
-import { FakeListerWatcher } from '../k8s/fake.js';
+import { FakeListerWatcher } from '../testing/fake.js';
 import { Watcher } from '../k8s/watcher.js';
 import { Reconciler } from './reconciler.js';
 
@@ -11,6 +11,21 @@ const logger = pino({ level: 'silent' });
 
 function cm(name: string): V1ConfigMap {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns' } };
+}
+
+/** A reconciler that notes the keys it reconciles in `seen`. */
+function recording(name: string): { r: Reconciler; seen: string[] } {
+  const seen: string[] = [];
+  const r = new Reconciler({
+    name,
+    logger,
+    metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
+    reconcile: (key) => {
+      seen.push(key);
+      return Promise.resolve();
+    },
+  });
+  return { r, seen };
 }
 
 describe('Reconciler', () => {
@@ -47,17 +62,33 @@ describe('Reconciler', () => {
     await r.stop();
   });
 
-  it('runs per term: keys added between terms wait, each term starts with its keys', async () => {
-    const seen: string[] = [];
-    const r = new Reconciler({
-      name: 'terms',
-      logger,
-      metrics: createMetrics({ component: 'agent', defaultMetrics: false }),
-      reconcile: (key) => {
-        seen.push(key);
-        return Promise.resolve();
-      },
+  it('unwatch stops a watcher and its routing; synced() no longer waits for it', async () => {
+    const { r, seen } = recording('unwatched');
+    const kept = new FakeListerWatcher<V1ConfigMap>();
+    const dropped = new FakeListerWatcher<V1ConfigMap>();
+    const route = (prefix: string) => ({
+      onAdd: (o: V1ConfigMap) => r.add(`${prefix}/${o.metadata?.name}`),
     });
+    r.watch(new Watcher<V1ConfigMap>({ resource: 'kept', listerWatcher: kept }), route('kept'));
+    const w = r.watch(
+      new Watcher<V1ConfigMap>({ resource: 'dropped', listerWatcher: dropped }),
+      route('dropped'),
+    );
+    await r.synced();
+    r.start();
+    await r.unwatch(w);
+    await r.unwatch(w); // once is enough
+    dropped.create(cm('late'));
+    kept.create(cm('a'));
+    await expect.poll(() => seen).toEqual(['kept/a']);
+    expect(w.hasSynced()).toBe(true);
+    await r.synced();
+    await r.stop();
+    await r.unwatch(w); // after stop: nothing left to do
+  });
+
+  it('runs per term: keys added between terms wait, each term starts with its keys', async () => {
+    const { r, seen } = recording('terms');
     const first = new AbortController();
     const prepared: string[] = [];
     const term1 = r.run(first.signal, {

@@ -5,7 +5,8 @@
 // lifecycle.
 //
 // Lifecycle: `watch()` registers and starts a watcher (instrumented: relists, restarts and event
-// counts are logged and counted); `synced()` resolves once every watcher listed. `run(signal)`
+// counts are logged and counted), `unwatch()` ends one needed only for a while (e.g. a watch of
+// one Secret an object refers to); `synced()` resolves once every watcher listed. `run(signal)`
 // processes keys until the signal aborts (a leadership term, or the process's life) and then
 // waits for the reconciles in flight; `start()` is `run` for the controller's whole life. Keys
 // added while no run is active wait for the next one. `stop()` ends it all.
@@ -51,6 +52,8 @@ export class Reconciler {
   private readonly clock: Clock;
   private readonly watchers: Watcher<KubernetesObject>[] = [];
   private readonly unsubscribe: (() => void)[] = [];
+  /** Per watcher, what `watch()` registered on it (for `unwatch()`). */
+  private readonly routes = new Map<Watcher<KubernetesObject>, () => void>();
   private readonly lifetime = new AbortController();
   private queue: WorkQueue;
   private running: Promise<void> | undefined;
@@ -66,22 +69,45 @@ export class Reconciler {
   /** Route `w`'s changes with `routing`, instrument it and start it. Returns `w`. */
   watch<T extends KubernetesObject>(w: Watcher<T>, routing: WatchRouting<T> = {}): Watcher<T> {
     const { onListed, ...handlers } = routing;
-    this.unsubscribe.push(
+    const subscriptions = [
       instrumentWatcher(w, { logger: this.opts.logger, metrics: this.opts.metrics }),
-    );
+    ];
     if (onListed) {
-      this.unsubscribe.push(
+      subscriptions.push(
         w.onEvent((e) => {
           if (e.type === 'listed') onListed();
         }),
       );
     }
     if (handlers.onAdd || handlers.onUpdate || handlers.onDelete) {
-      this.unsubscribe.push(w.addHandler(handlers));
+      subscriptions.push(w.addHandler(handlers));
     }
+    let routed = true;
+    const unroute = () => {
+      if (!routed) return;
+      routed = false;
+      for (const u of subscriptions) u();
+    };
+    this.unsubscribe.push(unroute);
+    this.routes.set(w as unknown as Watcher<KubernetesObject>, unroute);
     this.watchers.push(w as unknown as Watcher<KubernetesObject>);
     w.start();
     return w;
+  }
+
+  /**
+   * Stop routing `w`'s changes and stop it: a watch needed only for a while. Keys it queued
+   * stay queued. A watcher this reconciler does not hold is left alone.
+   */
+  async unwatch<T extends KubernetesObject>(w: Watcher<T>): Promise<void> {
+    const held = w as unknown as Watcher<KubernetesObject>;
+    const unroute = this.routes.get(held);
+    if (!unroute) return;
+    this.routes.delete(held);
+    unroute();
+    remove(this.unsubscribe, unroute);
+    remove(this.watchers, held);
+    await w.stop();
   }
 
   /** Resolves once every watcher has listed (rejects if one is stopped first). */
@@ -189,6 +215,11 @@ export class Reconciler {
     observeQueue(metrics, name, queue);
     return queue;
   }
+}
+
+function remove<T>(list: T[], item: T): void {
+  const i = list.indexOf(item);
+  if (i >= 0) list.splice(i, 1);
 }
 
 // Reconcilers that share a name (one controller, one reconciler per cluster) are one controller

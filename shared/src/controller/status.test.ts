@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../runtime/clock.js';
 import { createMetrics } from '../runtime/metrics.js';
@@ -86,6 +87,34 @@ describe('StatusWriter', () => {
     );
   });
 
+  it('records Events as its field manager from `reportingInstance` without a recorder', async () => {
+    api.reply = (r) =>
+      r.url.includes('/events')
+        ? { status: 201, body: {} }
+        : { status: 200, body: thing('2', { phase: 'Error' }) };
+    const own = new StatusWriter<Thing>({
+      rest,
+      pathOf: () => PATH,
+      keyOf: () => 'ns/t',
+      fieldManager: 'mirrorhub-agent',
+      reportingInstance: 'agent-0',
+      metrics,
+      clock,
+    });
+    await own.writeStatus(thing('1', { phase: 'Active' }), { phase: 'Error' }, [
+      { type: 'Warning', reason: 'Error', message: 'source missing' },
+    ]);
+    expect(api.requests[1]!.json).toMatchObject({
+      reportingController: 'mirrorhub-agent',
+      reportingInstance: 'agent-0',
+      reason: 'Error',
+      regarding: { kind: 'Thing', name: 't', namespace: 'ns' },
+    });
+    expect(await metrics.render()).toContain(
+      'mirrorhub_writes_total{kind="Event",verb="create",component="hub"} 1',
+    );
+  });
+
   it('shadows the cache with our write until the watch shows it', async () => {
     api.reply = () => ({ status: 200, body: thing('2', { phase: 'Active' }) });
     const cached = thing('1', { phase: 'Pending' });
@@ -115,6 +144,35 @@ describe('StatusWriter', () => {
     expect(api.requests[1]!.json).toEqual({
       metadata: { finalizers: ['other'], resourceVersion: '2' },
     });
+  });
+
+  it('logs a changed summary at info with its detail, an unchanged one at debug', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      { level: 'debug' },
+      { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+    );
+    const logged = new StatusWriter<Thing>({
+      rest,
+      pathOf: () => PATH,
+      keyOf: () => 'ns/t',
+      fieldManager: 'mirrorhub-hub',
+      logger,
+      summary: (s) => ({ phase: s?.phase }),
+      detail: (s) => ({ message: s?.message }),
+    });
+    api.reply = () => ({ status: 200, body: thing('2', { phase: 'Error', message: 'gone' }) });
+    await logged.writeStatus(thing('1', { phase: 'Active' }), { phase: 'Error', message: 'gone' });
+    await logged.writeStatus(thing('2', { phase: 'Error', message: 'gone' }), {
+      phase: 'Error',
+      message: 'still gone',
+    });
+    expect(
+      lines.map(({ level, msg, phase, message, from }) => [level, msg, phase, message, from]),
+    ).toEqual([
+      [30, 'status changed', 'Error', 'gone', { phase: 'Active' }],
+      [20, 'status updated', 'Error', undefined, undefined],
+    ]);
   });
 
   it('a gone object is undefined; a concurrent change says so; both are counted', async () => {

@@ -19,7 +19,7 @@ import { httpStatusOf } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { equalIgnoringTime, mergePatchBody } from '../mirror/status.js';
 import { CONTENT_TYPE, isConflict, isNotFound, type RestClient } from '../k8s/rest.js';
-import type { ControllerEvent, EventRecorder } from './events.js';
+import { EventRecorder, type ControllerEvent } from './events.js';
 import { WriteOverlay } from './overlay.js';
 
 /** What the writers count into; a subset of ControllerMetrics. */
@@ -53,12 +53,23 @@ export interface StatusWriterOptions<T extends WritableObject> {
   metrics?: WriteMetrics | undefined;
   /** Records the Events passed to `writeStatus` (none when undefined). */
   events?: EventRecorder | undefined;
+  /**
+   * Without `events`: record them with a recorder of the writer's own, reporting as
+   * `fieldManager` (reportingController) from this instance (reportingInstance, e.g. the pod
+   * name), with the writer's client, logger, metrics and clock.
+   */
+  reportingInstance?: string | undefined;
   logger?: Logger | undefined;
   /**
    * What to log when a status changes, e.g. `{ phase }`: an info line is written when it
    * differs from the previous status's summary, a debug line otherwise.
    */
   summary?(status: T['status']): Record<string, unknown>;
+  /**
+   * Logged with the info line of a changed summary, not compared: what explains the change
+   * (e.g. `{ message }`).
+   */
+  detail?(status: T['status']): Record<string, unknown>;
   /** The object as the cache holds it (e.g. without managedFields), to shadow the cache with. */
   asCached?(obj: T): T;
   clock?: Clock | undefined;
@@ -68,9 +79,22 @@ export class StatusWriter<T extends WritableObject> {
   private readonly overlay = new WriteOverlay<T>();
   private readonly writtenAt = new Map<string, number>();
   private readonly clock: Clock;
+  private readonly events: EventRecorder | undefined;
 
   constructor(private readonly opts: StatusWriterOptions<T>) {
     this.clock = opts.clock ?? realClock;
+    this.events =
+      opts.events ??
+      (opts.reportingInstance === undefined
+        ? undefined
+        : new EventRecorder({
+            rest: opts.rest,
+            controller: opts.fieldManager,
+            instance: opts.reportingInstance,
+            logger: opts.logger,
+            metrics: opts.metrics,
+            clock: this.clock,
+          }));
   }
 
   // ---- what the watch tells us ---------------------------------------------------------------
@@ -125,7 +149,7 @@ export class StatusWriter<T extends WritableObject> {
     });
     if (!updated) return undefined;
     this.logChange(obj, prev, next);
-    if (this.opts.events) for (const e of events) await this.opts.events.record(updated, e);
+    if (this.events) for (const e of events) await this.events.record(updated, e);
     return updated;
   }
 
@@ -189,7 +213,7 @@ export class StatusWriter<T extends WritableObject> {
     if (JSON.stringify(before) === JSON.stringify(after)) {
       log.debug({ key, ...after }, 'status updated');
     } else {
-      log.info({ key, ...after, from: before }, 'status changed');
+      log.info({ key, ...after, ...this.opts.detail?.(next), from: before }, 'status changed');
     }
   }
 }

@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { RestClient } from '@mirrorhub/shared/k8s/rest';
+import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import {
   GROUP,
   MIRROR_CLUSTER,
@@ -24,7 +24,6 @@ import {
   type MirrorCluster,
   type MirrorClusterStatus,
 } from '@mirrorhub/shared/api/index';
-import { equalIgnoringTime, mergePatchBody } from '@mirrorhub/shared/mirror/index';
 import {
   childLogger,
   errorMessage,
@@ -38,19 +37,16 @@ import {
   type Gauge,
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
-import { createWatcher, instrumentWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import { WorkQueue } from '@mirrorhub/shared/k8s/workqueue';
-import { observeReconciles } from '@mirrorhub/shared/controller/observe';
+import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
 import type {
   AwsCredentials,
   AwsCredentialsProvider,
   EksClusterAccess,
 } from '@mirrorhub/shared/aws/index';
-import { DEFAULT_REQUEST_TIMEOUT_MS, mergePatchStatus } from '../../clusters/client.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
-import { EventRecorder } from '../../events.js';
-import { WriteOverlay } from '@mirrorhub/shared/controller/overlay';
 import { parseKubeconfig } from './kubeconfig.js';
 import type { PendingCleanups } from './pending.js';
 import {
@@ -143,19 +139,18 @@ interface Entry {
 interface SecretWatch {
   watcher: Watcher<V1Secret>;
   clusters: Set<string>;
-  unsubscribe: () => void;
 }
 
 export class ClusterController {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly rest: RestClient;
-  private readonly queue: WorkQueue;
-  private readonly recorder: EventRecorder;
+  private readonly reconciler: Reconciler;
+  /** Status writes, remembering each until its watch shows it. */
+  private readonly writer: StatusWriter<MirrorCluster>;
   private readonly clusters: Watcher<MirrorCluster>;
   private readonly entries = new Map<string, Entry>();
   private readonly secretWatches = new Map<string, SecretWatch>();
-  private readonly written = new WriteOverlay<MirrorCluster>();
   private readonly readiness = new Map<string, string>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly stateGauge: Gauge<'state'>;
@@ -184,20 +179,37 @@ export class ClusterController {
       'Failed requests to delivery clusters (watches, writes, probes), by HTTP status or "network".',
       ['cluster', 'code'],
     );
-    this.recorder = new EventRecorder(this.rest, {
-      instance: opts.identity,
-      logger: this.log,
+    this.writer = new StatusWriter<MirrorCluster>({
+      rest: this.rest,
+      pathOf: (mc) =>
+        customObjectPath({
+          group: GROUP,
+          version: VERSION,
+          plural: MIRROR_CLUSTER.plural,
+          name: mc.metadata.name ?? '',
+        }),
+      keyOf: (mc) => mc.metadata.name ?? '',
+      fieldManager: FIELD_MANAGER.hub,
+      reportingInstance: opts.identity,
       metrics: m,
-      now: () => new Date(this.clock.now()),
-    });
-    this.queue = new WorkQueue({
-      name: CONTROLLER,
-      concurrency: opts.concurrency ?? 4,
-      process: (key) => this.reconcile(key),
-      observe: observeReconciles(CONTROLLER, { metrics: m, logger: this.log }),
+      logger: this.log,
+      // Health changes (Ready's status or reason) are logged at info, the rest at debug.
+      summary: (status) => {
+        const ready = readyOf(status);
+        return { ready: ready?.status, reason: ready?.reason };
+      },
+      detail: (status) => ({ message: readyOf(status)?.message }),
       clock: this.clock,
     });
-    m.observeQueue(CONTROLLER, this.queue);
+    this.reconciler = new Reconciler({
+      name: CONTROLLER,
+      concurrency: opts.concurrency,
+      reconcile: (key) => this.reconcile(key),
+      logger: this.log,
+      metrics: m,
+      shutdownTimeoutMs: 10_000,
+      clock: this.clock,
+    });
     this.clusters = createWatcher<MirrorCluster>(opts.kubeConfig, {
       group: GROUP,
       version: VERSION,
@@ -210,25 +222,18 @@ export class ClusterController {
    * the mirror controller's first plans see every cluster), or when stopped.
    */
   async start(): Promise<void> {
-    if (this.started) return;
+    if (this.started || this.stopped) return;
     this.started = true;
-    const w = this.clusters;
-    this.unsubscribe.push(
-      instrumentWatcher(w, { logger: this.log, metrics: this.opts.metrics }),
-      w.onEvent((e) => {
-        if (e.type === 'listed') this.written.clear();
-      }),
-      w.addHandler({
-        onAdd: (mc) => this.changed(mc),
-        onUpdate: (mc) => this.changed(mc),
-        onDelete: (mc) => {
-          this.written.deleted(mc.metadata.name ?? '');
-          this.queue.add(mc.metadata.name ?? '');
-        },
-      }),
-      this.opts.pending.onChange((cluster) => this.queue.add(cluster)),
-    );
-    w.start();
+    const w = this.reconciler.watch(this.clusters, {
+      onAdd: (mc) => this.changed(mc),
+      onUpdate: (mc) => this.changed(mc),
+      onDelete: (mc) => {
+        this.writer.deleted(mc.metadata.name ?? '');
+        this.reconciler.add(mc.metadata.name ?? '');
+      },
+      onListed: () => this.writer.relisted(),
+    });
+    this.unsubscribe.push(this.opts.pending.onChange((cluster) => this.reconciler.add(cluster)));
     try {
       await w.synced;
     } catch {
@@ -258,10 +263,10 @@ export class ClusterController {
           { cluster: mc.metadata.name, err: errorMessage(err) },
           'first reconcile failed',
         );
-        this.queue.add(mc.metadata.name ?? '');
+        this.reconciler.add(mc.metadata.name ?? '');
       }
     }
-    this.queue.start();
+    this.reconciler.start();
     this.log.info({ clusters: this.entries.size }, 'cluster controller started');
   }
 
@@ -269,17 +274,10 @@ export class ClusterController {
     if (this.stopped) return;
     this.stopped = true;
     for (const u of this.unsubscribe.splice(0)) u();
-    await this.queue.shutdown({ timeoutMs: 10_000 });
+    await this.reconciler.stop(); // and every watch
     const loops = [...this.entries.values()].map((e) => e.loop);
     for (const name of [...this.entries.keys()]) this.teardown(name);
-    await Promise.all([
-      this.clusters.stop(),
-      ...[...this.secretWatches.values()].map((s) => {
-        s.unsubscribe();
-        return s.watcher.stop();
-      }),
-      ...loops,
-    ]);
+    await Promise.all(loops);
     this.secretWatches.clear();
     this.rest.close();
   }
@@ -291,22 +289,19 @@ export class ClusterController {
 
   /** Wait until nothing is queued or in flight (tests). */
   idle(): Promise<void> {
-    return this.queue.idle();
+    return this.reconciler.idle();
   }
 
   // ---- events -> keys ---------------------------------------------------------------------------
 
   private changed(mc: MirrorCluster): void {
     const name = mc.metadata.name ?? '';
-    if (this.written.observed(name, mc.metadata.resourceVersion)) return; // our status echo
-    this.queue.add(name);
+    if (this.writer.observed(mc)) return; // our status echo
+    this.reconciler.add(name);
   }
 
   private current(name: string): MirrorCluster | undefined {
-    const cached = this.clusters.get(name);
-    if (!cached) return undefined;
-    const w = this.written.get(name);
-    return w && w.metadata.uid === cached.metadata.uid ? w : cached;
+    return this.writer.current(name, this.clusters.get(name));
   }
 
   // ---- reconcile --------------------------------------------------------------------------------
@@ -509,6 +504,10 @@ export class ClusterController {
     const key = `${access.secret.namespace}/${access.secret.name}`;
     let w = this.secretWatches.get(key);
     if (!w) {
+      const clusters = new Set<string>();
+      const enqueue = () => {
+        for (const c of clusters) this.reconciler.add(c);
+      };
       const watcher = createWatcher<V1Secret>(
         this.opts.kubeConfig,
         {
@@ -519,20 +518,14 @@ export class ClusterController {
         },
         { resource: 'kubeconfig-secrets' },
       );
-      const clusters = new Set<string>();
-      const enqueue = () => {
-        for (const c of clusters) this.queue.add(c);
-      };
-      const unsubscribe = [
-        instrumentWatcher(watcher, { logger: this.log, metrics: this.opts.metrics }),
-        watcher.addHandler({ onAdd: enqueue, onUpdate: enqueue, onDelete: enqueue }),
-        watcher.onEvent((e) => {
-          if (e.type === 'listed') enqueue();
-        }),
-      ];
-      w = { watcher, clusters, unsubscribe: () => unsubscribe.forEach((u) => u()) };
+      w = { watcher, clusters };
       this.secretWatches.set(key, w);
-      watcher.start();
+      this.reconciler.watch(watcher, {
+        onAdd: enqueue,
+        onUpdate: enqueue,
+        onDelete: enqueue,
+        onListed: enqueue,
+      });
     }
     w.clusters.add(cluster);
   }
@@ -544,8 +537,7 @@ export class ClusterController {
     w.clusters.delete(cluster);
     if (w.clusters.size > 0) return;
     this.secretWatches.delete(key);
-    w.unsubscribe();
-    void w.watcher.stop();
+    void this.reconciler.unwatch(w.watcher);
   }
 
   /** Point the entry at the kubeconfig its Secret holds now (a new function when it changed). */
@@ -625,7 +617,7 @@ export class ClusterController {
       );
       if (signal.aborted) return;
       entry.probe = result;
-      this.queue.add(entry.name);
+      this.reconciler.add(entry.name);
       const jittered = this.intervalMs * (0.9 + 0.2 * Math.random());
       await new Promise<void>((resolve) => {
         const wake = new AbortController();
@@ -654,14 +646,14 @@ export class ClusterController {
 
   // ---- status -------------------------------------------------------------------------------------
 
+  /** Report `next` (Events after the status write), and the cluster's readiness in the gauge. */
   private async writeStatus(
     mc: MirrorCluster,
     next: { status: MirrorClusterStatus; events: ClusterEvent[] },
   ): Promise<void> {
-    const name = mc.metadata.name ?? '';
-    const ready = next.status.conditions?.find((c) => c.type === CONDITION.ready);
+    const ready = readyOf(next.status);
     this.readiness.set(
-      name,
+      mc.metadata.name ?? '',
       ready?.reason === 'InvalidSpec'
         ? 'invalid'
         : ready?.status === 'True'
@@ -671,25 +663,7 @@ export class ClusterController {
             : 'unknown',
     );
     this.updateGauge();
-    const prev = mc.status ?? {};
-    if (equalIgnoringTime(prev, next.status, [])) return;
-    const updated = await mergePatchStatus<MirrorCluster>(
-      this.rest,
-      { group: GROUP, version: VERSION, plural: MIRROR_CLUSTER.plural, name },
-      mergePatchBody(prev, next.status),
-      { fieldManager: FIELD_MANAGER.hub },
-    );
-    this.opts.metrics.writesTotal.inc({ kind: 'MirrorCluster', verb: 'patch' });
-    const rv = updated.metadata?.resourceVersion;
-    if (rv && rv !== mc.metadata.resourceVersion) this.written.wrote(name, rv, updated);
-    const was = prev.conditions?.find((c) => c.type === CONDITION.ready);
-    if (was?.status !== ready?.status || was?.reason !== ready?.reason) {
-      this.log.info(
-        { cluster: name, ready: ready?.status, reason: ready?.reason, message: ready?.message },
-        'cluster health changed',
-      );
-    }
-    for (const e of next.events) await this.recorder.record(updated, e);
+    await this.writer.writeStatus(mc, next.status, next.events);
   }
 
   private updateGauge(): void {
@@ -697,6 +671,10 @@ export class ClusterController {
     for (const s of this.readiness.values()) counts[s] = (counts[s] ?? 0) + 1;
     for (const [state, n] of Object.entries(counts)) this.stateGauge.set({ state }, n);
   }
+}
+
+function readyOf(status: MirrorClusterStatus | undefined) {
+  return status?.conditions?.find((c) => c.type === CONDITION.ready);
 }
 
 function canonical(labels: Readonly<Record<string, string>>): string {

@@ -34,7 +34,7 @@ import {
 } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import { EventRecorder, Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
+import { Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { ClusterConnection } from '../delivery/controller.js';
@@ -135,17 +135,11 @@ export class MirrorController {
       pathOf: mirrorPath,
       keyOf: (mirror) => mirrorKey(identityOf(mirror)),
       fieldManager: FIELD_MANAGER.hub,
+      reportingInstance: opts.identity,
       metrics: m,
-      events: new EventRecorder({
-        rest: this.rest,
-        controller: FIELD_MANAGER.hub,
-        instance: opts.identity,
-        logger: this.log,
-        metrics: m,
-        clock: this.clock,
-      }),
       logger: this.log,
       summary: (status) => ({ phase: status?.phase }),
+      detail: (status) => ({ message: status?.message }),
       clock: this.clock,
     });
     this.reconciler = new Reconciler({
