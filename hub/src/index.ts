@@ -5,7 +5,6 @@ export * from './names.js';
 export {
   planMirror,
   planCleanup,
-  deliveryUpToDate,
   type CleanupPlan,
   type ClusterObservation,
   type DeliveryWrite,
@@ -15,6 +14,7 @@ export {
   type SourceObservation,
 } from './controllers/mirror/plan.js';
 export { MirrorController, type MirrorControllerOptions } from './controllers/mirror/controller.js';
+export { deliveryUpToDate } from './controllers/delivery/plan.js';
 export {
   ClusterConnection,
   FOREIGN_RECHECK_MAX_MS,

@@ -32,7 +32,6 @@ describe('shared imports', () => {
     'k8s/index',
     'k8s/access',
     'k8s/rest',
-    'k8s/events',
     'k8s/yaml',
     'controller/index',
     'contract',

@@ -9,3 +9,4 @@ export * from './mirror/index.js';
 export * from './runtime/index.js';
 export * from './k8s/index.js';
 export * from './contract.js';
+export * from './controller/index.js';

@@ -1,7 +1,6 @@
 // The lean Kubernetes access every controller uses: none of these modules loads
 // @kubernetes/client-node (imports.test.ts checks). Fakes for tests: @mirrorhub/shared/testing/index.
 export * from './access.js';
-export * from './events.js';
 export * from './listwatch.js';
 export * from './rest.js';
 export * from './watcher.js';

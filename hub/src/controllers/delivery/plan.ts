@@ -25,6 +25,7 @@ import { type MirrorDelivery } from '@mirrorhub/shared/api/index';
 import {
   canonicalJson,
   deliveryName,
+  equalIgnoringTime,
   legacyDeliveryName,
   mirrorRef,
   parseMirrorRef,
@@ -36,8 +37,6 @@ import {
   LABEL_ORIGIN_CLUSTER,
   LABEL_PAYLOAD,
 } from '@mirrorhub/shared/contract';
-// The mirror plan decides with it which writes to ask for; the writer checks with it again.
-import { deliveryUpToDate } from '../mirror/plan.js';
 
 // ---- input ------------------------------------------------------------------------------------
 
@@ -373,4 +372,22 @@ export function fingerprintOf(op: DeliveryOp): string {
       : null,
     delivery: op.delivery ? { meta: op.delivery.metadata, spec: op.delivery.spec } : null,
   });
+}
+
+/**
+ * True when `observed` already is `desired`: same spec, and our labels and annotations on it.
+ * Other labels (someone else's) and the status do not matter.
+ */
+export function deliveryUpToDate(
+  observed: MirrorDelivery | undefined,
+  desired: MirrorDelivery,
+): boolean {
+  if (!observed) return false;
+  const has = (o: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
+    Object.entries(want ?? {}).every(([k, v]) => o?.[k] === v);
+  return (
+    has(observed.metadata.labels, desired.metadata.labels) &&
+    has(observed.metadata.annotations, desired.metadata.annotations) &&
+    equalIgnoringTime(observed.spec, desired.spec, [])
+  );
 }

@@ -17,7 +17,6 @@ import {
 } from '@mirrorhub/shared/mirror/signing';
 import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
 import {
-  deliveryUpToDate,
   planCleanup,
   planDeletionStatus,
   planMirror,
@@ -29,6 +28,7 @@ import {
   statusWriteDelay,
 } from './plan.js';
 import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/contract';
+import { deliveryUpToDate } from '../delivery/plan.js';
 
 const NOW = new Date('2026-01-02T03:04:05Z');
 /** What a SecretMirror's status says of a problem in a namespace other than its own. */

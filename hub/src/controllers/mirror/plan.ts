@@ -76,6 +76,7 @@ import {
   ANNOTATION_SIGNATURE,
   LABEL_ORIGIN_CLUSTER,
 } from '@mirrorhub/shared/contract';
+import { deliveryUpToDate } from '../delivery/plan.js';
 
 // ---- input ------------------------------------------------------------------------------------
 
@@ -701,24 +702,6 @@ export function statusWriteDelay(o: {
   if (conditions(o.prev) !== conditions(o.next)) return 0;
   if (o.lastWriteAt === undefined) return 0;
   return Math.max(0, o.lastWriteAt + o.coalesceMs - o.now);
-}
-
-/**
- * True when `observed` already is `desired`: same spec, and our labels and annotations on it.
- * Other labels (someone else's) and the status do not matter.
- */
-export function deliveryUpToDate(
-  observed: MirrorDelivery | undefined,
-  desired: MirrorDelivery,
-): boolean {
-  if (!observed) return false;
-  const has = (o: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
-    Object.entries(want ?? {}).every(([k, v]) => o?.[k] === v);
-  return (
-    has(observed.metadata.labels, desired.metadata.labels) &&
-    has(observed.metadata.annotations, desired.metadata.annotations) &&
-    equalIgnoringTime(observed.spec, desired.spec, [])
-  );
 }
 
 // ---- helpers ----------------------------------------------------------------------------------
