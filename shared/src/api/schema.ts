@@ -8,6 +8,7 @@
 // What a schema can say is refused at apply time (enums, bounds, patterns, CEL); what only code
 // can judge (does a regex compile?) is reported in status by the controllers.
 
+import { RESERVED_PREFIX } from '../contract.js';
 import type { Schema, ValidationRule } from './openapi.js';
 
 export const GROUP = 'mirrorhub.io';
@@ -109,8 +110,6 @@ export const QUALIFIED_NAME =
 export const LABEL_VALUE = '^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$';
 /** IAM role ARN in any partition (aws, aws-cn, aws-us-gov, ...). */
 export const ROLE_ARN = '^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$';
-
-const RESERVED_PREFIX = 'mirrorhub.io/';
 
 // ---------------------------------------------------------------------------------------------
 // Shared sub-schemas.
