@@ -12,7 +12,7 @@ import { realClock, type Clock } from '../runtime/clock.js';
 import { errorMessage, httpStatusOf } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { groupPath, microTime, type RestClient } from '../k8s/rest.js';
-import type { WriteMetrics } from './status.js';
+import type { WriteMetrics } from '../runtime/metrics.js';
 
 /** The object an Event is about. */
 export interface EventSubject {

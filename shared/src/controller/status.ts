@@ -17,16 +17,11 @@
 import { realClock, type Clock } from '../runtime/clock.js';
 import { httpStatusOf } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
+import type { WriteMetrics } from '../runtime/metrics.js';
 import { equalIgnoringTime, mergePatchBody } from '../mirror/status.js';
 import { CONTENT_TYPE, isConflict, isNotFound, type RestClient } from '../k8s/rest.js';
 import { EventRecorder, type ControllerEvent } from './events.js';
 import { WriteOverlay } from './overlay.js';
-
-/** What the writers count into; a subset of ControllerMetrics. */
-export interface WriteMetrics {
-  writesTotal: { inc(labels: { kind: string; verb: string }): void };
-  writeErrorsTotal: { inc(labels: { kind: string; verb: string; code: string }): void };
-}
 
 /** The objects a StatusWriter writes. */
 export interface WritableObject {

@@ -36,6 +36,12 @@ export interface MetricsOptions {
   defaultLabels?: Record<string, string>;
 }
 
+/** What writers count into (the kit's StatusWriter and EventRecorder); a subset of ControllerMetrics. */
+export interface WriteMetrics {
+  writesTotal: { inc(labels: { kind: string; verb: string }): void };
+  writeErrorsTotal: { inc(labels: { kind: string; verb: string; code: string }): void };
+}
+
 export interface ControllerMetrics {
   readonly registry: Registry;
   /** mirrorhub_reconcile_total{controller,result} */
