@@ -17,7 +17,6 @@ import { readPayload } from '@mirrorhub/shared/mirror/shape';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { RestClient, groupPath } from '@mirrorhub/shared/k8s/rest';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import { EventRecorder } from '@mirrorhub/shared/controller/events';
 import { Reconciler } from '@mirrorhub/shared/controller/reconciler';
 import { StatusWriter } from '@mirrorhub/shared/controller/status';
 import { realClock, type Clock } from '@mirrorhub/shared/runtime/clock';
@@ -112,17 +111,9 @@ export class DeliveryController {
       keyOf: (d) => d.metadata.name ?? '',
       fieldManager: FIELD_MANAGER.agent,
       metrics,
-      events:
-        opts.eventsInstance === undefined
-          ? undefined
-          : new EventRecorder({
-              rest: this.rest,
-              controller: FIELD_MANAGER.agent,
-              instance: opts.eventsInstance,
-              logger: log,
-              metrics,
-              clock,
-            }),
+      // Events on transitions, reported as this pod (none when eventsInstance is undefined).
+      reportingInstance: opts.eventsInstance,
+      logger: log,
       // As the cache holds deliveries: without managedFields, namespace entries shared.
       asCached: this.watches.asCached,
       clock,
