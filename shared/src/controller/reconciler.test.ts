@@ -201,4 +201,19 @@ describe('Reconciler', () => {
     await expect.poll(() => calls, { timeout: 5_000 }).toBe(3);
     await r.stop();
   });
+
+  it('a watch begun after stop() is stopped, never started', async () => {
+    const r = new Reconciler({
+      name: 'late',
+      logger,
+      metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
+      reconcile: () => Promise.resolve(),
+    });
+    await r.stop();
+    const lw = new FakeListerWatcher<V1ConfigMap>();
+    const w = r.watch(new Watcher<V1ConfigMap>({ resource: 'configmaps', listerWatcher: lw }));
+    await Promise.resolve();
+    expect(w.running).toBe(false);
+    expect(lw.lists).toEqual([]);
+  });
 });

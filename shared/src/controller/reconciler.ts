@@ -66,8 +66,15 @@ export class Reconciler {
 
   // ---- watches ---------------------------------------------------------------------------------
 
-  /** Route `w`'s changes with `routing`, instrument it and start it. Returns `w`. */
+  /**
+   * Route `w`'s changes with `routing`, instrument it and start it. Returns `w`. After `stop()`
+   * (e.g. a watch begun by a reconcile that was still running), `w` is stopped, not started.
+   */
   watch<T extends KubernetesObject>(w: Watcher<T>, routing: WatchRouting<T> = {}): Watcher<T> {
+    if (this.stopped) {
+      void w.stop();
+      return w;
+    }
     const { onListed, ...handlers } = routing;
     const subscriptions = [
       instrumentWatcher(w, { logger: this.opts.logger, metrics: this.opts.metrics }),
