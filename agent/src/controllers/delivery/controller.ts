@@ -22,19 +22,14 @@ import { StatusWriter } from '@mirrorhub/shared/controller/status';
 import { realClock, type Clock } from '@mirrorhub/shared/runtime/clock';
 import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
-import {
-  AGENT_FINALIZER,
-  ANNOTATION_CONTENT_HASH,
-  FIELD_MANAGER,
-  USER_AGENT,
-} from '@mirrorhub/shared/contract';
+import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
 import { Compactor } from '../../compact.js';
 import { applyActions, restCopyClient, type CopyClient } from './apply.js';
 import { deliveryEvents } from './events.js';
 import { CopyKnowledge } from './knowledge.js';
 import { countWrites, logOutcomes, registerGauges } from './metrics.js';
 import { DeliveryNotes, type DeliveryNote } from './notes.js';
-import { plan, settle, type Action, type Outcome, type PlanInput } from './plan.js';
+import { hubMidWrite, plan, settle, type Action, type Outcome, type PlanInput } from './plan.js';
 import { checkSignatures } from './signature.js';
 import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { DeliveryWatches } from './watches.js';
@@ -295,19 +290,6 @@ export class DeliveryController {
     };
     return applyActions(context, actions, this.opts.writeParallelism ?? 16);
   }
-}
-
-/**
- * The hub has written one of the payload Secret and the delivery's contentHash and not yet the
- * other: wait for the second event (unless the delivery is going away).
- */
-function hubMidWrite(delivery: MirrorDelivery, payloadSecret: V1Secret | undefined): boolean {
-  const payloadHash = payloadSecret?.metadata?.annotations?.[ANNOTATION_CONTENT_HASH];
-  return (
-    !!payloadHash &&
-    payloadHash !== delivery.spec.contentHash &&
-    !delivery.metadata.deletionTimestamp
-  );
 }
 
 export function createDeliveryController(opts: DeliveryControllerOptions): DeliveryController {

@@ -7,6 +7,7 @@ import {
   type Payload,
 } from '@mirrorhub/shared';
 import {
+  hubMidWrite,
   plan,
   settle,
   type Action,
@@ -808,5 +809,25 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
     expect(ops(plan(input({ delivery: d, copies: [copy('team-a')] })).actions)).toEqual([
       'delete team-a Secret/tls',
     ]);
+  });
+});
+
+describe('hubMidWrite: the payload and the delivery written out of step', () => {
+  const payloadWith = (hash?: string) => ({
+    metadata: { annotations: hash ? { [ANNOTATION_CONTENT_HASH]: hash } : {} },
+  });
+  it.each<[string, MirrorDelivery, ReturnType<typeof payloadWith> | undefined, boolean]>([
+    ['payload and delivery agree', delivery(), payloadWith(HASH), false],
+    ['payload ahead of the delivery', delivery(), payloadWith('h-next'), true],
+    ['payload without the annotation (older hub)', delivery(), payloadWith(), false],
+    ['no payload', delivery(), undefined, false],
+    [
+      'delivery being deleted',
+      delivery({}, { deletionTimestamp: EARLIER }),
+      payloadWith('h-next'),
+      false,
+    ],
+  ])('%s', (_, d, p, expected) => {
+    expect(hubMidWrite(d, p)).toBe(expected);
   });
 });

@@ -235,6 +235,23 @@ function refOf(c: CopyView): ObjectRef {
   };
 }
 
+/**
+ * The hub has written one of the payload Secret and the delivery's contentHash and not yet the
+ * other (it writes the payload first): wait for the second event before planning, unless the
+ * delivery is going away. A payload without the hash annotation (an older hub) never waits.
+ */
+export function hubMidWrite(
+  delivery: MirrorDelivery,
+  payload: { metadata?: { annotations?: Record<string, string> | undefined } } | undefined,
+): boolean {
+  const payloadHash = payload?.metadata?.annotations?.[ANNOTATION_CONTENT_HASH];
+  return (
+    !!payloadHash &&
+    payloadHash !== delivery.spec.contentHash &&
+    !delivery.metadata.deletionTimestamp
+  );
+}
+
 /** Labels and annotations under our marks carry exactly the values `marks` says. */
 export function marksMatch(copy: CopyView, marks: CopyMarks): boolean {
   const labels = copy.labels ?? {};
