@@ -111,11 +111,14 @@ export class Shutdown {
     this.controller.abort(new Error(`shutdown: ${reason}`));
 
     const outcomes: CloserOutcome[] = [];
+    // Set once a closer overran: the deadline has passed, whatever Date.now() says (a timer may
+    // fire a millisecond before the wall clock reaches the time it was set for).
+    let expired = false;
     for (const { name, fn } of [...this.closers].reverse()) {
       const began = Date.now();
       const remaining = deadline - began;
       const closerAbort = new AbortController();
-      if (remaining <= 0) {
+      if (expired || remaining <= 0) {
         outcomes.push({ name, ok: false, durationMs: 0, timedOut: true, error: 'deadline passed' });
         log?.error({ closer: name }, 'shutdown deadline passed: closer skipped');
         continue;
@@ -130,6 +133,7 @@ export class Shutdown {
           }),
         ]);
         if (result === timedOut) {
+          expired = true;
           closerAbort.abort(new Error('shutdown deadline'));
           outcomes.push({ name, ok: false, durationMs: Date.now() - began, timedOut: true });
           log?.error(
