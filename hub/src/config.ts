@@ -27,6 +27,11 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * (the hub chart mounts signing.existingSecret there). Tenancy: MIRRORHUB_REMOTE_NAMESPACES, a
  * JSON array of anchored regexes of namespaces whose SecretMirrors may reach other clusters;
  * MIRRORHUB_REQUIRE_ACCEPTANCE ("true": SecretMirror copies need accept.mirrorhub.io/<ns>=true).
+ *
+ * Vault: MIRRORHUB_SERVICE_ACCOUNT, the hub's own ServiceAccount name in the hub namespace (the
+ * chart sets it; Kubernetes auth of ClusterVaultConnections without serviceAccountRef);
+ * MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS ("true": the hub may request tokens of the
+ * ServiceAccounts connections name; needs cluster-wide serviceaccounts/token create).
  */
 export function configFromEnv(env: Record<string, string | undefined>): EnvConfig {
   const namespace = env['MIRRORHUB_NAMESPACE']?.trim() || 'mirrorhub-system';
@@ -42,7 +47,16 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
   if (acceptance !== '' && acceptance !== 'true' && acceptance !== 'false') {
     throw new Error(`MIRRORHUB_REQUIRE_ACCEPTANCE must be true or false; got "${acceptance}"`);
   }
+  const sa = env['MIRRORHUB_SERVICE_ACCOUNT']?.trim();
+  const saTokens = env['MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS']?.trim().toLowerCase() ?? '';
+  if (saTokens !== '' && saTokens !== 'true' && saTokens !== 'false') {
+    throw new Error(
+      `MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS must be true or false; got "${saTokens}"`,
+    );
+  }
   return {
+    ...(sa ? { serviceAccount: { namespace, name: sa } } : {}),
+    ...(saTokens === 'true' ? { vaultServiceAccountTokens: true } : {}),
     signingKey: signingKeyFrom(env),
     remoteNamespaces: remoteNamespacesFrom(env),
     requireAcceptance: acceptance === 'true',

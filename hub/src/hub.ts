@@ -95,6 +95,20 @@ export interface HubConfig {
    * accept.mirrorhub.io/N=true (default false).
    */
   requireAcceptance?: boolean;
+  /**
+   * The hub's own ServiceAccount: Kubernetes auth of a ClusterVaultConnection without
+   * serviceAccountRef logs in with a TokenRequest token of it.
+   */
+  serviceAccount?: { namespace: string; name: string };
+  /**
+   * Whether Vault connections may name ServiceAccounts whose tokens the hub requests (needs
+   * cluster-wide serviceaccounts/token create; default false).
+   */
+  vaultServiceAccountTokens?: boolean;
+  /** Per Vault request (default 10 s). */
+  vaultRequestTimeoutMs?: number;
+  /** First retry of a failed Vault poll, doubling up to the poll period (default 1 s). */
+  vaultRetryInitialMs?: number;
 }
 
 export interface Hub {
@@ -223,6 +237,12 @@ export function createHub(config: HubConfig): Hub {
         : {}),
       ...(config.cleanupGraceMs !== undefined ? { cleanupGraceMs: config.cleanupGraceMs } : {}),
       onCleanupAbandoned: (cluster, name, key) => pending.add(cluster, name, key),
+      vault: {
+        serviceAccount: config.serviceAccount,
+        tenantServiceAccountTokens: config.vaultServiceAccountTokens,
+        requestTimeoutMs: config.vaultRequestTimeoutMs,
+        retryInitialMs: config.vaultRetryInitialMs,
+      },
     });
     ref.mirrors = c;
     controller = c;

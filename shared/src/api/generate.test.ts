@@ -125,7 +125,7 @@ describe('CRDs', () => {
 
   const MIRROR_COLUMNS = [
     ['SOURCE TYPE', 'string', '.spec.source.kind'],
-    ['SOURCE NAME', 'string', '.spec.source.name'],
+    ['SOURCE NAME', 'string', '.status.source'],
     ['DESTINATION', 'string', '.status.destination'],
     ['DELETE POLICY', 'string', '.spec.deletePolicy'],
     ['POLL PERIOD', 'integer', '.spec.pollPeriodSeconds'],

@@ -11,6 +11,8 @@ import {
   type SecretMirrorSpec,
   type SecretMirrorStatus,
   type SourceKind,
+  type MirrorSourceKind,
+  type VaultConnectionKind,
 } from './types.gen.js';
 
 /** Either kind of mirror. Their spec and status have the same shape. */
@@ -51,27 +53,63 @@ export function deliveryPolicies(
   };
 }
 
-export interface ResolvedSource {
+/** A Secret or ConfigMap in the hub cluster. */
+export interface KubernetesSource {
   kind: SourceKind;
   namespace: string;
   name: string;
 }
 
+/** A secret in Vault, read through a connection. */
+export interface VaultSourceRef {
+  kind: 'Vault';
+  connection: {
+    kind: VaultConnectionKind;
+    name: string;
+    /** VaultConnection: its namespace (always the mirror's own). */
+    namespace?: string | undefined;
+  };
+  /** `<mount>/<secret path>`, normalised (no leading, trailing or double slashes). */
+  path: string;
+  kvVersion?: 1 | 2 | undefined;
+}
+
+export type ResolvedSource = KubernetesSource | VaultSourceRef;
+
 /** source.kind, which the API server defaults to Secret (an object may predate the default). */
-export function sourceKindOf(spec: Pick<SecretMirrorSpec, 'source'>): SourceKind {
+export function sourceKindOf(spec: Pick<SecretMirrorSpec, 'source'>): MirrorSourceKind {
   return spec.source.kind ?? DEFAULTS.MirrorSource.kind;
+}
+
+/** What every copy is: a Vault source is copied as a Secret. */
+export function targetKindOf(source: ResolvedSource): SourceKind {
+  return source.kind === 'Vault' ? 'Secret' : source.kind;
+}
+
+/** The source in one line for status and Events (never data). */
+export function sourceText(source: ResolvedSource): string {
+  if (source.kind === 'Vault') {
+    const c = source.connection;
+    return `source Vault ${source.path} (${c.kind} ${c.namespace ? `${c.namespace}/` : ''}${c.name})`;
+  }
+  return `source ${source.kind} ${source.namespace}/${source.name}`;
 }
 
 /**
  * Where a mirror's source lives, or why it may not be read. A SecretMirror reads only its own
  * namespace (source.namespace, if set, must name it); a ClusterSecretMirror must say its
- * namespace (the CRD refuses one without, but an object may predate that rule).
+ * namespace (the CRD refuses one without, but an object may predate that rule). A Vault source
+ * names a VaultConnection in the mirror's own namespace or a ClusterVaultConnection; whether a
+ * ClusterVaultConnection admits a SecretMirror's namespace is judged by the hub, which knows the
+ * connection.
  */
 export function resolveSource(
   mirror: AnyMirror,
 ): { ok: true; source: ResolvedSource } | { ok: false; error: string } {
   const { name, namespace } = mirror.spec.source;
   const kind = sourceKindOf(mirror.spec);
+  if (kind === 'Vault') return resolveVaultSource(mirror);
+  if (!name) return { ok: false, error: `source.name is required for a ${kind} source` };
   if (isClusterSecretMirror(mirror)) {
     if (!namespace)
       return { ok: false, error: 'source.namespace is required for a ClusterSecretMirror' };
@@ -86,4 +124,47 @@ export function resolveSource(
     };
   }
   return { ok: true, source: { kind, name, namespace: own } };
+}
+
+function resolveVaultSource(
+  mirror: AnyMirror,
+): { ok: true; source: VaultSourceRef } | { ok: false; error: string } {
+  const vault = mirror.spec.source.vault;
+  if (!vault) return { ok: false, error: 'source.vault is required when source.kind is Vault' };
+  if (!mirror.spec.destination.name) {
+    return { ok: false, error: 'a Vault source needs destination.name: the name of every copy' };
+  }
+  const segments = vault.path.split('/').filter((s) => s !== '');
+  if (segments.length < 2 || segments.some((s) => s === '.' || s === '..')) {
+    return {
+      ok: false,
+      error: `source.vault.path "${vault.path}" is not <mount>/<secret path> (e.g. secret/team-a/db)`,
+    };
+  }
+  const path = segments.join('/');
+  const kvVersion = vault.kvVersion === 1 || vault.kvVersion === 2 ? vault.kvVersion : undefined;
+  const ref = vault.connectionRef;
+  if (ref.kind === 'VaultConnection') {
+    if (isClusterSecretMirror(mirror)) {
+      return {
+        ok: false,
+        error: `a ClusterSecretMirror can only use a ClusterVaultConnection (VaultConnection "${ref.name}" is namespaced)`,
+      };
+    }
+    const own = mirror.metadata.namespace;
+    if (!own) return { ok: false, error: 'SecretMirror has no metadata.namespace' };
+    return {
+      ok: true,
+      source: {
+        kind: 'Vault',
+        connection: { kind: ref.kind, name: ref.name, namespace: own },
+        path,
+        kvVersion,
+      },
+    };
+  }
+  return {
+    ok: true,
+    source: { kind: 'Vault', connection: { kind: ref.kind, name: ref.name }, path, kvVersion },
+  };
 }

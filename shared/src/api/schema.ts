@@ -404,14 +404,59 @@ const count = (description: string): Schema =>
 // ---------------------------------------------------------------------------------------------
 // SecretMirror / ClusterSecretMirror
 
+const mirrorSourceKind = stringEnum(
+  'MirrorSourceKind',
+  'Kind of the source: a Secret or ConfigMap in the hub cluster, or a secret in Vault / OpenBao ' +
+    '(KV v1 or v2, through a VaultConnection or ClusterVaultConnection). A Vault source is always ' +
+    'copied as a Secret.',
+  ['Secret', 'ConfigMap', 'Vault'],
+);
+
+const vaultConnectionRef = object(
+  'VaultConnectionReference',
+  "Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a " +
+    "ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in " +
+    'spec.allowedNamespaces).',
+  {
+    kind: stringEnum('VaultConnectionKind', 'VaultConnection or ClusterVaultConnection.', [
+      'VaultConnection',
+      'ClusterVaultConnection',
+    ]),
+    name: string('Name of the connection.', {
+      minLength: 1,
+      maxLength: 253,
+      pattern: DNS1123_SUBDOMAIN,
+    }),
+  },
+  { required: ['kind', 'name'] },
+);
+
+const vaultSource = object(
+  'VaultSource',
+  'A secret in Vault / OpenBao KV, polled every pollPeriodSeconds (jittered): KV v2 reads only ' +
+    'the metadata (current version) per poll and the data only when the version changed.',
+  {
+    connectionRef: vaultConnectionRef,
+    path: string(
+      'Logical path as <mount>/<secret path>, e.g. secret/team-a/db (no data/ segment for KV v2).',
+      { minLength: 1, maxLength: 512, pattern: '^[^/].*[^/]$|^[^/]$' },
+    ),
+    kvVersion: integer(
+      "KV version of the mount (1 or 2). Default: detected from the mount's options.",
+      { format: 'int32', minimum: 1, maximum: 2 },
+    ),
+  },
+  { required: ['connectionRef', 'path'] },
+);
+
 const mirrorSource = object(
   'MirrorSource',
-  'The Secret or ConfigMap to copy.',
+  'The Secret or ConfigMap to copy, or a Vault secret (kind Vault).',
   {
     // Optional, Secret by default: a mirror that names only its Secret (as kubernetes-reflector
     // and KTS mirror users write it) is accepted.
-    kind: { ...targetKind, default: 'Secret' },
-    name: string('Name of the source object.', {
+    kind: { ...mirrorSourceKind, default: 'Secret' },
+    name: string('Name of the source object (Secret and ConfigMap; not used for Vault).', {
       minLength: 1,
       maxLength: 253,
       pattern: DNS1123_SUBDOMAIN,
@@ -419,11 +464,27 @@ const mirrorSource = object(
     namespace: string(
       'Namespace of the source object. Required for ClusterSecretMirror. For SecretMirror it may ' +
         "only name the mirror's own namespace (otherwise the mirror goes to phase Error): a " +
-        "namespaced mirror never reads another namespace's objects.",
+        "namespaced mirror never reads another namespace's objects. Not used for Vault.",
       { minLength: 1, maxLength: 63, pattern: DNS1123_LABEL },
     ),
+    vault: vaultSource,
   },
-  { required: ['name'] },
+  {
+    'x-kubernetes-validations': [
+      {
+        rule: "(has(self.kind) && self.kind == 'Vault') == has(self.vault)",
+        message: 'source.vault is required when kind is Vault, and only then',
+      },
+      {
+        rule: "(has(self.kind) && self.kind == 'Vault') || has(self.name)",
+        message: 'source.name is required for a Secret or ConfigMap source',
+      },
+      {
+        rule: "!(has(self.kind) && self.kind == 'Vault') || (!has(self.name) && !has(self.namespace))",
+        message: 'a Vault source has no name or namespace: give source.vault.path',
+      },
+    ],
+  },
 );
 
 const clusterSelection = object(
@@ -468,14 +529,23 @@ const mirrorSpec = (tsType: string, kindDescription: string, rules: ValidationRu
       conflictPolicy,
       pollPeriodSeconds: integer(
         'Seconds between full resyncs of the source and every copy. Changes are picked up from ' +
-          'watches at once; this is only the safety net.',
+          'watches at once; this is only the safety net. A Vault source (no watch) is polled at ' +
+          'this period, jittered.',
         { format: 'int32', default: 300, minimum: 10, maximum: 86400 },
       ),
       suspend,
     },
     {
       required: ['source', 'destination'],
-      ...(rules.length > 0 ? { 'x-kubernetes-validations': rules } : {}),
+      'x-kubernetes-validations': [
+        {
+          rule: "!(has(self.source.kind) && self.source.kind == 'Vault') || has(self.destination.name)",
+          message: 'a Vault source needs destination.name: the name of every copy',
+          fieldPath: '.destination.name',
+          reason: 'FieldValueRequired',
+        },
+        ...rules,
+      ],
     },
   );
 
@@ -495,6 +565,10 @@ const mirrorStatus = (tsType: string): Schema =>
     destination: string('Summary of the destination for kubectl, e.g. "/project-a-.+/, team=a".', {
       maxLength: 256,
     }),
+    source: string(
+      'The source for kubectl: the name of a Secret or ConfigMap, the path of a Vault secret.',
+      { maxLength: 1024 },
+    ),
     synced: string('Synced copies out of selected namespaces, e.g. "12/12".', { maxLength: 32 }),
     counts: object('MirrorCounts', 'Totals over every selected cluster.', {
       clusters: count('Selected clusters.'),
@@ -558,8 +632,8 @@ const MIRROR_COLUMNS: PrinterColumn[] = [
   {
     name: 'Source Name',
     type: 'string',
-    jsonPath: '.spec.source.name',
-    description: 'Name of the source object.',
+    jsonPath: '.status.source',
+    description: 'Name of the source object; path of a Vault secret.',
   },
   {
     name: 'Destination',
@@ -645,7 +719,7 @@ export const clusterSecretMirror: KindDefinition = {
     'this cluster and in MirrorClusters. Cluster-scoped: for administrators.',
   spec: mirrorSpec('ClusterSecretMirrorSpec', 'What to copy, where to, and how.', [
     {
-      rule: 'has(self.source.namespace)',
+      rule: "(has(self.source.kind) && self.source.kind == 'Vault') || has(self.source.namespace)",
       message: 'a ClusterSecretMirror needs source.namespace',
       fieldPath: '.source.namespace',
       reason: 'FieldValueRequired',
@@ -996,10 +1070,259 @@ export const mirrorDelivery: KindDefinition = {
   charts: ['mirrorhub-agent', 'mirrorhub-hub'],
 };
 
+// ---------------------------------------------------------------------------------------------
+// VaultConnection / ClusterVaultConnection
+
+const K8S_NAME = { minLength: 1, maxLength: 253, pattern: DNS1123_SUBDOMAIN };
+
+/** A key of a Secret; `cluster`: the Secret's namespace is named (ClusterVaultConnection). */
+const secretKeyRef = (cluster: boolean, description: string): Schema =>
+  object(
+    cluster ? 'ClusterVaultSecretKeyRef' : 'VaultSecretKeyRef',
+    description +
+      (cluster
+        ? ' The Secret is in the namespace named here.'
+        : " The Secret is in the connection's own namespace."),
+    {
+      ...(cluster
+        ? {
+            namespace: string('Namespace of the Secret.', {
+              minLength: 1,
+              maxLength: 63,
+              pattern: DNS1123_LABEL,
+            }),
+          }
+        : {}),
+      name: string('Name of the Secret.', K8S_NAME),
+      key: string('Key in the Secret.', { minLength: 1, maxLength: 253, pattern: DATA_KEY }),
+    },
+    { required: cluster ? ['namespace', 'name', 'key'] : ['name', 'key'] },
+  );
+
+const vaultAuth = (cluster: boolean): Schema => {
+  const p = cluster ? 'ClusterVault' : 'Vault';
+  return object(
+    `${p}Auth`,
+    'How the hub logs in to Vault: exactly one of token, appRole or kubernetes. Credentials live ' +
+      'only in Kubernetes Secrets (or, for kubernetes, in a ServiceAccount token the hub requests).',
+    {
+      token: object(
+        `${p}TokenAuth`,
+        'A static Vault token (looked up for its TTL, renewed while renewable).',
+        { secretRef: secretKeyRef(cluster, 'The Secret key holding the token.') },
+        { required: ['secretRef'] },
+      ),
+      appRole: object(
+        `${p}AppRoleAuth`,
+        'AppRole login: role_id (inline or from a Secret) and secret_id (from a Secret).',
+        {
+          mountPath: string('Mount path of the AppRole auth method.', {
+            default: 'approle',
+            minLength: 1,
+            maxLength: 256,
+          }),
+          roleId: string('The role_id (not a secret by itself).', {
+            minLength: 1,
+            maxLength: 256,
+          }),
+          roleIdSecretRef: secretKeyRef(cluster, 'The Secret key holding the role_id.'),
+          secretIdSecretRef: secretKeyRef(cluster, 'The Secret key holding the secret_id.'),
+        },
+        {
+          required: ['secretIdSecretRef'],
+          'x-kubernetes-validations': [
+            {
+              rule: 'has(self.roleId) != has(self.roleIdSecretRef)',
+              message: 'set exactly one of roleId or roleIdSecretRef',
+            },
+          ],
+        },
+      ),
+      kubernetes: object(
+        `${p}KubernetesAuth`,
+        cluster
+          ? "Kubernetes login with a TokenRequest token of the hub's own ServiceAccount (or of " +
+              'serviceAccountRef), for audience.'
+          : 'Kubernetes login with a TokenRequest token of serviceAccountRef (a ServiceAccount in ' +
+              "the connection's namespace), for audience. Never the hub's own ServiceAccount.",
+        {
+          mountPath: string('Mount path of the Kubernetes auth method.', {
+            default: 'kubernetes',
+            minLength: 1,
+            maxLength: 256,
+          }),
+          role: string('The Vault role to log in as.', { minLength: 1, maxLength: 256 }),
+          audience: string('Audience of the requested ServiceAccount token.', {
+            default: 'vault',
+            minLength: 1,
+            maxLength: 256,
+          }),
+          serviceAccountRef: object(
+            `${p}ServiceAccountRef`,
+            cluster
+              ? "A ServiceAccount whose token is used instead of the hub's own."
+              : "A ServiceAccount in the connection's namespace whose token is used.",
+            {
+              ...(cluster
+                ? {
+                    namespace: string('Namespace of the ServiceAccount.', {
+                      minLength: 1,
+                      maxLength: 63,
+                      pattern: DNS1123_LABEL,
+                    }),
+                  }
+                : {}),
+              name: string('Name of the ServiceAccount.', K8S_NAME),
+            },
+            { required: cluster ? ['namespace', 'name'] : ['name'] },
+          ),
+        },
+        {
+          required: cluster ? ['role'] : ['role', 'serviceAccountRef'],
+        },
+      ),
+    },
+    {
+      'x-kubernetes-validations': [
+        {
+          rule: '(has(self.token) ? 1 : 0) + (has(self.appRole) ? 1 : 0) + (has(self.kubernetes) ? 1 : 0) == 1',
+          message: 'set exactly one of token, appRole or kubernetes',
+        },
+      ],
+    },
+  );
+};
+
+const vaultConnectionSpec = (cluster: boolean): Schema =>
+  object(
+    cluster ? 'ClusterVaultConnectionSpec' : 'VaultConnectionSpec',
+    'Where Vault is and how the hub logs in.',
+    {
+      address: string(
+        'Vault address, e.g. https://vault.example.com:8200. http:// only for a loopback address ' +
+          '(127.0.0.0/8, ::1, localhost): a token must not cross a network in clear text.',
+        { minLength: 1, maxLength: 2048 },
+      ),
+      namespace: string('Vault Enterprise / OpenBao namespace (X-Vault-Namespace).', {
+        minLength: 1,
+        maxLength: 512,
+      }),
+      caBundle: string(
+        "PEM CA bundle that issued Vault's certificate; replaces the system roots when set.",
+        { maxLength: 262144 },
+      ),
+      auth: vaultAuth(cluster),
+      ...(cluster
+        ? {
+            allowedNamespaces: object(
+              'VaultAllowedNamespaces',
+              'Namespaces whose SecretMirrors may use this connection: listed by name or matching ' +
+                'the selector. Default: none (only ClusterSecretMirrors may use it).',
+              {
+                names: array(
+                  'Namespace names.',
+                  string('A namespace name.', {
+                    minLength: 1,
+                    maxLength: 63,
+                    pattern: DNS1123_LABEL,
+                  }),
+                  { maxItems: 256 },
+                ),
+                namespaceSelector: labelSelector('Selects namespaces by their labels.'),
+              },
+            ),
+          }
+        : {}),
+    },
+    {
+      required: ['address', 'auth'],
+      'x-kubernetes-validations': [
+        {
+          rule: "self.address.startsWith('https://') || self.address.matches('^http://(localhost|127[.][0-9]+[.][0-9]+[.][0-9]+|\\\\[::1\\\\])(:[0-9]+)?(/.*)?$')",
+          message: 'address must be https://, or http:// to a loopback address only',
+          fieldPath: '.address',
+        },
+      ],
+    },
+  );
+
+const vaultConnectionStatus = (tsType: string): Schema =>
+  object(tsType, 'Observed state of the connection, written by the hub.', {
+    observedGeneration,
+    authMethod: string('token, approle or kubernetes (from spec).', { maxLength: 32 }),
+    ready: boolean('Whether the hub could log in with this connection.'),
+    message: string('Why the connection is not ready, if it is not.', { maxLength: 4096 }),
+    lastCheckTime: dateTime('When the hub last logged in (or tried to).'),
+    conditions,
+  });
+
+const VAULT_CONNECTION_COLUMNS: PrinterColumn[] = [
+  {
+    name: 'Address',
+    type: 'string',
+    jsonPath: '.spec.address',
+    description: 'Vault address.',
+  },
+  {
+    name: 'Auth',
+    type: 'string',
+    jsonPath: '.status.authMethod',
+    description: 'token, approle or kubernetes.',
+  },
+  {
+    name: 'Ready',
+    type: 'boolean',
+    jsonPath: '.status.ready',
+    description: 'Whether the hub could log in.',
+  },
+  {
+    name: 'Age',
+    type: 'date',
+    jsonPath: '.metadata.creationTimestamp',
+    description: 'Age of the object.',
+  },
+];
+
+export const vaultConnection: KindDefinition = {
+  kind: 'VaultConnection',
+  listKind: 'VaultConnectionList',
+  plural: 'vaultconnections',
+  singular: 'vaultconnection',
+  shortNames: ['vconn'],
+  categories: ['mirrorhub'],
+  scope: 'Namespaced',
+  description:
+    "A Vault / OpenBao server and how to log in, usable only by SecretMirrors in this object's " +
+    'namespace. Every Secret and ServiceAccount it names is in its own namespace.',
+  spec: vaultConnectionSpec(false),
+  status: vaultConnectionStatus('VaultConnectionStatus'),
+  printerColumns: VAULT_CONNECTION_COLUMNS,
+  charts: ['mirrorhub-hub'],
+};
+
+export const clusterVaultConnection: KindDefinition = {
+  kind: 'ClusterVaultConnection',
+  listKind: 'ClusterVaultConnectionList',
+  plural: 'clustervaultconnections',
+  singular: 'clustervaultconnection',
+  shortNames: ['cvconn'],
+  categories: ['mirrorhub'],
+  scope: 'Cluster',
+  description:
+    'A Vault / OpenBao server and how to log in, for ClusterSecretMirrors and for SecretMirrors in ' +
+    'spec.allowedNamespaces. Cluster-scoped: for administrators.',
+  spec: vaultConnectionSpec(true),
+  status: vaultConnectionStatus('ClusterVaultConnectionStatus'),
+  printerColumns: VAULT_CONNECTION_COLUMNS,
+  charts: ['mirrorhub-hub'],
+};
+
 /** Every kind, in the order types.gen.ts lists them. */
 export const KINDS: readonly KindDefinition[] = [
   secretMirror,
   clusterSecretMirror,
   mirrorCluster,
   mirrorDelivery,
+  vaultConnection,
+  clusterVaultConnection,
 ];

@@ -58,6 +58,32 @@ export const MIRROR_DELIVERY = {
   namespaced: true,
 } as const;
 
+/** API names of VaultConnection. */
+export const VAULT_CONNECTION = {
+  group: GROUP,
+  version: VERSION,
+  apiVersion: API_VERSION,
+  kind: 'VaultConnection',
+  listKind: 'VaultConnectionList',
+  plural: 'vaultconnections',
+  singular: 'vaultconnection',
+  shortNames: ['vconn'],
+  namespaced: true,
+} as const;
+
+/** API names of ClusterVaultConnection. */
+export const CLUSTER_VAULT_CONNECTION = {
+  group: GROUP,
+  version: VERSION,
+  apiVersion: API_VERSION,
+  kind: 'ClusterVaultConnection',
+  listKind: 'ClusterVaultConnectionList',
+  plural: 'clustervaultconnections',
+  singular: 'clustervaultconnection',
+  shortNames: ['cvconn'],
+  namespaced: false,
+} as const;
+
 /**
  * Copies a Secret or ConfigMap from the mirror's own namespace into other namespaces, in this
  * cluster and in MirrorClusters.
@@ -132,9 +158,47 @@ export interface MirrorDeliveryList {
   items: MirrorDelivery[];
 }
 
+/**
+ * A Vault / OpenBao server and how to log in, usable only by SecretMirrors in this object's
+ * namespace. Every Secret and ServiceAccount it names is in its own namespace.
+ */
+export interface VaultConnection {
+  apiVersion: typeof API_VERSION;
+  kind: 'VaultConnection';
+  metadata: V1ObjectMeta;
+  spec: VaultConnectionSpec;
+  status?: VaultConnectionStatus;
+}
+
+export interface VaultConnectionList {
+  apiVersion: typeof API_VERSION;
+  kind: 'VaultConnectionList';
+  metadata: V1ListMeta;
+  items: VaultConnection[];
+}
+
+/**
+ * A Vault / OpenBao server and how to log in, for ClusterSecretMirrors and for SecretMirrors in
+ * spec.allowedNamespaces. Cluster-scoped: for administrators.
+ */
+export interface ClusterVaultConnection {
+  apiVersion: typeof API_VERSION;
+  kind: 'ClusterVaultConnection';
+  metadata: V1ObjectMeta;
+  spec: ClusterVaultConnectionSpec;
+  status?: ClusterVaultConnectionStatus;
+}
+
+export interface ClusterVaultConnectionList {
+  apiVersion: typeof API_VERSION;
+  kind: 'ClusterVaultConnectionList';
+  metadata: V1ListMeta;
+  items: ClusterVaultConnection[];
+}
+
 /** What to copy, where to, and how. */
 export interface SecretMirrorSpec {
-  /** The Secret or ConfigMap to copy. */
+  /** The Secret or ConfigMap to copy, or a Vault secret (kind Vault). */
   source: MirrorSource;
 
   /**
@@ -170,7 +234,8 @@ export interface SecretMirrorSpec {
 
   /**
    * Seconds between full resyncs of the source and every copy. Changes are picked up from watches
-   * at once; this is only the safety net.
+   * at once; this is only the safety net. A Vault source (no watch) is polled at this period,
+   * jittered.
    *
    * @default 300
    */
@@ -184,29 +249,77 @@ export interface SecretMirrorSpec {
   suspend?: boolean;
 }
 
-/** The Secret or ConfigMap to copy. */
+/** The Secret or ConfigMap to copy, or a Vault secret (kind Vault). */
 export interface MirrorSource {
   /**
-   * Kind of the source object (and of every copy).
+   * Kind of the source: a Secret or ConfigMap in the hub cluster, or a secret in Vault / OpenBao
+   * (KV v1 or v2, through a VaultConnection or ClusterVaultConnection). A Vault source is always
+   * copied as a Secret.
    *
    * @default 'Secret'
    */
-  kind?: SourceKind;
+  kind?: MirrorSourceKind;
 
-  /** Name of the source object. */
-  name: string;
+  /** Name of the source object (Secret and ConfigMap; not used for Vault). */
+  name?: string;
 
   /**
    * Namespace of the source object. Required for ClusterSecretMirror. For SecretMirror it may only
    * name the mirror's own namespace (otherwise the mirror goes to phase Error): a namespaced mirror
-   * never reads another namespace's objects.
+   * never reads another namespace's objects. Not used for Vault.
    */
   namespace?: string;
+
+  /**
+   * A secret in Vault / OpenBao KV, polled every pollPeriodSeconds (jittered): KV v2 reads only the
+   * metadata (current version) per poll and the data only when the version changed.
+   */
+  vault?: VaultSource;
 }
 
-/** Kind of the source object (and of every copy). */
-export type SourceKind = 'Secret' | 'ConfigMap';
-export const SOURCE_KIND_VALUES = ['Secret', 'ConfigMap'] as const;
+/**
+ * Kind of the source: a Secret or ConfigMap in the hub cluster, or a secret in Vault / OpenBao (KV
+ * v1 or v2, through a VaultConnection or ClusterVaultConnection). A Vault source is always copied
+ * as a Secret.
+ */
+export type MirrorSourceKind = 'Secret' | 'ConfigMap' | 'Vault';
+export const MIRROR_SOURCE_KIND_VALUES = ['Secret', 'ConfigMap', 'Vault'] as const;
+
+/**
+ * A secret in Vault / OpenBao KV, polled every pollPeriodSeconds (jittered): KV v2 reads only the
+ * metadata (current version) per poll and the data only when the version changed.
+ */
+export interface VaultSource {
+  /**
+   * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
+   * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
+   * spec.allowedNamespaces).
+   */
+  connectionRef: VaultConnectionReference;
+
+  /** Logical path as <mount>/<secret path>, e.g. secret/team-a/db (no data/ segment for KV v2). */
+  path: string;
+
+  /** KV version of the mount (1 or 2). Default: detected from the mount's options. */
+  kvVersion?: number;
+}
+
+/**
+ * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
+ * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
+ * spec.allowedNamespaces).
+ */
+export interface VaultConnectionReference {
+  /** VaultConnection or ClusterVaultConnection. */
+  kind: VaultConnectionKind;
+
+  /** Name of the connection. */
+  name: string;
+}
+
+/** VaultConnection or ClusterVaultConnection. */
+export type VaultConnectionKind = 'VaultConnection' | 'ClusterVaultConnection';
+export const VAULT_CONNECTION_KIND_VALUES = ['VaultConnection', 'ClusterVaultConnection'] as const;
 
 /**
  * Where copies go: clusters, then namespaces in each cluster. A namespace matching any pattern in
@@ -383,6 +496,9 @@ export interface SecretMirrorStatus {
   /** Summary of the destination for kubectl, e.g. "/project-a-.+/, team=a". */
   destination?: string;
 
+  /** The source for kubectl: the name of a Secret or ConfigMap, the path of a Vault secret. */
+  source?: string;
+
   /** Synced copies out of selected namespaces, e.g. "12/12". */
   synced?: string;
 
@@ -509,7 +625,7 @@ export const CONDITION_STATUS_VALUES = ['True', 'False', 'Unknown'] as const;
 
 /** What to copy, where to, and how. */
 export interface ClusterSecretMirrorSpec {
-  /** The Secret or ConfigMap to copy. */
+  /** The Secret or ConfigMap to copy, or a Vault secret (kind Vault). */
   source: MirrorSource;
 
   /**
@@ -545,7 +661,8 @@ export interface ClusterSecretMirrorSpec {
 
   /**
    * Seconds between full resyncs of the source and every copy. Changes are picked up from watches
-   * at once; this is only the safety net.
+   * at once; this is only the safety net. A Vault source (no watch) is polled at this period,
+   * jittered.
    *
    * @default 300
    */
@@ -582,6 +699,9 @@ export interface ClusterSecretMirrorStatus {
 
   /** Summary of the destination for kubectl, e.g. "/project-a-.+/, team=a". */
   destination?: string;
+
+  /** The source for kubectl: the name of a Secret or ConfigMap, the path of a Vault secret. */
+  source?: string;
 
   /** Synced copies out of selected namespaces, e.g. "12/12". */
   synced?: string;
@@ -843,6 +963,10 @@ export interface DeliveryTarget {
   name: string;
 }
 
+/** Kind of the source object (and of every copy). */
+export type SourceKind = 'Secret' | 'ConfigMap';
+export const SOURCE_KIND_VALUES = ['Secret', 'ConfigMap'] as const;
+
 /**
  * Final metadata of every copy, computed by the hub (source metadata with the mirror template
  * applied). Keys are already selected and renamed in the payload Secret.
@@ -929,6 +1053,285 @@ export interface DeliveryNamespaceStatus {
 export type NamespaceState = 'Synced' | 'Failed' | 'Conflict' | 'PolicyDenied';
 export const NAMESPACE_STATE_VALUES = ['Synced', 'Failed', 'Conflict', 'PolicyDenied'] as const;
 
+/** Where Vault is and how the hub logs in. */
+export interface VaultConnectionSpec {
+  /**
+   * Vault address, e.g. https://vault.example.com:8200. http:// only for a loopback address
+   * (127.0.0.0/8, ::1, localhost): a token must not cross a network in clear text.
+   */
+  address: string;
+
+  /** Vault Enterprise / OpenBao namespace (X-Vault-Namespace). */
+  namespace?: string;
+
+  /** PEM CA bundle that issued Vault's certificate; replaces the system roots when set. */
+  caBundle?: string;
+
+  /**
+   * How the hub logs in to Vault: exactly one of token, appRole or kubernetes. Credentials live
+   * only in Kubernetes Secrets (or, for kubernetes, in a ServiceAccount token the hub requests).
+   */
+  auth: VaultAuth;
+}
+
+/**
+ * How the hub logs in to Vault: exactly one of token, appRole or kubernetes. Credentials live only
+ * in Kubernetes Secrets (or, for kubernetes, in a ServiceAccount token the hub requests).
+ */
+export interface VaultAuth {
+  /** A static Vault token (looked up for its TTL, renewed while renewable). */
+  token?: VaultTokenAuth;
+
+  /** AppRole login: role_id (inline or from a Secret) and secret_id (from a Secret). */
+  appRole?: VaultAppRoleAuth;
+
+  /**
+   * Kubernetes login with a TokenRequest token of serviceAccountRef (a ServiceAccount in the
+   * connection's namespace), for audience. Never the hub's own ServiceAccount.
+   */
+  kubernetes?: VaultKubernetesAuth;
+}
+
+/** A static Vault token (looked up for its TTL, renewed while renewable). */
+export interface VaultTokenAuth {
+  /** The Secret key holding the token. The Secret is in the connection's own namespace. */
+  secretRef: VaultSecretKeyRef;
+}
+
+/** The Secret key holding the token. The Secret is in the connection's own namespace. */
+export interface VaultSecretKeyRef {
+  /** Name of the Secret. */
+  name: string;
+
+  /** Key in the Secret. */
+  key: string;
+}
+
+/** AppRole login: role_id (inline or from a Secret) and secret_id (from a Secret). */
+export interface VaultAppRoleAuth {
+  /**
+   * Mount path of the AppRole auth method.
+   *
+   * @default 'approle'
+   */
+  mountPath?: string;
+
+  /** The role_id (not a secret by itself). */
+  roleId?: string;
+
+  /** The Secret key holding the role_id. The Secret is in the connection's own namespace. */
+  roleIdSecretRef?: VaultSecretKeyRef;
+
+  /** The Secret key holding the secret_id. The Secret is in the connection's own namespace. */
+  secretIdSecretRef: VaultSecretKeyRef;
+}
+
+/**
+ * Kubernetes login with a TokenRequest token of serviceAccountRef (a ServiceAccount in the
+ * connection's namespace), for audience. Never the hub's own ServiceAccount.
+ */
+export interface VaultKubernetesAuth {
+  /**
+   * Mount path of the Kubernetes auth method.
+   *
+   * @default 'kubernetes'
+   */
+  mountPath?: string;
+
+  /** The Vault role to log in as. */
+  role: string;
+
+  /**
+   * Audience of the requested ServiceAccount token.
+   *
+   * @default 'vault'
+   */
+  audience?: string;
+
+  /** A ServiceAccount in the connection's namespace whose token is used. */
+  serviceAccountRef: VaultServiceAccountRef;
+}
+
+/** A ServiceAccount in the connection's namespace whose token is used. */
+export interface VaultServiceAccountRef {
+  /** Name of the ServiceAccount. */
+  name: string;
+}
+
+/** Observed state of the connection, written by the hub. */
+export interface VaultConnectionStatus {
+  /** metadata.generation of the spec this status describes. */
+  observedGeneration?: number;
+
+  /** token, approle or kubernetes (from spec). */
+  authMethod?: string;
+
+  /** Whether the hub could log in with this connection. */
+  ready?: boolean;
+
+  /** Why the connection is not ready, if it is not. */
+  message?: string;
+
+  /** When the hub last logged in (or tried to). */
+  lastCheckTime?: string;
+
+  /** Latest observations of the object, in the standard metav1.Condition form. */
+  conditions?: Condition[];
+}
+
+/** Where Vault is and how the hub logs in. */
+export interface ClusterVaultConnectionSpec {
+  /**
+   * Vault address, e.g. https://vault.example.com:8200. http:// only for a loopback address
+   * (127.0.0.0/8, ::1, localhost): a token must not cross a network in clear text.
+   */
+  address: string;
+
+  /** Vault Enterprise / OpenBao namespace (X-Vault-Namespace). */
+  namespace?: string;
+
+  /** PEM CA bundle that issued Vault's certificate; replaces the system roots when set. */
+  caBundle?: string;
+
+  /**
+   * How the hub logs in to Vault: exactly one of token, appRole or kubernetes. Credentials live
+   * only in Kubernetes Secrets (or, for kubernetes, in a ServiceAccount token the hub requests).
+   */
+  auth: ClusterVaultAuth;
+
+  /**
+   * Namespaces whose SecretMirrors may use this connection: listed by name or matching the
+   * selector. Default: none (only ClusterSecretMirrors may use it).
+   */
+  allowedNamespaces?: VaultAllowedNamespaces;
+}
+
+/**
+ * How the hub logs in to Vault: exactly one of token, appRole or kubernetes. Credentials live only
+ * in Kubernetes Secrets (or, for kubernetes, in a ServiceAccount token the hub requests).
+ */
+export interface ClusterVaultAuth {
+  /** A static Vault token (looked up for its TTL, renewed while renewable). */
+  token?: ClusterVaultTokenAuth;
+
+  /** AppRole login: role_id (inline or from a Secret) and secret_id (from a Secret). */
+  appRole?: ClusterVaultAppRoleAuth;
+
+  /**
+   * Kubernetes login with a TokenRequest token of the hub's own ServiceAccount (or of
+   * serviceAccountRef), for audience.
+   */
+  kubernetes?: ClusterVaultKubernetesAuth;
+}
+
+/** A static Vault token (looked up for its TTL, renewed while renewable). */
+export interface ClusterVaultTokenAuth {
+  /** The Secret key holding the token. The Secret is in the namespace named here. */
+  secretRef: ClusterVaultSecretKeyRef;
+}
+
+/** The Secret key holding the token. The Secret is in the namespace named here. */
+export interface ClusterVaultSecretKeyRef {
+  /** Namespace of the Secret. */
+  namespace: string;
+
+  /** Name of the Secret. */
+  name: string;
+
+  /** Key in the Secret. */
+  key: string;
+}
+
+/** AppRole login: role_id (inline or from a Secret) and secret_id (from a Secret). */
+export interface ClusterVaultAppRoleAuth {
+  /**
+   * Mount path of the AppRole auth method.
+   *
+   * @default 'approle'
+   */
+  mountPath?: string;
+
+  /** The role_id (not a secret by itself). */
+  roleId?: string;
+
+  /** The Secret key holding the role_id. The Secret is in the namespace named here. */
+  roleIdSecretRef?: ClusterVaultSecretKeyRef;
+
+  /** The Secret key holding the secret_id. The Secret is in the namespace named here. */
+  secretIdSecretRef: ClusterVaultSecretKeyRef;
+}
+
+/**
+ * Kubernetes login with a TokenRequest token of the hub's own ServiceAccount (or of
+ * serviceAccountRef), for audience.
+ */
+export interface ClusterVaultKubernetesAuth {
+  /**
+   * Mount path of the Kubernetes auth method.
+   *
+   * @default 'kubernetes'
+   */
+  mountPath?: string;
+
+  /** The Vault role to log in as. */
+  role: string;
+
+  /**
+   * Audience of the requested ServiceAccount token.
+   *
+   * @default 'vault'
+   */
+  audience?: string;
+
+  /** A ServiceAccount whose token is used instead of the hub's own. */
+  serviceAccountRef?: ClusterVaultServiceAccountRef;
+}
+
+/** A ServiceAccount whose token is used instead of the hub's own. */
+export interface ClusterVaultServiceAccountRef {
+  /** Namespace of the ServiceAccount. */
+  namespace: string;
+
+  /** Name of the ServiceAccount. */
+  name: string;
+}
+
+/**
+ * Namespaces whose SecretMirrors may use this connection: listed by name or matching the selector.
+ * Default: none (only ClusterSecretMirrors may use it).
+ */
+export interface VaultAllowedNamespaces {
+  /** Namespace names. */
+  names?: string[];
+
+  /**
+   * Selects namespaces by their labels. Kubernetes label selector semantics: matchLabels and every
+   * matchExpressions entry must all hold; an empty selector ({}) matches everything.
+   */
+  namespaceSelector?: LabelSelector;
+}
+
+/** Observed state of the connection, written by the hub. */
+export interface ClusterVaultConnectionStatus {
+  /** metadata.generation of the spec this status describes. */
+  observedGeneration?: number;
+
+  /** token, approle or kubernetes (from spec). */
+  authMethod?: string;
+
+  /** Whether the hub could log in with this connection. */
+  ready?: boolean;
+
+  /** Why the connection is not ready, if it is not. */
+  message?: string;
+
+  /** When the hub last logged in (or tried to). */
+  lastCheckTime?: string;
+
+  /** Latest observations of the object, in the standard metav1.Condition form. */
+  conditions?: Condition[];
+}
+
 /** Defaults the API server fills in, per type: use them where an object may predate them. */
 export const DEFAULTS = {
   SecretMirrorSpec: {
@@ -957,6 +1360,20 @@ export const DEFAULTS = {
     conflictPolicy: 'Skip',
     suspend: false,
   },
+  VaultAppRoleAuth: {
+    mountPath: 'approle',
+  },
+  VaultKubernetesAuth: {
+    mountPath: 'kubernetes',
+    audience: 'vault',
+  },
+  ClusterVaultAppRoleAuth: {
+    mountPath: 'approle',
+  },
+  ClusterVaultKubernetesAuth: {
+    mountPath: 'kubernetes',
+    audience: 'vault',
+  },
 } as const;
 
 /**
@@ -967,6 +1384,12 @@ export const LIMITS = {
   MirrorSource: {
     name: 253,
     namespace: 63,
+  },
+  VaultSource: {
+    path: 512,
+  },
+  VaultConnectionReference: {
+    name: 253,
   },
   MirrorDestination: {
     namespaces: 64,
@@ -999,6 +1422,7 @@ export const LIMITS = {
   SecretMirrorStatus: {
     message: 4096,
     destination: 256,
+    source: 1024,
     synced: 32,
     clusters: 1024,
     problems: 50,
@@ -1021,6 +1445,7 @@ export const LIMITS = {
   ClusterSecretMirrorStatus: {
     message: 4096,
     destination: 256,
+    source: 1024,
     synced: 32,
     clusters: 1024,
     problems: 50,
@@ -1087,5 +1512,62 @@ export const LIMITS = {
   DeliveryNamespaceStatus: {
     name: 63,
     message: 1024,
+  },
+  VaultConnectionSpec: {
+    address: 2048,
+    namespace: 512,
+    caBundle: 262144,
+  },
+  VaultSecretKeyRef: {
+    name: 253,
+    key: 253,
+  },
+  VaultAppRoleAuth: {
+    mountPath: 256,
+    roleId: 256,
+  },
+  VaultKubernetesAuth: {
+    mountPath: 256,
+    role: 256,
+    audience: 256,
+  },
+  VaultServiceAccountRef: {
+    name: 253,
+  },
+  VaultConnectionStatus: {
+    authMethod: 32,
+    message: 4096,
+    conditions: 16,
+  },
+  ClusterVaultConnectionSpec: {
+    address: 2048,
+    namespace: 512,
+    caBundle: 262144,
+  },
+  ClusterVaultSecretKeyRef: {
+    namespace: 63,
+    name: 253,
+    key: 253,
+  },
+  ClusterVaultAppRoleAuth: {
+    mountPath: 256,
+    roleId: 256,
+  },
+  ClusterVaultKubernetesAuth: {
+    mountPath: 256,
+    role: 256,
+    audience: 256,
+  },
+  ClusterVaultServiceAccountRef: {
+    namespace: 63,
+    name: 253,
+  },
+  VaultAllowedNamespaces: {
+    names: 256,
+  },
+  ClusterVaultConnectionStatus: {
+    authMethod: 32,
+    message: 4096,
+    conditions: 16,
   },
 } as const;

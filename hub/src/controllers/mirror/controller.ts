@@ -53,6 +53,8 @@ import {
 } from './plan.js';
 import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import { SourceWatches } from './sources.js';
+import { VaultConnections, type ServiceAccountRef } from '../vault/connections.js';
+import { VaultSources } from '../vault/sources.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
 
 const CONTROLLER = 'mirror';
@@ -92,6 +94,16 @@ export interface MirrorControllerOptions {
    * phase changes and Events at once (default 1 s; see statusWriteDelay).
    */
   statusCoalesceMs?: number;
+  /** Vault sources: the hub's own ServiceAccount, whether it may request tenants' tokens. */
+  vault?:
+    | {
+        serviceAccount?: ServiceAccountRef | undefined;
+        tenantServiceAccountTokens?: boolean | undefined;
+        requestTimeoutMs?: number | undefined;
+        /** First retry of a failed Vault poll (default 1 s). */
+        retryInitialMs?: number | undefined;
+      }
+    | undefined;
   /** A mirror's finalizer was released while `cluster` may still hold delivery `name`. */
   onCleanupAbandoned?(cluster: string, name: string, mirrorKey: string, reason: string): void;
   clock?: Clock;
@@ -110,6 +122,8 @@ export class MirrorController {
   /** Status and finalizer writes, remembering each until its watch shows it. */
   private readonly writer: StatusWriter<AnyMirror>;
   private readonly sources: SourceWatches;
+  private readonly vaultConnections: VaultConnections;
+  private readonly vaultSources: VaultSources;
   private readonly secretMirrors: Watcher<SecretMirror>;
   private readonly clusterMirrors: Watcher<ClusterSecretMirror>;
   private readonly connections = new Map<string, ClusterConnection>();
@@ -159,6 +173,32 @@ export class MirrorController {
         for (const k of keys) this.reconciler.add(k);
       },
     });
+    const vaultRequests = m.counter(
+      'vault_requests_total',
+      'Requests to Vault / OpenBao by operation (login, detect, metadata, read) and outcome.',
+      ['operation', 'outcome'],
+    );
+    this.vaultConnections = new VaultConnections({
+      kubeConfig: kc,
+      serviceAccount: opts.vault?.serviceAccount,
+      tenantServiceAccountTokens: opts.vault?.tenantServiceAccountTokens,
+      requestTimeoutMs: opts.vault?.requestTimeoutMs,
+      identity: opts.identity,
+      logger: opts.logger,
+      metrics: m,
+      requests: vaultRequests,
+      clock: this.clock,
+      onChange: (connKey) => this.vaultConnectionChanged(connKey),
+    });
+    this.vaultSources = new VaultSources({
+      connections: this.vaultConnections,
+      requests: vaultRequests,
+      logger: this.log,
+      retryInitialMs: opts.vault?.retryInitialMs,
+      onChange: (keys) => {
+        for (const k of keys) this.reconciler.add(k);
+      },
+    });
     this.secretMirrors = createWatcher<SecretMirror>(kc, {
       group: GROUP,
       version: VERSION,
@@ -185,6 +225,7 @@ export class MirrorController {
     }
     this.unsubscribe.push(this.opts.registry.onChange(() => this.syncConnections()));
     this.syncConnections();
+    await this.vaultConnections.start();
     await this.reconciler.synced();
     const local = [...this.connections.values()].find((c) => c.target.local);
     if (local) await local.waitSynced();
@@ -207,6 +248,8 @@ export class MirrorController {
     await this.reconciler.stop(); // and the mirror watches
     await Promise.all([
       this.sources.stop(),
+      this.vaultSources.stop(),
+      this.vaultConnections.stop(),
       ...[...this.connections.values()].map((c) => c.stop()),
     ]);
     this.connections.clear();
@@ -241,6 +284,15 @@ export class MirrorController {
       return; // the echo of our own write: nothing new to look at
     }
     this.reconciler.add(key);
+  }
+
+  /** A Vault connection changed: its pollers read afresh; mirrors using it are reconciled. */
+  private vaultConnectionChanged(connKey: string): void {
+    if (this.stopped) return;
+    this.vaultSources.connectionChanged(connKey);
+    for (const m of [...this.secretMirrors.list(), ...this.clusterMirrors.list()]) {
+      if (m.spec.source.kind === 'Vault') this.reconciler.add(mirrorKey(identityOf(m)));
+    }
   }
 
   private enqueueAll(): void {
@@ -353,17 +405,40 @@ export class MirrorController {
       return this.cleanUp(key, name, conns, mirror);
     }
     const resolved = resolveSource(mirror);
-    this.sources.set(key, resolved.ok ? resolved.source : undefined);
+    const kube = resolved.ok && resolved.source.kind !== 'Vault' ? resolved.source : undefined;
+    const vault = resolved.ok && resolved.source.kind === 'Vault' ? resolved.source : undefined;
+    this.sources.set(key, kube);
     let source: SourceObservation = { state: 'missing' };
-    if (resolved.ok) {
-      const seen = this.sources.get(resolved.source);
+    let sourceError: string | undefined;
+    if (kube) {
+      const seen = this.sources.get(kube);
       // Not listed yet: the watch's first list enqueues this mirror again.
       if (seen.state === 'unknown') return;
       source = seen;
     }
+    if (vault) {
+      sourceError = await this.vaultConnections.refusal(vault.connection, id.namespace);
+      if (sourceError !== undefined) {
+        this.vaultSources.set(key, undefined);
+      } else {
+        const periodMs = mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000;
+        this.vaultSources.set(
+          key,
+          mirrorPolicies(mirror.spec).suspend ? undefined : vault,
+          periodMs,
+        );
+        const seen = this.vaultSources.get(vault);
+        // Not polled yet: the first poll enqueues this mirror again (suspended: plan as missing).
+        if (seen.state === 'unknown' && !mirrorPolicies(mirror.spec).suspend) return;
+        if (seen.state !== 'unknown') source = seen;
+      }
+    } else {
+      this.vaultSources.set(key, undefined);
+    }
     const plan = planMirror({
       mirror,
       source,
+      sourceError,
       clusters: conns.map((c) => this.observe(c, name)),
       hubSecret: this.opts.hubSecret,
       originCluster: this.opts.originCluster,
@@ -417,6 +492,8 @@ export class MirrorController {
     if (!(await this.writer.writeStatus(current, plan.status, plan.events))) return;
     this.setPhase(key, plan.status.phase);
     if (plan.invalid) return; // only a spec change can help; it enqueues the mirror
+    // A Vault source's poller enqueues the mirror when it sees a change; the requeue is the
+    // safety net for the deliveries, as for Kubernetes sources.
     return { requeueAfterMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
   }
 
@@ -428,6 +505,7 @@ export class MirrorController {
     mirror: AnyMirror | undefined,
   ): Promise<ProcessResult | void> {
     this.sources.set(key, undefined);
+    this.vaultSources.set(key, undefined);
     this.setPhase(key, undefined);
     if (mirror && !mirror.metadata.finalizers?.includes(HUB_FINALIZER)) {
       // Never delivered (or already cleaned up): nothing of ours to remove.

@@ -29,6 +29,8 @@ import {
   isClusterSecretMirror,
   mirrorPolicies,
   resolveSource,
+  sourceText as describeSource,
+  targetKindOf,
   API_VERSION,
   LIMITS,
   type AnyMirror,
@@ -83,8 +85,12 @@ import { deliveryUpToDate } from '../delivery/plan.js';
 export type SourceObservation =
   | { state: 'found'; object: SourceObject }
   | { state: 'missing' }
-  /** The source cannot be read (e.g. 403): its existence is unknown. */
-  | { state: 'unreadable'; error: string };
+  /**
+   * The source cannot be read (e.g. 403, Vault unreachable): its existence is unknown. `denied`:
+   * a permission refusal (Vault policy), which only a change of policy or spec fixes: phase Error
+   * even when copies exist (they are kept).
+   */
+  | { state: 'unreadable'; error: string; denied?: boolean };
 
 /** What one registered cluster holds for this mirror, from the hub's caches of that cluster. */
 export interface ClusterObservation {
@@ -117,6 +123,11 @@ export interface PlanInput {
   mirror: AnyMirror;
   /** Ignored when the spec does not resolve to a source (it is then invalid). */
   source: SourceObservation;
+  /**
+   * Why the resolved source may not be used by this mirror (e.g. a ClusterVaultConnection that
+   * does not allow the mirror's namespace): the mirror is invalid (phase Error).
+   */
+  sourceError?: string | undefined;
   /** Every registered cluster. */
   clusters: readonly ClusterObservation[];
   /** The hub's random secret (Secret mirrorhub-hash-key); content hashes are keyed with it. */
@@ -215,6 +226,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const errors: string[] = [];
   const resolved = resolveSource(mirror);
   if (!resolved.ok) errors.push(resolved.error);
+  else if (input.sourceError) errors.push(input.sourceError);
   const matcher = compileNamespaceMatcher(spec.destination, { fieldPath: 'destination' });
   if (!matcher.ok) errors.push(matcher.error);
   const selection = selectClusters(spec.destination.clusters, input.clusters);
@@ -226,6 +238,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const base: MirrorStatus = {
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
     destination: destinationSummary(spec),
+    ...(source ? { source: source.kind === 'Vault' ? source.path : source.name } : {}),
   };
 
   if (errors.length > 0) {
@@ -267,8 +280,8 @@ export function planMirror(input: PlanInput): MirrorPlan {
     });
   }
   const src = source!;
-  const sourceKind = src.kind;
-  const sourceText = `source ${sourceKind} ${src.namespace}/${src.name}`;
+  const sourceKind = targetKindOf(src);
+  const sourceText = describeSource(src);
 
   if (policies.suspend) {
     // Tell existing deliveries to suspend; write nothing else, delete nothing.
@@ -353,7 +366,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
       labels: shaped.template.labels,
       annotations: shaped.template.annotations,
     });
-    const targetName = spec.destination.name ?? src.name;
+    const targetName = spec.destination.name ?? (src.kind === 'Vault' ? '' : src.name);
     // The payload is the same for every cluster but for its namespace and signature: built and
     // digested once here, signed per cluster below, copied only for the clusters it is written to.
     const payload = buildPayloadSecret({ name, namespace: '', deliveryName: name, shaped });
@@ -374,7 +387,10 @@ export function planMirror(input: PlanInput): MirrorPlan {
           uid: mirror.metadata.uid ?? '',
         },
         originCluster,
-        origin: originRef(originCluster, src.namespace, src.name),
+        origin:
+          src.kind === 'Vault'
+            ? `${originCluster}/vault:${src.path}`
+            : originRef(originCluster, src.namespace, src.name),
         payloadSecretName: name,
         target: { kind: sourceKind, name: targetName },
         ...(spec.destination.namespaces ? { namespaces: [...spec.destination.namespaces] } : {}),
@@ -384,7 +400,9 @@ export function planMirror(input: PlanInput): MirrorPlan {
         ...(spec.destination.excludeNamespaces
           ? { excludeNamespaces: [...spec.destination.excludeNamespaces] }
           : {}),
-        ...(obs.local && targetName === src.name ? { sourceNamespace: src.namespace } : {}),
+        ...(src.kind !== 'Vault' && obs.local && targetName === src.name
+          ? { sourceNamespace: src.namespace }
+          : {}),
         ...(tenant !== undefined && input.tenancy?.requireAcceptance
           ? { acceptLabel: acceptLabel(tenant) }
           : {}),
@@ -483,7 +501,14 @@ export function planMirror(input: PlanInput): MirrorPlan {
         ? `${sourceText} not found`
         : `cannot read ${sourceText}: ${input.source.error}`;
     message = delivered ? `${why}; copies are kept as they are` : why;
-    phase = delivered ? 'Degraded' : input.source.state === 'missing' ? 'Pending' : 'Error';
+    phase =
+      input.source.state === 'unreadable' && input.source.denied
+        ? 'Error'
+        : delivered
+          ? 'Degraded'
+          : input.source.state === 'missing'
+            ? 'Pending'
+            : 'Error';
     readyReason =
       input.source.state === 'missing' ? REASON.sourceNotFound : REASON.sourceUnreadable;
     sourceCondition =

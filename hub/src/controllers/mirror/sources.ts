@@ -4,7 +4,7 @@
 // the sources it mirrors, not the Secrets a cluster holds.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { type ResolvedSource } from '@mirrorhub/shared/api/index';
+import { type KubernetesSource } from '@mirrorhub/shared/api/index';
 import { type SourceObject } from '@mirrorhub/shared/mirror/index';
 import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, instrumentWatcher } from '@mirrorhub/shared/k8s/watcher';
@@ -26,7 +26,7 @@ export interface SourceWatcher {
   onEvent(listener: (e: import('@mirrorhub/shared').WatcherEvent) => void): () => void;
 }
 
-export type SourceWatcherFactory = (source: ResolvedSource) => SourceWatcher;
+export type SourceWatcherFactory = (source: KubernetesSource) => SourceWatcher;
 
 export interface SourceWatchesOptions {
   /** Which mirrors to reconcile when a source changes (or its watch syncs or fails). */
@@ -39,7 +39,7 @@ export interface SourceWatchesOptions {
 }
 
 interface Entry {
-  source: ResolvedSource;
+  source: KubernetesSource;
   watcher: SourceWatcher;
   mirrors: Set<string>;
   /** The watch failed at least twice in a row without syncing: the source is unreadable. */
@@ -50,7 +50,7 @@ interface Entry {
 /** Resource label of every source watch in logs and metrics (one series, not one per source). */
 const SOURCES_RESOURCE = 'sources';
 
-export function sourceKey(s: ResolvedSource): string {
+export function sourceKey(s: KubernetesSource): string {
   return `${s.kind}/${s.namespace}/${s.name}`;
 }
 
@@ -89,7 +89,7 @@ export class SourceWatches {
   }
 
   /** Mirror `mirrorKey` reads `source` (undefined: nothing). Starts and stops watches as needed. */
-  set(mirrorKey: string, source: ResolvedSource | undefined): void {
+  set(mirrorKey: string, source: KubernetesSource | undefined): void {
     if (this.stopped) return;
     const next = source ? sourceKey(source) : undefined;
     const current = this.byMirror.get(mirrorKey);
@@ -107,7 +107,7 @@ export class SourceWatches {
   }
 
   /** What the mirror's source looks like; `unknown` until its watch has listed once. */
-  get(source: ResolvedSource): SourceObservation | { state: 'unknown' } {
+  get(source: KubernetesSource): SourceObservation | { state: 'unknown' } {
     const entry = this.entries.get(sourceKey(source));
     if (!entry) return { state: 'unknown' };
     if (!entry.watcher.hasSynced()) {
@@ -143,7 +143,7 @@ export class SourceWatches {
     }
   }
 
-  private open(source: ResolvedSource): Entry {
+  private open(source: KubernetesSource): Entry {
     const watcher = this.factory(source);
     const entry: Entry = { source, watcher, mirrors: new Set(), unsubscribe: [] };
     const notify = (): void => {

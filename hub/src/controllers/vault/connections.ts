@@ -1,0 +1,513 @@
+// VaultConnections and ClusterVaultConnections: resolves each into a VaultClient (with the
+// credentials of the Secrets and ServiceAccounts it names) and reports whether the hub can log in
+// with it (status.ready, condition Ready, an Event on every change).
+//
+// A client is built when first asked for and kept while the connection's resourceVersion stays;
+// a spec change closes it and builds a new one. Referenced Secrets are read (GET) when a client is
+// built, and again when a login fails (a rotated token or secret_id is picked up on the next
+// poll): the hub does not watch the referenced Secrets.
+//
+// Tenancy, by construction: a VaultConnection names Secrets and a ServiceAccount only in its own
+// namespace (its schema has no namespace fields); Kubernetes auth with the hub's OWN
+// ServiceAccount exists only in a ClusterVaultConnection; a SecretMirror may use a
+// ClusterVaultConnection only when spec.allowedNamespaces admits its namespace (`refusal`).
+import {
+  CLUSTER_VAULT_CONNECTION,
+  GROUP,
+  VAULT_CONNECTION,
+  VERSION,
+  type ClusterVaultConnection,
+  type VaultConnection,
+  type VaultConnectionStatus,
+  type VaultSourceRef,
+} from '@mirrorhub/shared/api/index';
+import { Reconciler, StatusWriter, type ControllerEvent } from '@mirrorhub/shared/controller/index';
+import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
+import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import { compileLabelSelector, findCondition, setCondition } from '@mirrorhub/shared/mirror/index';
+import {
+  childLogger,
+  errorMessage,
+  realClock,
+  type Clock,
+  type ControllerMetrics,
+  type Counter,
+  type Logger,
+} from '@mirrorhub/shared/runtime/index';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+import {
+  appRoleAuth,
+  isVaultError,
+  kubernetesAuth,
+  tokenAuth,
+  VaultClient,
+  type VaultAuth,
+} from '../../vault/index.js';
+
+const CONTROLLER = 'vaultconnection';
+
+type AnyConnection = VaultConnection | ClusterVaultConnection;
+
+export interface ServiceAccountRef {
+  namespace: string;
+  name: string;
+}
+
+export interface VaultConnectionsOptions {
+  kubeConfig: KubeAccess;
+  /** The hub's own ServiceAccount (Kubernetes auth of a ClusterVaultConnection without serviceAccountRef). */
+  serviceAccount?: ServiceAccountRef | undefined;
+  /** Whether the hub may request tokens of tenants' ServiceAccounts (chart value, default off). */
+  tenantServiceAccountTokens?: boolean | undefined;
+  /** A connection changed (spec, or became present/absent): `key` as connectionKey(). */
+  onChange(key: string): void;
+  identity: string;
+  logger: Logger;
+  metrics: ControllerMetrics;
+  /** Requests to Vault by operation and outcome (mirrorhub_vault_requests_total). */
+  requests: Counter<'operation' | 'outcome'>;
+  /** Per Vault request (default 10 s). */
+  requestTimeoutMs?: number | undefined;
+  /** How often a Ready connection's login is checked again (default 5 min). */
+  recheckMs?: number | undefined;
+  clock?: Clock | undefined;
+}
+
+export function connectionKey(c: VaultSourceRef['connection']): string {
+  return c.kind === 'VaultConnection'
+    ? `${c.kind}/${c.namespace ?? ''}/${c.name}`
+    : `${c.kind}/${c.name}`;
+}
+
+function keyOfObject(obj: AnyConnection): string {
+  return obj.kind === 'ClusterVaultConnection' || !obj.metadata.namespace
+    ? `ClusterVaultConnection/${obj.metadata.name ?? ''}`
+    : `VaultConnection/${obj.metadata.namespace}/${obj.metadata.name ?? ''}`;
+}
+
+/** The outcome label of a Vault error (no paths, no messages: bounded cardinality). */
+export function outcomeOf(err: unknown): string {
+  if (!isVaultError(err)) return 'error';
+  switch (err.kind) {
+    case 'permission-denied':
+    case 'invalid-token':
+      return 'denied';
+    case 'login-failed':
+      return 'login_failed';
+    case 'not-found':
+      return 'not_found';
+    case 'unavailable':
+    case 'unreachable':
+    case 'timeout':
+    case 'rate-limited':
+    case 'server':
+      return 'unavailable';
+    case 'tls':
+      return 'tls';
+    default:
+      return 'error';
+  }
+}
+
+/** Errors that a retry can fix (Vault down, sealed, slow): the mirror is Degraded, not in Error. */
+export function isTransient(err: unknown): boolean {
+  return outcomeOf(err) === 'unavailable';
+}
+
+interface Built {
+  resourceVersion: string;
+  client: VaultClient;
+  /** A login failed: read the Secrets again before the next use. */
+  stale: boolean;
+}
+
+/** Thrown for configuration problems found before Vault is asked (missing Secret, refused SA). */
+export class ConnectionConfigError extends Error {
+  override readonly name = 'ConnectionConfigError';
+}
+
+export class VaultConnections {
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly rest: RestClient;
+  private readonly reconciler: Reconciler;
+  private readonly writer: StatusWriter<AnyConnection>;
+  private readonly namespaced: Watcher<VaultConnection>;
+  private readonly cluster: Watcher<ClusterVaultConnection>;
+  private readonly built = new Map<string, Built>();
+  private readonly building = new Map<string, Promise<VaultClient>>();
+  private stopped = false;
+
+  constructor(private readonly opts: VaultConnectionsOptions) {
+    this.log = childLogger(opts.logger, { controller: CONTROLLER });
+    this.clock = opts.clock ?? realClock;
+    this.rest = new RestClient(opts.kubeConfig, { userAgent: USER_AGENT.hub });
+    this.writer = new StatusWriter<AnyConnection>({
+      rest: this.rest,
+      pathOf: connectionPath,
+      keyOf: keyOfObject,
+      fieldManager: FIELD_MANAGER.hub,
+      reportingInstance: opts.identity,
+      metrics: opts.metrics,
+      logger: this.log,
+      summary: (status) => ({ ready: status?.ready }),
+      detail: (status) => ({ message: status?.message }),
+      clock: this.clock,
+    });
+    this.reconciler = new Reconciler({
+      name: CONTROLLER,
+      reconcile: (key) => this.reconcile(key),
+      logger: this.log,
+      metrics: opts.metrics,
+      shutdownTimeoutMs: 10_000,
+      clock: this.clock,
+    });
+    this.namespaced = createWatcher<VaultConnection>(opts.kubeConfig, {
+      group: GROUP,
+      version: VERSION,
+      plural: VAULT_CONNECTION.plural,
+    });
+    this.cluster = createWatcher<ClusterVaultConnection>(opts.kubeConfig, {
+      group: GROUP,
+      version: VERSION,
+      plural: CLUSTER_VAULT_CONNECTION.plural,
+    });
+  }
+
+  async start(): Promise<void> {
+    for (const w of [this.namespaced, this.cluster] as Watcher<AnyConnection>[]) {
+      this.reconciler.watch(w, {
+        onAdd: (obj) => this.changed(obj),
+        onUpdate: (obj) => this.changed(obj),
+        onDelete: (obj) => this.changed(obj, true),
+        onListed: () => this.writer.relisted(),
+      });
+    }
+    await this.reconciler.synced();
+    this.reconciler.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.reconciler.stop();
+    const all = [...this.built.values()];
+    this.built.clear();
+    await Promise.all(all.map((b) => b.client.close().catch(() => undefined)));
+    this.rest.close();
+  }
+
+  hasSynced(): boolean {
+    return this.namespaced.hasSynced() && this.cluster.hasSynced();
+  }
+
+  private changed(obj: AnyConnection, deleted = false): void {
+    const key = keyOfObject(obj);
+    if (deleted) this.writer.deleted(key);
+    else if (this.writer.observed(obj)) return;
+    this.reconciler.add(key);
+  }
+
+  /** The connection object from the cache (undefined: absent). */
+  get(ref: VaultSourceRef['connection']): AnyConnection | undefined {
+    return ref.kind === 'VaultConnection'
+      ? this.namespaced.get(ref.name, ref.namespace)
+      : this.cluster.get(ref.name);
+  }
+
+  /**
+   * Why a SecretMirror in `namespace` may not use `ref` (undefined: it may). A VaultConnection is
+   * always the mirror's own namespace's (resolveSource makes it so); a ClusterVaultConnection
+   * must list the namespace or select it by its labels.
+   */
+  async refusal(
+    ref: VaultSourceRef['connection'],
+    namespace: string | undefined,
+  ): Promise<string | undefined> {
+    if (ref.kind !== 'ClusterVaultConnection' || namespace === undefined) return undefined;
+    const conn = this.cluster.get(ref.name);
+    if (!conn) return `ClusterVaultConnection "${ref.name}" not found`;
+    const allowed = conn.spec.allowedNamespaces;
+    const denied = `ClusterVaultConnection "${ref.name}" does not allow SecretMirrors in namespace "${namespace}" (its spec.allowedNamespaces does not list or select it)`;
+    if (!allowed) return denied;
+    if (allowed.names?.includes(namespace)) return undefined;
+    if (allowed.namespaceSelector) {
+      const matcher = compileLabelSelector(
+        allowed.namespaceSelector,
+        'spec.allowedNamespaces.namespaceSelector',
+      );
+      if (!matcher.ok) return `ClusterVaultConnection "${ref.name}": ${matcher.error}`;
+      let labels: Record<string, string> = {};
+      try {
+        const ns = await this.rest.request<{ metadata?: { labels?: Record<string, string> } }>(
+          'GET',
+          `/api/v1/namespaces/${encodeURIComponent(namespace)}`,
+        );
+        labels = ns.metadata?.labels ?? {};
+      } catch (err) {
+        return `${denied}: reading namespace "${namespace}" failed: ${errorMessage(err)}`;
+      }
+      if (matcher.matches(labels)) return undefined;
+    }
+    return denied;
+  }
+
+  /** A client for the connection; throws (redacted, path-free) when it cannot be built. */
+  async client(ref: VaultSourceRef['connection']): Promise<VaultClient> {
+    const conn = this.get(ref);
+    if (!conn) {
+      throw new ConnectionConfigError(
+        `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name} not found`,
+      );
+    }
+    const key = keyOfObject(conn);
+    const rv = conn.metadata.resourceVersion ?? '';
+    const have = this.built.get(key);
+    if (have && have.resourceVersion === rv && !have.stale) return have.client;
+    const pending = this.building.get(key);
+    if (pending) return pending;
+    const p = (async () => {
+      try {
+        const client = await this.build(conn);
+        const old = this.built.get(key);
+        this.built.set(key, { resourceVersion: rv, client, stale: false });
+        if (old) void old.client.close().catch(() => undefined);
+        return client;
+      } finally {
+        this.building.delete(key);
+      }
+    })();
+    this.building.set(key, p);
+    return p;
+  }
+
+  /** A login with this connection's client failed: read its Secrets again next time. */
+  loginFailed(ref: VaultSourceRef['connection']): void {
+    const conn = this.get(ref);
+    if (!conn) return;
+    const b = this.built.get(keyOfObject(conn));
+    if (b) b.stale = true;
+  }
+
+  // ---- building a client ------------------------------------------------------------------------
+
+  private async build(conn: AnyConnection): Promise<VaultClient> {
+    const spec = conn.spec;
+    const ownNs = conn.metadata.namespace;
+    const ns = spec.namespace;
+    const auth = await this.auth(conn, ownNs);
+    const address = spec.address;
+    const url = new URL(address);
+    if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+      throw new ConnectionConfigError(
+        `address ${address}: http:// is allowed only for a loopback address; use https://`,
+      );
+    }
+    return new VaultClient({
+      address,
+      ...(ns ? { namespace: ns } : {}),
+      ...(spec.caBundle ? { caPem: spec.caBundle } : {}),
+      auth,
+      timeoutMs: this.opts.requestTimeoutMs ?? 10_000,
+      userAgent: USER_AGENT.hub,
+      logger: this.log,
+    });
+  }
+
+  private async auth(conn: AnyConnection, ownNs: string | undefined): Promise<VaultAuth> {
+    const a = conn.spec.auth as ClusterVaultConnection['spec']['auth'];
+    const secretNs = (ref: { namespace?: string }): string => ownNs ?? ref.namespace ?? '';
+    if (a.token) {
+      const token = await this.secretValue(secretNs(a.token.secretRef), a.token.secretRef);
+      return tokenAuth({ token });
+    }
+    if (a.appRole) {
+      const r = a.appRole;
+      const roleId =
+        r.roleId ??
+        (r.roleIdSecretRef
+          ? await this.secretValue(secretNs(r.roleIdSecretRef), r.roleIdSecretRef)
+          : '');
+      const secretId = await this.secretValue(secretNs(r.secretIdSecretRef), r.secretIdSecretRef);
+      return appRoleAuth({ roleId, secretId, mount: r.mountPath ?? 'approle' });
+    }
+    if (a.kubernetes) {
+      const k = a.kubernetes;
+      let sa: ServiceAccountRef;
+      if (k.serviceAccountRef) {
+        sa = {
+          namespace: ownNs ?? k.serviceAccountRef.namespace ?? '',
+          name: k.serviceAccountRef.name,
+        };
+        if (!this.opts.tenantServiceAccountTokens) {
+          throw new ConnectionConfigError(
+            `kubernetes auth with ServiceAccount ${sa.namespace}/${sa.name}: this hub does not request tokens of other ServiceAccounts (chart value vault.serviceAccountTokens is off)`,
+          );
+        }
+      } else {
+        // Only a ClusterVaultConnection can get here (the namespaced schema requires the ref).
+        if (ownNs) {
+          throw new ConnectionConfigError(
+            "kubernetes auth of a VaultConnection needs serviceAccountRef: the hub's own ServiceAccount is for ClusterVaultConnections only",
+          );
+        }
+        if (!this.opts.serviceAccount) {
+          throw new ConnectionConfigError(
+            "kubernetes auth with the hub's own ServiceAccount: the hub does not know its ServiceAccount (MIRRORHUB_SERVICE_ACCOUNT)",
+          );
+        }
+        sa = this.opts.serviceAccount;
+      }
+      const audience = k.audience ?? 'vault';
+      return kubernetesAuth({
+        role: k.role,
+        mount: k.mountPath ?? 'kubernetes',
+        getJwt: () => this.serviceAccountToken(sa, audience),
+      });
+    }
+    throw new ConnectionConfigError('spec.auth: set exactly one of token, appRole or kubernetes');
+  }
+
+  private async secretValue(
+    namespace: string,
+    ref: { name: string; key: string },
+  ): Promise<string> {
+    let secret: { data?: Record<string, string> };
+    try {
+      secret = await this.rest.request<{ data?: Record<string, string> }>(
+        'GET',
+        `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(ref.name)}`,
+      );
+    } catch (err) {
+      throw new ConnectionConfigError(
+        `reading Secret ${namespace}/${ref.name} failed: ${errorMessage(err)}`,
+      );
+    }
+    const b64 = secret.data?.[ref.key];
+    if (b64 === undefined) {
+      throw new ConnectionConfigError(`Secret ${namespace}/${ref.name} has no key "${ref.key}"`);
+    }
+    const value = Buffer.from(b64, 'base64').toString('utf8').trim();
+    if (!value)
+      throw new ConnectionConfigError(`Secret ${namespace}/${ref.name} key "${ref.key}" is empty`);
+    return value;
+  }
+
+  private async serviceAccountToken(sa: ServiceAccountRef, audience: string): Promise<string> {
+    const res = await this.rest.request<{ status?: { token?: string } }>(
+      'POST',
+      `/api/v1/namespaces/${encodeURIComponent(sa.namespace)}/serviceaccounts/${encodeURIComponent(sa.name)}/token`,
+      {
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { audiences: [audience], expirationSeconds: 600 },
+        },
+      },
+    );
+    const token = res.status?.token;
+    if (!token)
+      throw new Error(
+        `TokenRequest for ServiceAccount ${sa.namespace}/${sa.name} returned no token`,
+      );
+    return token;
+  }
+
+  // ---- status -----------------------------------------------------------------------------------
+
+  private async reconcile(key: string): Promise<ProcessResult | void> {
+    if (this.stopped) return;
+    const [kind, a, b] = key.split('/');
+    const ref: VaultSourceRef['connection'] =
+      kind === 'VaultConnection'
+        ? { kind: 'VaultConnection', namespace: a ?? '', name: b ?? '' }
+        : { kind: 'ClusterVaultConnection', name: a ?? '' };
+    const cached = this.get(ref);
+    const conn = cached ? this.writer.current(key, cached) : undefined;
+    this.opts.onChange(key);
+    if (!conn) {
+      const old = this.built.get(key);
+      this.built.delete(key);
+      if (old) await old.client.close().catch(() => undefined);
+      return;
+    }
+    const auth = conn.spec.auth;
+    const method = auth.token ? 'token' : auth.appRole ? 'approle' : 'kubernetes';
+    let ready = false;
+    let message: string;
+    let reason: string;
+    try {
+      const client = await this.client(ref);
+      await client.login();
+      this.opts.requests.inc({ operation: 'login', outcome: 'ok' });
+      ready = true;
+      reason = 'Authenticated';
+      message = `logged in to ${conn.spec.address} with ${client.session.auth.description}`;
+    } catch (err) {
+      if (err instanceof ConnectionConfigError) {
+        reason = 'InvalidConfig';
+      } else {
+        this.opts.requests.inc({ operation: 'login', outcome: outcomeOf(err) });
+        if (isVaultError(err, 'login-failed')) this.loginFailed(ref);
+        reason = isVaultError(err, 'tls')
+          ? 'TLSError'
+          : isTransient(err)
+            ? 'Unavailable'
+            : 'LoginFailed';
+      }
+      message = errorMessage(err);
+    }
+    const prev = conn.status ?? {};
+    const now = new Date(this.clock.now());
+    const conditions = setCondition(
+      prev.conditions,
+      {
+        type: 'Ready',
+        status: ready ? 'True' : 'False',
+        reason,
+        message: message.slice(0, 1024),
+        observedGeneration: conn.metadata.generation,
+      },
+      now,
+    );
+    const next: VaultConnectionStatus = {
+      ...(conn.metadata.generation !== undefined
+        ? { observedGeneration: conn.metadata.generation }
+        : {}),
+      authMethod: method,
+      ready,
+      ...(ready ? {} : { message: message.slice(0, 4096) }),
+      conditions,
+    };
+    const events: ControllerEvent[] = [];
+    const before = findCondition(prev.conditions, 'Ready');
+    if (before?.status !== (ready ? 'True' : 'False') || before.reason !== reason) {
+      events.push(
+        ready
+          ? { type: 'Normal', reason: 'Authenticated', message: message.slice(0, 1024) }
+          : { type: 'Warning', reason, message: message.slice(0, 1024) },
+      );
+    }
+    await this.writer.writeStatus(conn, next, events);
+    const recheck = this.opts.recheckMs ?? 5 * 60_000;
+    return { requeueAfterMs: ready ? recheck : Math.min(recheck, 30_000) };
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return (
+    host === 'localhost' || host === '[::1]' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host)
+  );
+}
+
+function connectionPath(obj: AnyConnection): string {
+  const ns = obj.metadata.namespace;
+  return customObjectPath({
+    group: GROUP,
+    version: VERSION,
+    name: obj.metadata.name ?? '',
+    plural: ns ? VAULT_CONNECTION.plural : CLUSTER_VAULT_CONNECTION.plural,
+    ...(ns ? { namespace: ns } : {}),
+  });
+}
