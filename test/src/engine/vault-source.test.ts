@@ -1,0 +1,359 @@
+// Vault as a mirror source, end to end: a real OpenBao (TLS, its dev CA) behind a TCP proxy the
+// test can cut (Vault unreachable) and restore, the kit's kube-apiserver, hub and agent in
+// process. KV v2 and v1, token and AppRole auth, change detection without waste (metrics),
+// the failure phases, the connection tenancy refusals, and no secret in logs, Events or status.
+import net from 'node:net';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
+import { startOpenBao, type OpenBao } from '@mirrorhub/infra/components/index';
+import { GROUP, VERSION } from '@mirrorhub/shared/api/index';
+
+import { clusterSecretMirror, Engine, secretMirror } from '../support/engine.js';
+import { eventually } from '../support/eventually.js';
+
+const POLL = 10;
+const WAIT = { timeoutMs: 30_000, intervalMs: 200 };
+
+let e: Engine;
+let bao: OpenBao;
+let root: VaultClient;
+let proxy: Proxy;
+const secrets = new Set<string>();
+
+/** A TCP proxy to OpenBao that can be cut (connections refused) and restored on the same port. */
+class Proxy {
+  private server: net.Server | undefined;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+  constructor(private readonly target: number) {}
+  async open(): Promise<void> {
+    this.server = net.createServer((c) => {
+      const up = net.connect(this.target, '127.0.0.1');
+      this.sockets.add(c).add(up);
+      c.pipe(up).pipe(c);
+      const done = () => {
+        c.destroy();
+        up.destroy();
+        this.sockets.delete(c);
+        this.sockets.delete(up);
+      };
+      c.on('error', done).on('close', done);
+      up.on('error', done).on('close', done);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+  async cut(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+    this.server = undefined;
+  }
+}
+
+async function sys(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) {
+  return (await root.request<VaultEnvelope>({ method, path, body })).body;
+}
+
+async function createObject(plural: string, body: Record<string, unknown>, namespace?: string) {
+  const api = e.kc.makeApiClient(CustomObjectsApi);
+  const full = { apiVersion: `${GROUP}/${VERSION}`, ...body };
+  if (namespace)
+    await api.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural,
+      body: full,
+    });
+  else await api.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body: full });
+}
+
+async function getObject(plural: string, name: string, namespace?: string) {
+  const api = e.kc.makeApiClient(CustomObjectsApi);
+  return (
+    namespace
+      ? await api.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural,
+          name,
+        })
+      : await api.getClusterCustomObject({ group: GROUP, version: VERSION, plural, name })
+  ) as {
+    status?: { ready?: boolean; message?: string; authMethod?: string };
+  };
+}
+
+/** Sum of a hub counter's samples whose labels include `labels`. */
+async function counter(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const json = await e.hub!.metrics.registry.getMetricsAsJSON();
+  const m = json.find((x) => x.name === name);
+  let sum = 0;
+  for (const v of (m?.values ?? []) as { value: number; labels: Record<string, string> }[]) {
+    if (Object.entries(labels).every(([k, val]) => v.labels[k] === val)) sum += v.value;
+  }
+  return sum;
+}
+
+function address(): string {
+  return `https://127.0.0.1:${proxy.port}`;
+}
+
+beforeAll(async () => {
+  [e, bao] = await Promise.all([Engine.start(), startOpenBao({ tls: true })]);
+  secrets.add(bao.rootToken);
+  root = new VaultClient({
+    address: bao.address,
+    caPem: bao.caPem,
+    auth: tokenAuth({ token: bao.rootToken }),
+  });
+  proxy = new Proxy(Number(new URL(bao.address).port));
+  await proxy.open();
+  await sys('POST', 'sys/mounts/kv1', { type: 'kv', options: { version: '1' } });
+  await sys('PUT', 'sys/policies/acl/team-a', {
+    policy: `
+      path "secret/data/team-a/*" { capabilities = ["read"] }
+      path "secret/metadata/team-a/*" { capabilities = ["read"] }
+      path "kv1/team-a/*" { capabilities = ["read"] }`,
+  });
+  const tok = await sys('POST', 'auth/token/create', { policies: ['team-a'], ttl: '1h' });
+  const token = tok?.auth?.client_token as string;
+  secrets.add(token);
+  await sys('POST', 'sys/auth/approle', { type: 'approle' });
+  await sys('POST', 'auth/approle/role/team-b', { token_policies: ['team-a'], token_ttl: '1h' });
+  const roleId = (await sys('GET', 'auth/approle/role/team-b/role-id'))?.data?.role_id as string;
+  const secretId = (await sys('POST', 'auth/approle/role/team-b/secret-id'))?.data
+    ?.secret_id as string;
+  secrets.add(secretId);
+
+  for (const ns of ['team-a', 'team-b', 'app-1', 'app-2']) await e.ensureNamespace(ns);
+  await e.putSecret('team-a', 'vault-token', { token });
+  await e.putSecret('team-b', 'approle', { secretId });
+  await createObject(
+    'vaultconnections',
+    {
+      kind: 'VaultConnection',
+      metadata: { name: 'vault', namespace: 'team-a' },
+      spec: {
+        address: address(),
+        caBundle: bao.caPem,
+        auth: { token: { secretRef: { name: 'vault-token', key: 'token' } } },
+      },
+    },
+    'team-a',
+  );
+  await createObject(
+    'vaultconnections',
+    {
+      kind: 'VaultConnection',
+      metadata: { name: 'vault', namespace: 'team-b' },
+      spec: {
+        address: address(),
+        caBundle: bao.caPem,
+        auth: { appRole: { roleId, secretIdSecretRef: { name: 'approle', key: 'secretId' } } },
+      },
+    },
+    'team-b',
+  );
+  await createObject('clustervaultconnections', {
+    kind: 'ClusterVaultConnection',
+    metadata: { name: 'shared' },
+    spec: {
+      address: address(),
+      caBundle: bao.caPem,
+      auth: { token: { secretRef: { namespace: 'team-a', name: 'vault-token', key: 'token' } } },
+      allowedNamespaces: { names: ['team-b'] },
+    },
+  });
+  await sys('POST', 'secret/data/team-a/db', {
+    data: { username: 'app', password: 'pw-v1-s3cret' },
+  });
+  secrets.add('pw-v1-s3cret');
+}, 120_000);
+
+afterAll(async () => {
+  await e?.stop();
+  await proxy?.cut();
+  await root?.close();
+  await bao?.stop();
+});
+
+const vaultMirror = (ns: string, name: string, path: string, extra: Record<string, unknown> = {}) =>
+  secretMirror(ns, name, {
+    source: {
+      kind: 'Vault',
+      vault: { connectionRef: { kind: 'VaultConnection', name: 'vault' }, path },
+    },
+    destination: { namespaces: ['app-.*'], name },
+    pollPeriodSeconds: POLL,
+    ...extra,
+  } as never);
+
+describe('Vault source', () => {
+  it('reports each connection Ready after a login (token, AppRole)', async () => {
+    await eventually(async () => {
+      const a = await getObject('vaultconnections', 'vault', 'team-a');
+      const b = await getObject('vaultconnections', 'vault', 'team-b');
+      expect(a.status).toMatchObject({ ready: true, authMethod: 'token' });
+      expect(b.status).toMatchObject({ ready: true, authMethod: 'approle' });
+    }, WAIT);
+  });
+
+  it('KV v2: copies land, an update arrives within a poll, and a no-change poll reads no data and writes nothing', async () => {
+    await e.applyMirror(
+      vaultMirror('team-a', 'db', 'secret/team-a/db', {
+        template: { keys: [{ from: 'password' }] },
+      }),
+    );
+    await eventually(async () => {
+      expect(await e.secretData('app-1', 'db')).toEqual({ password: 'pw-v1-s3cret' });
+      expect(await e.secretData('app-2', 'db')).toEqual({ password: 'pw-v1-s3cret' });
+    }, WAIT);
+    await e.mirrorStatus('SecretMirror', 'db', 'team-a', (m) => {
+      expect(m.status?.phase).toBe('Active');
+      expect(m.status?.source).toBe('secret/team-a/db');
+    });
+    // Steady: a whole poll period and more; metadata read, no data read, no write.
+    const reads = await counter('mirrorhub_vault_requests_total', { operation: 'read' });
+    const metas = await counter('mirrorhub_vault_requests_total', { operation: 'metadata' });
+    const writes = await counter('mirrorhub_writes_total');
+    await eventually(
+      async () =>
+        expect(
+          await counter('mirrorhub_vault_requests_total', { operation: 'metadata' }),
+        ).toBeGreaterThanOrEqual(metas + 2),
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    expect(await counter('mirrorhub_vault_requests_total', { operation: 'read' })).toBe(reads);
+    expect(await counter('mirrorhub_writes_total')).toBe(writes);
+
+    await sys('POST', 'secret/data/team-a/db', {
+      data: { username: 'app', password: 'pw-v2-s3cret' },
+    });
+    secrets.add('pw-v2-s3cret');
+    await eventually(async () => {
+      expect(await e.secretData('app-1', 'db')).toEqual({ password: 'pw-v2-s3cret' });
+    }, WAIT);
+  }, 80_000);
+
+  it('KV v1 through AppRole: copies land; a missing path is Pending/SourceNotFound, then Active', async () => {
+    await e.applyMirror(
+      secretMirror('team-b', 'legacy', {
+        source: {
+          kind: 'Vault',
+          vault: {
+            connectionRef: { kind: 'VaultConnection', name: 'vault' },
+            path: 'kv1/team-a/legacy',
+            kvVersion: 1,
+          },
+        },
+        destination: { namespaces: ['app-1'], name: 'legacy' },
+        pollPeriodSeconds: POLL,
+      } as never),
+    );
+    await e.mirrorStatus('SecretMirror', 'legacy', 'team-b', (m) => {
+      expect(m.status?.phase).toBe('Pending');
+      expect(m.status?.conditions?.find((c) => c.type === 'SourceFound')?.reason).toBe(
+        'SourceNotFound',
+      );
+    });
+    await sys('POST', 'kv1/team-a/legacy', { api_key: 'k1-v1-s3cret' });
+    secrets.add('k1-v1-s3cret');
+    await eventually(
+      async () =>
+        expect(await e.secretData('app-1', 'legacy')).toEqual({ api_key: 'k1-v1-s3cret' }),
+      WAIT,
+    );
+    await e.mirrorStatus('SecretMirror', 'legacy', 'team-b', (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
+  }, 60_000);
+
+  it('permission denied is an Error naming the path', async () => {
+    await sys('POST', 'secret/data/team-z/db', { data: { x: 'denied-s3cret' } });
+    secrets.add('denied-s3cret');
+    await e.applyMirror(vaultMirror('team-a', 'forbidden', 'secret/team-z/db'));
+    await e.mirrorStatus('SecretMirror', 'forbidden', 'team-a', (m) => {
+      expect(m.status?.phase).toBe('Error');
+      expect(m.status?.message).toContain('team-z/db');
+    });
+    expect(await e.secretData('app-1', 'forbidden')).toBeUndefined();
+  });
+
+  it('refuses a ClusterVaultConnection that does not allow the namespace, and allows the listed one', async () => {
+    const spec = (ns: string) =>
+      secretMirror(ns, 'via-shared', {
+        source: {
+          kind: 'Vault',
+          vault: {
+            connectionRef: { kind: 'ClusterVaultConnection', name: 'shared' },
+            path: 'secret/team-a/db',
+          },
+        },
+        destination: { namespaces: ['app-2'], name: `shared-${ns}` },
+        pollPeriodSeconds: POLL,
+      } as never);
+    await e.applyMirror(spec('team-a'));
+    await e.applyMirror(spec('team-b'));
+    await e.mirrorStatus('SecretMirror', 'via-shared', 'team-a', (m) => {
+      expect(m.status?.phase).toBe('Error');
+      expect(m.status?.message).toContain('does not allow SecretMirrors in namespace "team-a"');
+    });
+    await eventually(
+      async () => expect(await e.secretData('app-2', 'shared-team-b')).toBeDefined(),
+      WAIT,
+    );
+    expect(await e.secretData('app-2', 'shared-team-a')).toBeUndefined();
+    // A VaultConnection is always the mirror's own namespace's: team-b's mirror naming
+    // "vault" gets team-b's, never team-a's (the reference has no namespace to give).
+    await e.applyMirror(
+      clusterSecretMirror('cluster-ns-conn', {
+        source: {
+          kind: 'Vault',
+          vault: {
+            connectionRef: { kind: 'VaultConnection', name: 'vault' },
+            path: 'secret/team-a/db',
+          },
+        },
+        destination: { namespaces: ['app-2'], name: 'cluster-ns-conn' },
+        pollPeriodSeconds: POLL,
+      } as never),
+    );
+    await e.mirrorStatus('ClusterSecretMirror', 'cluster-ns-conn', undefined, (m) => {
+      expect(m.status?.phase).toBe('Error');
+      expect(m.status?.message).toContain('can only use a ClusterVaultConnection');
+    });
+  });
+
+  it('Vault unreachable: Degraded with copies intact, Active again when it is back', async () => {
+    await proxy.cut();
+    await e.mirrorStatus('SecretMirror', 'db', 'team-a', (m) => {
+      expect(m.status?.phase).toBe('Degraded');
+      expect(m.status?.message).toContain('copies are kept');
+    });
+    expect(await e.secretData('app-1', 'db')).toEqual({ password: 'pw-v2-s3cret' });
+    await proxy.open();
+    await e.mirrorStatus('SecretMirror', 'db', 'team-a', (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
+  }, 60_000);
+
+  it('puts no secret value or token in logs, Events or status', async () => {
+    const texts = [e.logs.text()];
+    for (const [ns, name] of [
+      ['team-a', 'db'],
+      ['team-b', 'legacy'],
+      ['team-a', 'forbidden'],
+    ] as const) {
+      texts.push(JSON.stringify((await e.getMirror('SecretMirror', name, ns)) ?? {}));
+      texts.push(JSON.stringify(await e.events(ns, name)));
+    }
+    texts.push(JSON.stringify(await getObject('vaultconnections', 'vault', 'team-a')));
+    texts.push(JSON.stringify(await getObject('vaultconnections', 'vault', 'team-b')));
+    const all = texts.join('\n');
+    for (const s of secrets) expect(all).not.toContain(s);
+  });
+});
