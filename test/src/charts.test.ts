@@ -205,6 +205,8 @@ describe('charts, rendered', () => {
       MIRRORHUB_SIGNING_KEY_FILE: '/etc/mirrorhub/signing/private.pem',
       MIRRORHUB_REMOTE_NAMESPACES: '[]',
       MIRRORHUB_REQUIRE_ACCEPTANCE: 'false',
+      MIRRORHUB_SERVICE_ACCOUNT: 'mirrorhub-hub',
+      MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS: 'false',
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
@@ -306,12 +308,13 @@ describe('charts, rendered', () => {
       MIRRORHUB_REMOTE_NAMESPACES: '["platform-.+","shared"]',
       MIRRORHUB_REQUIRE_ACCEPTANCE: 'true',
     });
-    // Namespace editors may now create SecretMirrors (opt-in), and only SecretMirrors.
+    // Namespace editors may now create SecretMirrors and VaultConnections (opt-in), and only
+    // those (a VaultConnection names only its own namespace's Secrets and ServiceAccounts).
     const edit = only<V1ClusterRole>(objs, 'ClusterRole', 'mirrorhub-hub-edit');
     expect(edit.metadata?.labels).toMatchObject({
       'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
     });
-    expect(edit.rules?.flatMap((r) => r.resources)).toEqual(['secretmirrors']);
+    expect(edit.rules?.flatMap((r) => r.resources)).toEqual(['secretmirrors', 'vaultconnections']);
     expect(
       (await render(HUB_CHART, HUB_REQUIRED)).some((o) => o.metadata.name === 'mirrorhub-hub-edit'),
     ).toBe(false);
@@ -909,7 +912,7 @@ describe('charts, installed on real API servers', () => {
         });
       }
     }
-    expect(loadCrds('mirrorhub-hub')).toHaveLength(4);
+    expect(loadCrds('mirrorhub-hub')).toHaveLength(6);
     const apps = (kc: KubeConfig) => kc.makeApiClient(AppsV1Api);
     const hubDep = await apps(hubAdmin).readNamespacedDeployment({
       namespace: NS,
