@@ -3,15 +3,14 @@
 // process. KV v2 and v1, token and AppRole auth, change detection without waste (metrics),
 // the failure phases, the connection tenancy refusals, and no secret in logs, Events or status.
 import net from 'node:net';
-import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
 import { startOpenBao, type OpenBao } from '@mirrorhub/infra/components/index';
-import { GROUP, VERSION } from '@mirrorhub/shared/api/index';
 
 import { clusterSecretMirror, Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
+import { createObject as createObjectAs, getObject as getObjectAs } from '../support/vault.js';
 
 const POLL = 10;
 const WAIT = { timeoutMs: 30_000, intervalMs: 200 };
@@ -56,36 +55,10 @@ async function sys(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body
   return (await root.request<VaultEnvelope>({ method, path, body })).body;
 }
 
-async function createObject(plural: string, body: Record<string, unknown>, namespace?: string) {
-  const api = e.kc.makeApiClient(CustomObjectsApi);
-  const full = { apiVersion: `${GROUP}/${VERSION}`, ...body };
-  if (namespace)
-    await api.createNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural,
-      body: full,
-    });
-  else await api.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body: full });
-}
-
-async function getObject(plural: string, name: string, namespace?: string) {
-  const api = e.kc.makeApiClient(CustomObjectsApi);
-  return (
-    namespace
-      ? await api.getNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          namespace,
-          plural,
-          name,
-        })
-      : await api.getClusterCustomObject({ group: GROUP, version: VERSION, plural, name })
-  ) as {
-    status?: { ready?: boolean; message?: string; authMethod?: string };
-  };
-}
+const createObject = (plural: string, body: Record<string, unknown>, namespace?: string) =>
+  createObjectAs(e.kc, plural, body, namespace);
+const getObject = (plural: string, name: string, namespace?: string) =>
+  getObjectAs(e.kc, plural, name, namespace);
 
 /** Sum of a hub counter's samples whose labels include `labels`. */
 async function counter(name: string, labels: Record<string, string> = {}): Promise<number> {
