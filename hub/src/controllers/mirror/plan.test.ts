@@ -239,6 +239,24 @@ describe('planMirror: the source', () => {
       /cannot read source Secret src\/tls: 403 Forbidden/,
       ['SourceUnreadable'],
     ],
+    [
+      // A Vault error a retry cannot fix (denied, login failed, TLS): decide.failedObservation.
+      'unreadable and denied after delivering: Error, copies kept',
+      { state: 'unreadable', error: 'Vault: permission denied', denied: true },
+      deliveredCluster(),
+      'Error',
+      /cannot read source Secret src\/tls: Vault: permission denied; copies are kept as they are$/,
+      ['SourceUnreadable'],
+    ],
+    [
+      // Vault sealed, unreachable, slow: retried, the mirror Degraded meanwhile.
+      'unreadable for a while after delivering: Degraded, copies kept',
+      { state: 'unreadable', error: 'Vault: sealed' },
+      deliveredCluster(),
+      'Degraded',
+      /cannot read source Secret src\/tls: Vault: sealed; copies are kept as they are$/,
+      ['SourceUnreadable'],
+    ],
   ])('%s', (_, source, obs, phase, message, events) => {
     const p = plan({ source, clusters: [obs] });
     expect(p.status.phase).toBe(phase);

@@ -26,7 +26,7 @@ import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import { compileLabelSelector, findCondition, setCondition } from '@mirrorhub/shared/mirror/index';
+import { findCondition, setCondition } from '@mirrorhub/shared/mirror/index';
 import {
   childLogger,
   errorMessage,
@@ -45,6 +45,13 @@ import {
   VaultClient,
   type VaultAuth,
 } from '../../vault/index.js';
+import {
+  ConnectionConfigError,
+  needsNamespaceLabels,
+  notReadyReason,
+  outcomeOf,
+  tenancyRefusal,
+} from './decide.js';
 
 const CONTROLLER = 'vaultconnection';
 
@@ -75,45 +82,10 @@ export interface VaultConnectionsOptions {
   clock?: Clock | undefined;
 }
 
-export function connectionKey(c: VaultSourceRef['connection']): string {
-  return c.kind === 'VaultConnection'
-    ? `${c.kind}/${c.namespace ?? ''}/${c.name}`
-    : `${c.kind}/${c.name}`;
-}
-
 function keyOfObject(obj: AnyConnection): string {
   return obj.kind === 'ClusterVaultConnection' || !obj.metadata.namespace
     ? `ClusterVaultConnection/${obj.metadata.name ?? ''}`
     : `VaultConnection/${obj.metadata.namespace}/${obj.metadata.name ?? ''}`;
-}
-
-/** The outcome label of a Vault error (no paths, no messages: bounded cardinality). */
-export function outcomeOf(err: unknown): string {
-  if (!isVaultError(err)) return 'error';
-  switch (err.kind) {
-    case 'permission-denied':
-    case 'invalid-token':
-      return 'denied';
-    case 'login-failed':
-      return 'login_failed';
-    case 'not-found':
-      return 'not_found';
-    case 'unavailable':
-    case 'unreachable':
-    case 'timeout':
-    case 'rate-limited':
-    case 'server':
-      return 'unavailable';
-    case 'tls':
-      return 'tls';
-    default:
-      return 'error';
-  }
-}
-
-/** Errors that a retry can fix (Vault down, sealed, slow): the mirror is Degraded, not in Error. */
-export function isTransient(err: unknown): boolean {
-  return outcomeOf(err) === 'unavailable';
 }
 
 interface Built {
@@ -121,11 +93,6 @@ interface Built {
   client: VaultClient;
   /** A login failed: read the Secrets again before the next use. */
   stale: boolean;
-}
-
-/** Thrown for configuration problems found before Vault is asked (missing Secret, refused SA). */
-export class ConnectionConfigError extends Error {
-  override readonly name = 'ConnectionConfigError';
 }
 
 export class VaultConnections {
@@ -229,16 +196,8 @@ export class VaultConnections {
     const conn = this.cluster.get(ref.name);
     if (!conn) return `ClusterVaultConnection "${ref.name}" not found`;
     const allowed = conn.spec.allowedNamespaces;
-    const denied = `ClusterVaultConnection "${ref.name}" does not allow SecretMirrors in namespace "${namespace}" (its spec.allowedNamespaces does not list or select it)`;
-    if (!allowed) return denied;
-    if (allowed.names?.includes(namespace)) return undefined;
-    if (allowed.namespaceSelector) {
-      const matcher = compileLabelSelector(
-        allowed.namespaceSelector,
-        'spec.allowedNamespaces.namespaceSelector',
-      );
-      if (!matcher.ok) return `ClusterVaultConnection "${ref.name}": ${matcher.error}`;
-      let labels: Record<string, string> = {};
+    let labels: Record<string, string> | Error = {};
+    if (needsNamespaceLabels(allowed, namespace)) {
       try {
         const ns = await this.rest.request<{ metadata?: { labels?: Record<string, string> } }>(
           'GET',
@@ -246,11 +205,10 @@ export class VaultConnections {
         );
         labels = ns.metadata?.labels ?? {};
       } catch (err) {
-        return `${denied}: reading namespace "${namespace}" failed: ${errorMessage(err)}`;
+        labels = err instanceof Error ? err : new Error(errorMessage(err));
       }
-      if (matcher.matches(labels)) return undefined;
     }
-    return denied;
+    return tenancyRefusal(ref.name, allowed, namespace, labels);
   }
 
   /** A client for the connection; throws (redacted, path-free) when it cannot be built. */
@@ -445,17 +403,11 @@ export class VaultConnections {
       reason = 'Authenticated';
       message = `logged in to ${conn.spec.address} with ${client.session.auth.description}`;
     } catch (err) {
-      if (err instanceof ConnectionConfigError) {
-        reason = 'InvalidConfig';
-      } else {
+      if (!(err instanceof ConnectionConfigError)) {
         this.opts.requests.inc({ operation: 'login', outcome: outcomeOf(err) });
         if (isVaultError(err, 'login-failed')) this.loginFailed(ref);
-        reason = isVaultError(err, 'tls')
-          ? 'TLSError'
-          : isTransient(err)
-            ? 'Unavailable'
-            : 'LoginFailed';
       }
+      reason = notReadyReason(err);
       message = errorMessage(err);
     }
     const prev = conn.status ?? {};

@@ -11,25 +11,22 @@
 //
 // The observation is the plan's SourceObservation: a found source is a synthetic Secret (type
 // Opaque, values base64), so shaping, hashing, payloads and fan-out are the Kubernetes path's.
-import { createHash } from 'node:crypto';
 import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
-import type { SourceObject } from '@mirrorhub/shared/mirror/index';
-import {
-  errorMessage,
-  realClock,
-  type Clock,
-  type Counter,
-  type Logger,
-} from '@mirrorhub/shared/runtime/index';
+import { realClock, type Clock, type Counter, type Logger } from '@mirrorhub/shared/runtime/index';
 import { apiPath, isVaultError, VaultKv, type VaultEnvelope } from '../../vault/index.js';
 import type { SourceObservation } from '../mirror/plan.js';
+import type { VaultConnections } from './connections.js';
 import {
   ConnectionConfigError,
   connectionKey,
-  isTransient,
+  failedObservation,
+  fingerprint,
+  jittered,
   outcomeOf,
-  type VaultConnections,
-} from './connections.js';
+  pollPeriod,
+  retryDelay,
+  secretOf,
+} from './decide.js';
 
 export interface VaultSourcesOptions {
   connections: Pick<VaultConnections, 'client' | 'loginFailed'>;
@@ -141,12 +138,11 @@ export class VaultSources {
   // ---- internals --------------------------------------------------------------------------------
 
   private period(e: Entry): number {
-    return Math.min(...e.mirrors.values());
+    return pollPeriod(e.mirrors.values());
   }
 
   private jittered(ms: number): number {
-    const j = this.opts.jitter ?? 0.1;
-    return Math.max(0, Math.round(ms * (1 - j + 2 * j * Math.random())));
+    return jittered(ms, this.opts.jitter ?? 0.1);
   }
 
   private release(mirrorKey: string, key: string): void {
@@ -184,17 +180,15 @@ export class VaultSources {
       observation = await this.read(e);
       e.failures = 0;
     } catch (err) {
-      retry = isTransient(err);
       if (isVaultError(err, 'login-failed')) this.opts.connections.loginFailed(e.source.connection);
-      const denied = !retry;
-      const message =
-        err instanceof ConnectionConfigError
-          ? `${e.source.connection.kind} ${e.source.connection.name}: ${err.message}`
-          : `Vault: ${errorMessage(err)}`;
-      observation = { state: 'unreadable', error: message, ...(denied ? { denied } : {}) };
+      ({ observation, retry } = failedObservation(err, e.source.connection));
       e.failures++;
       this.opts.logger.info(
-        { source: e.source.path, connection: connectionKey(e.source.connection), err: message },
+        {
+          source: e.source.path,
+          connection: connectionKey(e.source.connection),
+          err: observation.state === 'unreadable' ? observation.error : '',
+        },
         'reading a Vault source failed',
       );
     } finally {
@@ -209,7 +203,7 @@ export class VaultSources {
     }
     const period = this.period(e);
     const delay = retry
-      ? Math.min(period, (this.opts.retryInitialMs ?? 1000) * 2 ** Math.min(e.failures - 1, 10))
+      ? retryDelay(e.failures, this.opts.retryInitialMs ?? 1000, period)
       : this.jittered(period);
     this.schedule(e, delay);
   }
@@ -319,30 +313,4 @@ export class VaultSources {
     }
     return { state: 'found', object };
   }
-}
-
-/** Vault data as a Secret: values as strings (non-strings as JSON), base64 encoded. */
-function secretOf(raw: Record<string, unknown>): SourceObject {
-  const data: Record<string, string> = {};
-  for (const [k, v] of Object.entries(raw)) {
-    const text = typeof v === 'string' ? v : JSON.stringify(v);
-    data[k] = Buffer.from(text, 'utf8').toString('base64');
-  }
-  return { type: 'Opaque', data };
-}
-
-/** What mirrors plan from, as a digest (never logged; data only hashed). */
-function fingerprint(o: SourceObservation): string {
-  if (o.state === 'found') {
-    const h = createHash('sha256');
-    for (const k of Object.keys(o.object.data ?? {}).sort()) {
-      h.update(k)
-        .update('\0')
-        .update(o.object.data?.[k] ?? '')
-        .update('\0');
-    }
-    return `found:${h.digest('hex')}`;
-  }
-  if (o.state === 'missing') return 'missing';
-  return `unreadable:${o.denied ? 'denied' : ''}:${o.error}`;
 }
