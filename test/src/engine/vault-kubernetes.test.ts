@@ -48,6 +48,16 @@ const connection = (name: string, audience: string) => ({
   },
 });
 
+const tenantConnection = () => ({
+  kind: 'VaultConnection',
+  metadata: { name: 'app', namespace: 'team-k' },
+  spec: {
+    address: bao.address,
+    caBundle: bao.caPem,
+    auth: { kubernetes: { role: 'team-k', audience: 'vault', serviceAccountRef: { name: 'app' } } },
+  },
+});
+
 beforeAll(async () => {
   [e, bao] = await Promise.all([
     Engine.start({ hub: { serviceAccount: HUB_SA } }),
@@ -101,6 +111,15 @@ beforeAll(async () => {
   });
   secrets.add('reg-v1-s3cret');
   for (const ns of ['app-1', 'app-2']) await e.ensureNamespace(ns);
+  // A tenant's ServiceAccount and the Vault role that binds it.
+  await serviceAccount({ namespace: 'team-k', name: 'app' });
+  await sys('POST', 'auth/kubernetes/role/team-k', {
+    bound_service_account_names: ['app'],
+    bound_service_account_namespaces: ['team-k'],
+    audience: 'vault',
+    token_policies: ['default'],
+    token_ttl: '1h',
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -161,6 +180,51 @@ describe("Kubernetes auth with the hub's own ServiceAccount", () => {
     const events = await e.events('default', 'wrong-audience');
     expect(events.map((x) => x.reason)).toContain('LoginFailed');
   });
+
+  it("a VaultConnection (a tenant's) cannot use the hub's own ServiceAccount: the API server refuses it without serviceAccountRef", async () => {
+    const err = await createObject(
+      e.kc,
+      'vaultconnections',
+      {
+        kind: 'VaultConnection',
+        metadata: { name: 'as-hub', namespace: 'team-k' },
+        spec: {
+          address: bao.address,
+          caBundle: bao.caPem,
+          auth: { kubernetes: { role: 'hub', audience: 'vault' } },
+        },
+      },
+      'team-k',
+    ).then(
+      () => undefined,
+      (x: unknown) => x as { code?: number; body?: unknown },
+    );
+    expect(err?.code).toBe(422);
+    expect(String(err?.body)).toContain('serviceAccountRef');
+  });
+
+  it('a VaultConnection naming a ServiceAccount of its namespace: InvalidConfig while vault.serviceAccountTokens is off (the default)', async () => {
+    await createObject(e.kc, 'vaultconnections', tenantConnection(), 'team-k');
+    await eventually(async () => {
+      const c = await getObject(e.kc, 'vaultconnections', 'app', 'team-k');
+      expect(c.status?.conditions?.find((x) => x.type === 'Ready')).toMatchObject({
+        status: 'False',
+        reason: 'InvalidConfig',
+      });
+      expect(c.status?.message).toContain(
+        'this hub does not request tokens of other ServiceAccounts (chart value vault.serviceAccountTokens is off)',
+      );
+    }, WAIT);
+  });
+
+  it('with vault.serviceAccountTokens on, the hub logs in as that ServiceAccount (what its author could do with create serviceaccounts/token)', async () => {
+    await e.stopHub();
+    await e.startHub({ vaultServiceAccountTokens: true });
+    await eventually(async () => {
+      const c = await getObject(e.kc, 'vaultconnections', 'app', 'team-k');
+      expect(c.status).toMatchObject({ ready: true, authMethod: 'kubernetes' });
+    }, WAIT);
+  }, 60_000);
 
   it('puts no token or value in logs, Events or status', async () => {
     const texts = [

@@ -301,6 +301,31 @@ describe('Vault source', () => {
     });
   });
 
+  it("a VaultConnection reads only its own namespace's Secrets: a namespace written into its reference is dropped", async () => {
+    await createObject(
+      'vaultconnections',
+      {
+        kind: 'VaultConnection',
+        metadata: { name: 'stray', namespace: 'team-b' },
+        spec: {
+          address: address(),
+          caBundle: bao.caPem,
+          auth: {
+            token: { secretRef: { namespace: 'team-a', name: 'vault-token', key: 'token' } },
+          },
+        },
+      },
+      'team-b',
+    );
+    await eventually(async () => {
+      const c = await getObject('vaultconnections', 'stray', 'team-b');
+      expect(JSON.stringify(c.spec)).not.toContain('team-a');
+      expect(c.status?.ready).toBe(false);
+      expect(c.status?.conditions?.find((x) => x.type === 'Ready')?.reason).toBe('InvalidConfig');
+      expect(c.status?.message).toContain('reading Secret team-b/vault-token failed');
+    }, WAIT);
+  });
+
   it('Vault unreachable: Degraded with copies intact, Active again when it is back', async () => {
     await proxy.cut();
     await e.mirrorStatus('SecretMirror', 'db', 'team-a', (m) => {
