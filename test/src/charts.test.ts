@@ -328,6 +328,24 @@ describe('charts, rendered', () => {
         .flatMap((r) => r.resourceNames!);
     expect(named('leases')).toEqual([DEFAULT_LEASE_NAME]);
     expect(named('secrets')).toEqual([HASH_KEY_SECRET]);
+    // Kubernetes auth of ClusterVaultConnections: tokens of its own ServiceAccount only.
+    expect(named('serviceaccounts/token')).toEqual(['mirrorhub-hub']);
+  });
+
+  it('hub: tokens of other ServiceAccounts only with vault.serviceAccountTokens (off by default)', async () => {
+    const tokenRules = async (args: string[]) =>
+      (
+        only<V1ClusterRole>(await render(HUB_CHART, args), 'ClusterRole', 'mirrorhub-hub').rules ??
+        []
+      ).filter((r) => r.resources?.includes('serviceaccounts/token'));
+    expect(await tokenRules(HUB_REQUIRED)).toEqual([]);
+    const on = [...HUB_REQUIRED, '--set', 'vault.serviceAccountTokens=true'];
+    expect(await tokenRules(on)).toEqual([
+      { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] },
+    ]);
+    expect(deploymentEnv(only(await render(HUB_CHART, on), 'Deployment'), 'p')).toMatchObject({
+      MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS: 'true',
+    });
   });
 
   it("the hub has the same rights in its own cluster's agent namespace as in every follower's", async () => {
@@ -1119,6 +1137,23 @@ describe('charts, installed on real API servers', () => {
             name: 'mirrorhub-hub',
           }),
           allow('watch', 'leases', { group: 'coordination.k8s.io', namespace: NS }),
+          allow('watch', 'vaultconnections', MH),
+          allow('watch', 'clustervaultconnections', MH),
+          allow('patch', 'vaultconnections', { ...MH, namespace: 'team-a', subresource: 'status' }),
+          allow('patch', 'clustervaultconnections', { ...MH, subresource: 'status' }),
+          allow('get', 'namespaces', { name: 'team-a' }),
+          allow('create', 'serviceaccounts', {
+            subresource: 'token',
+            namespace: NS,
+            name: 'mirrorhub-hub',
+          }),
+          deny('create', 'serviceaccounts', {
+            subresource: 'token',
+            namespace: 'team-a',
+            name: 'app',
+          }),
+          deny('create', 'vaultconnections', { ...MH, namespace: 'team-a' }),
+          deny('update', 'clustervaultconnections', MH),
           deny('update', 'leases', {
             group: 'coordination.k8s.io',
             namespace: NS,
