@@ -19,6 +19,8 @@ let e: Engine;
 let bao: OpenBao;
 let root: VaultClient;
 let proxy: Proxy;
+/** team-a's token, in Secret team-a/vault-token until the rotation test replaces it. */
+let teamAToken: string;
 const secrets = new Set<string>();
 
 /** A TCP proxy to OpenBao that can be cut (connections refused) and restored on the same port. */
@@ -94,6 +96,7 @@ beforeAll(async () => {
   });
   const tok = await sys('POST', 'auth/token/create', { policies: ['team-a'], ttl: '1h' });
   const token = tok?.auth?.client_token as string;
+  teamAToken = token;
   secrets.add(token);
   await sys('POST', 'sys/auth/approle', { type: 'approle' });
   await sys('POST', 'auth/approle/role/team-b', { token_policies: ['team-a'], token_ttl: '1h' });
@@ -326,13 +329,47 @@ describe('Vault source', () => {
     }, WAIT);
   });
 
+  it('a rotated token Secret is used at once: with the old token revoked, copies keep syncing', async () => {
+    const fresh = (await sys('POST', 'auth/token/create', { policies: ['team-a'], ttl: '1h' }))
+      ?.auth?.client_token as string;
+    secrets.add(fresh);
+    const logins = await counter('mirrorhub_vault_requests_total', {
+      operation: 'login',
+      outcome: 'ok',
+    });
+    await e.putSecret('team-a', 'vault-token', { token: fresh });
+    // The hub sees the Secret change and logs in with the new token, before the old one fails.
+    await eventually(async () => {
+      expect(e.logs.text()).toContain('a Secret the Vault connection uses changed');
+      expect(
+        await counter('mirrorhub_vault_requests_total', { operation: 'login', outcome: 'ok' }),
+      ).toBeGreaterThan(logins);
+    }, WAIT);
+    await sys('POST', 'auth/token/revoke', { token: teamAToken });
+    teamAToken = fresh;
+    await sys('POST', 'secret/data/team-a/db', {
+      data: { username: 'app', password: 'pw-v3-s3cret' },
+    });
+    secrets.add('pw-v3-s3cret');
+    await eventually(
+      async () => expect(await e.secretData('app-1', 'db')).toEqual({ password: 'pw-v3-s3cret' }),
+      WAIT,
+    );
+    // Never unreadable on the way: the revoked token was not used again.
+    expect((await e.events('team-a', 'db')).map((x) => x.reason)).not.toContain('SourceUnreadable');
+    await e.mirrorStatus('SecretMirror', 'db', 'team-a', (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
+    expect((await getObject('vaultconnections', 'vault', 'team-a')).status?.ready).toBe(true);
+  }, 60_000);
+
   it('Vault unreachable: Degraded with copies intact, Active again when it is back', async () => {
     await proxy.cut();
     await e.mirrorStatus('SecretMirror', 'db', 'team-a', (m) => {
       expect(m.status?.phase).toBe('Degraded');
       expect(m.status?.message).toContain('copies are kept');
     });
-    expect(await e.secretData('app-1', 'db')).toEqual({ password: 'pw-v2-s3cret' });
+    expect(await e.secretData('app-1', 'db')).toEqual({ password: 'pw-v3-s3cret' });
     await proxy.open();
     await e.mirrorStatus('SecretMirror', 'db', 'team-a', (m) =>
       expect(m.status?.phase).toBe('Active'),

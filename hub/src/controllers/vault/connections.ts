@@ -4,13 +4,15 @@
 //
 // A client is built when first asked for and kept while the connection's resourceVersion stays;
 // a spec change closes it and builds a new one. Referenced Secrets are read (GET) when a client is
-// built, and again when a login fails (a rotated token or secret_id is picked up on the next
-// poll): the hub does not watch the referenced Secrets.
+// built, and watched (one field-selected watch per Secret, ref-counted like mirror sources): when
+// the value a client was built with changes (a rotated token or secret_id), the client is built
+// again and logs in at once. A failed login also reads them again.
 //
 // Tenancy, by construction: a VaultConnection names Secrets and a ServiceAccount only in its own
 // namespace (its schema has no namespace fields); Kubernetes auth with the hub's OWN
 // ServiceAccount exists only in a ClusterVaultConnection; a SecretMirror may use a
 // ClusterVaultConnection only when spec.allowedNamespaces admits its namespace (`refusal`).
+import { createHash } from 'node:crypto';
 import {
   CLUSTER_VAULT_CONNECTION,
   GROUP,
@@ -45,13 +47,18 @@ import {
   VaultClient,
   type VaultAuth,
 } from '../../vault/index.js';
+import { SourceWatches } from '../mirror/sources.js';
 import {
   ConnectionConfigError,
   needsNamespaceLabels,
   notReadyReason,
   outcomeOf,
+  referencedSecrets,
   tenancyRefusal,
+  type SecretRole,
 } from './decide.js';
+
+const SECRET_ROLES: readonly SecretRole[] = ['token', 'roleId', 'secretId'];
 
 const CONTROLLER = 'vaultconnection';
 
@@ -91,9 +98,15 @@ function keyOfObject(obj: AnyConnection): string {
 interface Built {
   resourceVersion: string;
   client: VaultClient;
-  /** A login failed: read the Secrets again before the next use. */
+  /** A login failed, or a referenced Secret changed: read the Secrets again before the next use. */
   stale: boolean;
+  /** `namespace/name/key` -> digest of the value the client was built with. */
+  secrets: Map<string, string>;
 }
+
+const secretReadKey = (namespace: string, name: string, key: string): string =>
+  `${namespace}/${name}/${key}`;
+const digestOf = (b64: string): string => createHash('sha256').update(b64).digest('hex');
 
 export class VaultConnections {
   private readonly log: Logger;
@@ -105,6 +118,12 @@ export class VaultConnections {
   private readonly cluster: Watcher<ClusterVaultConnection>;
   private readonly built = new Map<string, Built>();
   private readonly building = new Map<string, Promise<VaultClient>>();
+  /**
+   * One field-selected watch per Secret a connection reads its credentials from (keyed
+   * `<connection key>#<role>`), shared and ref-counted as mirror sources are: a rotated token or
+   * secret_id rebuilds the client at once instead of after the old one fails.
+   */
+  private readonly secretWatches: SourceWatches;
   private stopped = false;
 
   constructor(private readonly opts: VaultConnectionsOptions) {
@@ -130,6 +149,11 @@ export class VaultConnections {
       metrics: opts.metrics,
       shutdownTimeoutMs: 10_000,
       clock: this.clock,
+    });
+    this.secretWatches = new SourceWatches({
+      kubeConfig: opts.kubeConfig,
+      logger: this.log,
+      onChange: (keys) => this.secretsChanged(keys),
     });
     this.namespaced = createWatcher<VaultConnection>(opts.kubeConfig, {
       group: GROUP,
@@ -159,6 +183,7 @@ export class VaultConnections {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.reconciler.stop();
+    await this.secretWatches.stop();
     const all = [...this.built.values()];
     this.built.clear();
     await Promise.all(all.map((b) => b.client.close().catch(() => undefined)));
@@ -227,9 +252,10 @@ export class VaultConnections {
     if (pending) return pending;
     const p = (async () => {
       try {
-        const client = await this.build(conn);
+        const secrets = new Map<string, string>();
+        const client = await this.build(conn, secrets);
         const old = this.built.get(key);
-        this.built.set(key, { resourceVersion: rv, client, stale: false });
+        this.built.set(key, { resourceVersion: rv, client, stale: false, secrets });
         if (old) void old.client.close().catch(() => undefined);
         return client;
       } finally {
@@ -248,13 +274,62 @@ export class VaultConnections {
     if (b) b.stale = true;
   }
 
+  // ---- referenced Secrets -----------------------------------------------------------------------
+
+  /** Watch exactly the Secrets `conn` reads (none once it is gone). */
+  private watchSecrets(key: string, conn: AnyConnection | undefined): void {
+    const refs = conn
+      ? referencedSecrets(
+          conn.spec.auth as ClusterVaultConnection['spec']['auth'],
+          conn.metadata.namespace,
+        )
+      : [];
+    for (const role of SECRET_ROLES) {
+      const ref = refs.find((r) => r.role === role);
+      this.secretWatches.set(
+        `${key}#${role}`,
+        ref ? { kind: 'Secret', namespace: ref.namespace, name: ref.name } : undefined,
+      );
+    }
+  }
+
+  /**
+   * A watched Secret changed (or was listed): a connection whose client was built with other
+   * values, or that has no client, is built again and logs in now.
+   */
+  private secretsChanged(keys: readonly string[]): void {
+    if (this.stopped) return;
+    const conns = new Set(keys.map((k) => k.slice(0, k.lastIndexOf('#'))));
+    for (const key of conns) {
+      const b = this.built.get(key);
+      if (b && !b.stale && !this.secretsDiffer(b)) continue;
+      if (b) {
+        b.stale = true;
+        this.log.info({ connection: key }, 'a Secret the Vault connection uses changed');
+      }
+      this.reconciler.add(key);
+    }
+  }
+
+  private secretsDiffer(b: Built): boolean {
+    for (const [at, digest] of b.secrets) {
+      const [namespace = '', name = '', ...rest] = at.split('/');
+      const seen = this.secretWatches.get({ kind: 'Secret', namespace, name });
+      if (seen.state === 'missing') return true;
+      if (seen.state !== 'found') continue;
+      const b64 = seen.object.data?.[rest.join('/')];
+      if (b64 === undefined || digestOf(b64) !== digest) return true;
+    }
+    return false;
+  }
+
   // ---- building a client ------------------------------------------------------------------------
 
-  private async build(conn: AnyConnection): Promise<VaultClient> {
+  private async build(conn: AnyConnection, secrets: Map<string, string>): Promise<VaultClient> {
     const spec = conn.spec;
     const ownNs = conn.metadata.namespace;
     const ns = spec.namespace;
-    const auth = await this.auth(conn, ownNs);
+    const auth = await this.auth(conn, ownNs, secrets);
     const address = spec.address;
     const url = new URL(address);
     if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
@@ -273,11 +348,15 @@ export class VaultConnections {
     });
   }
 
-  private async auth(conn: AnyConnection, ownNs: string | undefined): Promise<VaultAuth> {
+  private async auth(
+    conn: AnyConnection,
+    ownNs: string | undefined,
+    secrets: Map<string, string>,
+  ): Promise<VaultAuth> {
     const a = conn.spec.auth as ClusterVaultConnection['spec']['auth'];
     const secretNs = (ref: { namespace?: string }): string => ownNs ?? ref.namespace ?? '';
     if (a.token) {
-      const token = await this.secretValue(secretNs(a.token.secretRef), a.token.secretRef);
+      const token = await this.secretValue(secretNs(a.token.secretRef), a.token.secretRef, secrets);
       return tokenAuth({ token });
     }
     if (a.appRole) {
@@ -285,9 +364,13 @@ export class VaultConnections {
       const roleId =
         r.roleId ??
         (r.roleIdSecretRef
-          ? await this.secretValue(secretNs(r.roleIdSecretRef), r.roleIdSecretRef)
+          ? await this.secretValue(secretNs(r.roleIdSecretRef), r.roleIdSecretRef, secrets)
           : '');
-      const secretId = await this.secretValue(secretNs(r.secretIdSecretRef), r.secretIdSecretRef);
+      const secretId = await this.secretValue(
+        secretNs(r.secretIdSecretRef),
+        r.secretIdSecretRef,
+        secrets,
+      );
       return appRoleAuth({ roleId, secretId, mount: r.mountPath ?? 'approle' });
     }
     if (a.kubernetes) {
@@ -330,6 +413,7 @@ export class VaultConnections {
   private async secretValue(
     namespace: string,
     ref: { name: string; key: string },
+    reads: Map<string, string>,
   ): Promise<string> {
     let secret: { data?: Record<string, string> };
     try {
@@ -346,6 +430,7 @@ export class VaultConnections {
     if (b64 === undefined) {
       throw new ConnectionConfigError(`Secret ${namespace}/${ref.name} has no key "${ref.key}"`);
     }
+    reads.set(secretReadKey(namespace, ref.name, ref.key), digestOf(b64));
     const value = Buffer.from(b64, 'base64').toString('utf8').trim();
     if (!value)
       throw new ConnectionConfigError(`Secret ${namespace}/${ref.name} key "${ref.key}" is empty`);
@@ -385,6 +470,7 @@ export class VaultConnections {
     const conn = cached ? this.writer.current(key, cached) : undefined;
     this.opts.onChange(key);
     if (!conn) {
+      this.watchSecrets(key, undefined);
       const old = this.built.get(key);
       this.built.delete(key);
       if (old) await old.client.close().catch(() => undefined);
@@ -410,6 +496,8 @@ export class VaultConnections {
       reason = notReadyReason(err);
       message = errorMessage(err);
     }
+    // After the build, so the watches' first list finds the values the client was built with.
+    this.watchSecrets(key, conn);
     const prev = conn.status ?? {};
     const now = new Date(this.clock.now());
     const conditions = setCondition(

@@ -10,6 +10,7 @@ import {
   notReadyReason,
   outcomeOf,
   pollPeriod,
+  referencedSecrets,
   retryDelay,
   secretOf,
   tenancyRefusal,
@@ -194,5 +195,50 @@ describe('KV v1: a read is a change only when its content differs', () => {
       o: Buffer.from('{"x":true}').toString('base64'),
       s: Buffer.from('str').toString('base64'),
     });
+  });
+});
+
+describe('referencedSecrets: what a connection reads its credentials from', () => {
+  const ref = (name: string, key: string, namespace?: string) => ({
+    name,
+    key,
+    ...(namespace ? { namespace } : {}),
+  });
+  it.each<[string, Parameters<typeof referencedSecrets>[0], string | undefined, unknown]>([
+    [
+      "a VaultConnection's token: its own namespace, whatever the spec says",
+      { token: { secretRef: ref('vault-token', 'token', 'elsewhere') } },
+      'team-a',
+      [{ role: 'token', namespace: 'team-a', name: 'vault-token', key: 'token' }],
+    ],
+    [
+      "a ClusterVaultConnection's token: the namespace it names",
+      { token: { secretRef: ref('vault-token', 'token', 'vault-system') } },
+      undefined,
+      [{ role: 'token', namespace: 'vault-system', name: 'vault-token', key: 'token' }],
+    ],
+    [
+      'AppRole with role_id and secret_id in Secrets',
+      {
+        appRole: {
+          roleIdSecretRef: ref('approle', 'roleId'),
+          secretIdSecretRef: ref('approle', 'secretId'),
+        },
+      },
+      'team-b',
+      [
+        { role: 'roleId', namespace: 'team-b', name: 'approle', key: 'roleId' },
+        { role: 'secretId', namespace: 'team-b', name: 'approle', key: 'secretId' },
+      ],
+    ],
+    [
+      'AppRole with a literal role_id: only the secret_id',
+      { appRole: { roleId: 'r', secretIdSecretRef: ref('approle', 'secretId') } },
+      'team-b',
+      [{ role: 'secretId', namespace: 'team-b', name: 'approle', key: 'secretId' }],
+    ],
+    ['Kubernetes auth: none', { kubernetes: { role: 'hub' } }, undefined, []],
+  ])('%s', (_, auth, ns, want) => {
+    expect(referencedSecrets(auth, ns)).toEqual(want);
   });
 });

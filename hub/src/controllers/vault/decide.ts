@@ -59,6 +59,43 @@ export function tenancyRefusal(
   return matcher.matches(labels) ? undefined : denied;
 }
 
+// ---- referenced Secrets ---------------------------------------------------------------------------
+
+/** Which credential a Secret holds for a connection. */
+export type SecretRole = 'token' | 'roleId' | 'secretId';
+
+export interface SecretReference {
+  role: SecretRole;
+  namespace: string;
+  name: string;
+  key: string;
+}
+
+/**
+ * The Secrets a connection reads its credentials from. A VaultConnection's are in its own
+ * namespace (`ownNamespace`), whatever its spec says; a ClusterVaultConnection's name theirs.
+ */
+export function referencedSecrets(
+  auth: ClusterVaultConnection['spec']['auth'],
+  ownNamespace: string | undefined,
+): SecretReference[] {
+  const at = (role: SecretRole, ref: { namespace?: string; name: string; key: string }) => ({
+    role,
+    namespace: ownNamespace ?? ref.namespace ?? '',
+    name: ref.name,
+    key: ref.key,
+  });
+  if (auth.token) return [at('token', auth.token.secretRef)];
+  if (auth.appRole) {
+    const r = auth.appRole;
+    return [
+      ...(r.roleId === undefined && r.roleIdSecretRef ? [at('roleId', r.roleIdSecretRef)] : []),
+      at('secretId', r.secretIdSecretRef),
+    ];
+  }
+  return [];
+}
+
 // ---- errors ---------------------------------------------------------------------------------------
 
 /** The outcome label of a Vault error (no paths, no messages: bounded cardinality). */
