@@ -5,7 +5,7 @@
 // (MIRRORHUB_SERVICE_ACCOUNT): it requests a TokenRequest token of that ServiceAccount for the
 // connection's audience with its own API access, logs in, and a ClusterSecretMirror delivers a
 // KV v2 secret. A wrong audience is a connection that is not Ready, saying why.
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
@@ -13,8 +13,7 @@ import { startOpenBao, type OpenBao } from '@mirrorhub/infra/components/index';
 
 import { clusterSecretMirror, Engine, SYSTEM_NS } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
-import { serviceAccountKubeConfig } from '../support/serviceaccount.js';
-import { createObject, getObject } from '../support/vault.js';
+import { createObject, enableKubernetesAuth, getObject } from '../support/vault.js';
 
 const HUB_SA = { namespace: SYSTEM_NS, name: 'mirrorhub-hub' };
 const REVIEWER = { namespace: 'vault-system', name: 'vault-reviewer' };
@@ -71,29 +70,9 @@ beforeAll(async () => {
   });
   const cluster = e.kit.cluster('hub');
 
-  await serviceAccount(REVIEWER);
-  await e.kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
-    body: {
-      metadata: { name: 'vault-reviewer-tokenreview' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: 'system:auth-delegator',
-      },
-      subjects: [{ kind: 'ServiceAccount', ...REVIEWER }],
-    },
-  });
-  const reviewerJwt = (await serviceAccountKubeConfig(e.kc, REVIEWER)).getCurrentUser()?.token;
-  if (!reviewerJwt) throw new Error('no reviewer token');
-  secrets.add(reviewerJwt);
+  secrets.add(await enableKubernetesAuth(root, e.kc, cluster, REVIEWER));
   await serviceAccount(HUB_SA);
 
-  await sys('POST', 'sys/auth/kubernetes', { type: 'kubernetes' });
-  await sys('POST', 'auth/kubernetes/config', {
-    kubernetes_host: cluster.server,
-    kubernetes_ca_cert: cluster.caPem,
-    token_reviewer_jwt: reviewerJwt,
-  });
   await sys('PUT', 'sys/policies/acl/hub', {
     policy: `
       path "secret/data/platform/*" { capabilities = ["read"] }

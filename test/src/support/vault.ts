@@ -1,8 +1,16 @@
 // Vault connections as a test writes and reads them (custom objects of the mirrorhub group),
-// shared by the Vault source suites.
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+// and OpenBao's kubernetes auth method pointed at a kit cluster; shared by the Vault suites.
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 
+import type { VaultClient, VaultEnvelope } from '@mirrorhub/hub/vault/index';
 import { GROUP, VERSION } from '@mirrorhub/shared/api/index';
+
+import { serviceAccountKubeConfig } from './serviceaccount.js';
 
 export interface ConnectionView {
   spec?: Record<string, unknown>;
@@ -51,4 +59,57 @@ export async function getObject(
         })
       : await api.getClusterCustomObject({ group: GROUP, version: VERSION, plural, name })
   ) as ConnectionView;
+}
+
+/**
+ * Enable OpenBao's kubernetes auth method at `auth/kubernetes`, reviewing tokens against the
+ * cluster of `admin` with a `reviewer` ServiceAccount bound to system:auth-delegator (created
+ * here, with its namespace). Returns the reviewer's token, a secret the caller should scan for.
+ */
+export async function enableKubernetesAuth(
+  root: VaultClient,
+  admin: KubeConfig,
+  cluster: { server: string; caPem: string },
+  reviewer: { namespace: string; name: string },
+): Promise<string> {
+  await ensureServiceAccount(admin, reviewer);
+  await admin.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+    body: {
+      metadata: { name: `${reviewer.name}-tokenreview` },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'system:auth-delegator',
+      },
+      subjects: [{ kind: 'ServiceAccount', ...reviewer }],
+    },
+  });
+  const jwt = (await serviceAccountKubeConfig(admin, reviewer)).getCurrentUser()?.token;
+  if (!jwt) throw new Error(`no token for the reviewer ${reviewer.namespace}/${reviewer.name}`);
+  const sys = (path: string, body: unknown) =>
+    root.request<VaultEnvelope>({ method: 'POST', path, body });
+  await sys('sys/auth/kubernetes', { type: 'kubernetes' });
+  await sys('auth/kubernetes/config', {
+    kubernetes_host: cluster.server,
+    kubernetes_ca_cert: cluster.caPem,
+    token_reviewer_jwt: jwt,
+  });
+  return jwt;
+}
+
+/** A ServiceAccount, and its namespace if it is missing. */
+export async function ensureServiceAccount(
+  admin: KubeConfig,
+  sa: { namespace: string; name: string },
+): Promise<void> {
+  const core = admin.makeApiClient(CoreV1Api);
+  await core
+    .createNamespace({ body: { metadata: { name: sa.namespace } } })
+    .catch((err: unknown) => {
+      if ((err as { code?: number }).code !== 409) throw err;
+    });
+  await core.createNamespacedServiceAccount({
+    namespace: sa.namespace,
+    body: { metadata: { name: sa.name } },
+  });
 }

@@ -1,7 +1,7 @@
 // Kubernetes auth of the hub's Vault client, verified by OpenBao against a real kube-apiserver's
 // TokenReview: OpenBao reviews the hub ServiceAccount's TokenRequest token (with the audience
 // its role demands) using a reviewer ServiceAccount bound to system:auth-delegator.
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {
@@ -18,7 +18,7 @@ import { startKit, type Kit, type KitCluster } from '@mirrorhub/infra/kit/index'
 import { createLogger } from '@mirrorhub/shared/runtime/log';
 
 import { eventually } from '../support/eventually.js';
-import { serviceAccountKubeConfig } from '../support/serviceaccount.js';
+import { enableKubernetesAuth, ensureServiceAccount } from '../support/vault.js';
 
 const HUB = { namespace: 'mirrorhub-system', name: 'mirrorhub-hub' };
 const REVIEWER = { namespace: 'vault-system', name: 'vault-reviewer' };
@@ -69,15 +69,6 @@ async function saToken(sa: { namespace: string; name: string }, audience: string
   return token;
 }
 
-async function ensureServiceAccount(sa: { namespace: string; name: string }): Promise<void> {
-  const core = admin.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: sa.namespace } } }).catch(() => {});
-  await core.createNamespacedServiceAccount({
-    namespace: sa.namespace,
-    body: { metadata: { name: sa.name } },
-  });
-}
-
 async function failure(p: Promise<unknown>): Promise<VaultError> {
   const err = await p.then(
     () => undefined,
@@ -99,30 +90,10 @@ beforeAll(async () => {
   root = client(tokenAuth({ token: bao.rootToken }));
 
   // The reviewer: OpenBao calls TokenReview with its token.
-  await ensureServiceAccount(REVIEWER);
-  await admin.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
-    body: {
-      metadata: { name: 'vault-reviewer-tokenreview' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: 'system:auth-delegator',
-      },
-      subjects: [{ kind: 'ServiceAccount', ...REVIEWER }],
-    },
-  });
-  const reviewerJwt = (await serviceAccountKubeConfig(admin, REVIEWER)).getCurrentUser()?.token;
-  if (!reviewerJwt) throw new Error('no reviewer token');
-  secrets.add(reviewerJwt);
-  await ensureServiceAccount(HUB);
-  await ensureServiceAccount({ namespace: HUB.namespace, name: 'intruder' });
+  secrets.add(await enableKubernetesAuth(root, admin, cluster, REVIEWER));
+  await ensureServiceAccount(admin, HUB);
+  await ensureServiceAccount(admin, { namespace: HUB.namespace, name: 'intruder' });
 
-  await sys('POST', 'sys/auth/kubernetes', { type: 'kubernetes' });
-  await sys('POST', 'auth/kubernetes/config', {
-    kubernetes_host: cluster.server,
-    kubernetes_ca_cert: cluster.caPem,
-    token_reviewer_jwt: reviewerJwt,
-  });
   await sys('PUT', 'sys/policies/acl/hub', {
     policy: 'path "secret/data/hub/*" { capabilities = ["create", "read", "update"] }',
   });
