@@ -4,7 +4,6 @@ import { FakeClock } from '../runtime/clock.js';
 import { createMetrics } from '../runtime/metrics.js';
 import { RestClient } from '../k8s/rest.js';
 import { startHttpStub, type HttpStub } from '../testing/http-stub.js';
-import { EventRecorder } from './events.js';
 import { StatusWriter, type WritableObject } from './status.js';
 
 interface Thing extends WritableObject {
@@ -47,7 +46,7 @@ describe('StatusWriter', () => {
       keyOf: (t) => `${t.metadata.namespace}/${t.metadata.name}`,
       fieldManager: 'mirrorhub-hub',
       metrics,
-      events: new EventRecorder({ rest, controller: 'mirrorhub-hub', instance: 'hub-0' }),
+      reportingInstance: 'hub-0',
       clock,
     });
   });
@@ -87,7 +86,7 @@ describe('StatusWriter', () => {
     );
   });
 
-  it('records Events as its field manager from `reportingInstance` without a recorder', async () => {
+  it('records Events as its field manager from `reportingInstance`', async () => {
     api.reply = (r) =>
       r.url.includes('/events')
         ? { status: 201, body: {} }

@@ -46,12 +46,10 @@ export interface StatusWriterOptions<T extends WritableObject> {
   keyOf(obj: T): string;
   fieldManager: string;
   metrics?: WriteMetrics | undefined;
-  /** Records the Events passed to `writeStatus` (none when undefined). */
-  events?: EventRecorder | undefined;
   /**
-   * Without `events`: record them with a recorder of the writer's own, reporting as
-   * `fieldManager` (reportingController) from this instance (reportingInstance, e.g. the pod
-   * name), with the writer's client, logger, metrics and clock.
+   * Events passed to `writeStatus` are recorded as `fieldManager` (reportingController) from this
+   * instance (reportingInstance, e.g. the pod name), with the writer's client, logger, metrics
+   * and clock; none when undefined.
    */
   reportingInstance?: string | undefined;
   logger?: Logger | undefined;
@@ -79,8 +77,7 @@ export class StatusWriter<T extends WritableObject> {
   constructor(private readonly opts: StatusWriterOptions<T>) {
     this.clock = opts.clock ?? realClock;
     this.events =
-      opts.events ??
-      (opts.reportingInstance === undefined
+      opts.reportingInstance === undefined
         ? undefined
         : new EventRecorder({
             rest: opts.rest,
@@ -89,7 +86,7 @@ export class StatusWriter<T extends WritableObject> {
             logger: opts.logger,
             metrics: opts.metrics,
             clock: this.clock,
-          }));
+          });
   }
 
   // ---- what the watch tells us ---------------------------------------------------------------
