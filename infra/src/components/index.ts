@@ -28,8 +28,11 @@ export {
   OPENBAO_VERSION,
   ensureBao,
   startOpenBao,
+  startPersistentOpenBao,
   type OpenBao,
   type OpenBaoOptions,
+  type PersistentOpenBao,
+  type PersistentOpenBaoOptions,
 } from './openbao.js';
 export {
   ensurePostgres,

@@ -2,7 +2,13 @@ import * as fs from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { OPENBAO_VERSION, devServerArgs, ensureBao } from './openbao.js';
+import {
+  OPENBAO_VERSION,
+  devServerArgs,
+  ensureBao,
+  persistentServerArgs,
+  persistentServerConfig,
+} from './openbao.js';
 
 const savedEnv = { ...process.env };
 let cache: string;
@@ -57,5 +63,56 @@ describe('devServerArgs', () => {
     const args = devServerArgs({ port: 8200, rootToken: 'r', tlsCertDir: '/tmp/x/tls' });
     expect(args).toContain('-dev-tls');
     expect(args).toContain('-dev-tls-cert-dir=/tmp/x/tls');
+  });
+});
+
+describe('persistentServerArgs', () => {
+  it('runs a non-dev server from the config file', () => {
+    expect(persistentServerArgs('/tmp/x/bao.hcl')).toEqual([
+      'server',
+      '-config=/tmp/x/bao.hcl',
+      '-log-level=info',
+    ]);
+  });
+});
+
+describe('persistentServerConfig', () => {
+  it('keeps raft data in the given dir, listens on loopback over HTTP, cluster on port+1', () => {
+    expect(persistentServerConfig({ port: 8200, dataDir: '/tmp/x/data' })).toBe(
+      [
+        'storage "raft" {',
+        '  path = "/tmp/x/data"',
+        '  node_id = "mirrorhub-test"',
+        '  performance_multiplier = 1',
+        '}',
+        'listener "tcp" {',
+        '  address = "127.0.0.1:8200"',
+        '  cluster_address = "127.0.0.1:8201"',
+        '  tls_disable = true',
+        '}',
+        'api_addr = "http://127.0.0.1:8200"',
+        'cluster_addr = "https://127.0.0.1:8201"',
+        'ui = false',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('with TLS files, serves HTTPS with them', () => {
+    const text = persistentServerConfig({
+      port: 8200,
+      dataDir: '/tmp/x/data',
+      tls: { certFile: '/tmp/x/tls/server.crt', keyFile: '/tmp/x/tls/server.key' },
+    });
+    expect(text).toContain('  tls_cert_file = "/tmp/x/tls/server.crt"\n');
+    expect(text).toContain('  tls_key_file = "/tmp/x/tls/server.key"\n');
+    expect(text).not.toContain('tls_disable');
+    expect(text).toContain('api_addr = "https://127.0.0.1:8200"');
+  });
+
+  it('quotes paths as HCL strings', () => {
+    expect(persistentServerConfig({ port: 1, dataDir: '/tmp/a "b"\\c' })).toContain(
+      '  path = "/tmp/a \\"b\\"\\\\c"\n',
+    );
   });
 });
