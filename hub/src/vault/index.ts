@@ -1,5 +1,5 @@
 // The hub's Vault / OpenBao client: transport, auth and token lifecycle, KV v1/v2, leases.
-// Nothing here is wired into mirrors yet; see each module's header for its decisions.
+// Used by the Vault controllers (controllers/vault/); see each module's header for its decisions.
 export {
   appRoleAuth,
   authMountPath,
@@ -31,6 +31,7 @@ export {
   OWNER_DATA_KEY,
   OWNER_METADATA_KEY,
   VaultKv,
+  type KvInspection,
   type KvLocation,
   type KvOptions,
   type KvSecret,

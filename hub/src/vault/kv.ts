@@ -55,6 +55,13 @@ export interface KvSecret {
   owner?: string;
 }
 
+export interface KvInspection {
+  secret: KvSecret | undefined;
+  owner: string | undefined;
+  currentVersion: number;
+  kvVersion: KvVersion;
+}
+
 export interface KvWriteOptions {
   /** KV v2: write only if the current version is this (0: only if the secret never existed). */
   cas?: number;
@@ -237,6 +244,22 @@ export class VaultKv {
   /** The owner marked on `path` (v2: even when its latest version is deleted), if any. */
   async owner(path: string): Promise<string | undefined> {
     return (await this.observe(await this.locateSecret(path))).owner;
+  }
+
+  /**
+   * What `path` holds and whose it is, in one read: the secret (undefined when absent), its owner
+   * (v2: also when the latest version is deleted) and the current version (v2; 0: no metadata,
+   * the secret never existed; v1: always 0).
+   */
+  async inspect(path: string): Promise<KvInspection> {
+    const loc = await this.locateSecret(path);
+    const seen = await this.observe(loc);
+    return {
+      secret: seen.secret,
+      owner: seen.owner,
+      currentVersion: seen.currentVersion,
+      kvVersion: loc.version,
+    };
   }
 
   /**

@@ -13,6 +13,7 @@ import {
   type SourceKind,
   type MirrorSourceKind,
   type VaultConnectionKind,
+  type VaultConnectionReference,
 } from './types.gen.js';
 
 /** Either kind of mirror. Their spec and status have the same shape. */
@@ -131,14 +132,43 @@ function resolveVaultSource(
 ): { ok: true; source: VaultSourceRef } | { ok: false; error: string } {
   const vault = mirror.spec.source.vault;
   if (!vault) return { ok: false, error: 'source.vault is required when source.kind is Vault' };
-  if (!mirror.spec.destination.name) {
+  if (!mirror.spec.destination.name && !mirror.spec.destination.vault) {
     return { ok: false, error: 'a Vault source needs destination.name: the name of every copy' };
   }
+  const r = resolveVaultRef(mirror, vault, 'source.vault');
+  return r.ok ? { ok: true, source: r.ref } : r;
+}
+
+/**
+ * The Vault secret a mirror writes (destination.vault), or why it may not: as for a Vault
+ * source, and a SecretMirror writes only through a VaultConnection of its own namespace (its own
+ * Vault identity), never through a shared ClusterVaultConnection, whose identity is not the
+ * tenant's to write with. undefined: the mirror writes to namespaces.
+ */
+export function resolveVaultDestination(
+  mirror: AnyMirror,
+): { ok: true; ref: VaultSourceRef } | { ok: false; error: string } | undefined {
+  const vault = mirror.spec.destination.vault;
+  if (!vault) return undefined;
+  if (!isClusterSecretMirror(mirror) && vault.connectionRef.kind === 'ClusterVaultConnection') {
+    return {
+      ok: false,
+      error: `a SecretMirror writes to Vault only through a VaultConnection of its own namespace, not ClusterVaultConnection "${vault.connectionRef.name}" (a shared Vault identity): create a VaultConnection with your own credentials, or use a ClusterSecretMirror`,
+    };
+  }
+  return resolveVaultRef(mirror, vault, 'destination.vault');
+}
+
+function resolveVaultRef(
+  mirror: AnyMirror,
+  vault: { connectionRef: VaultConnectionReference; path: string; kvVersion?: number },
+  field: string,
+): { ok: true; ref: VaultSourceRef } | { ok: false; error: string } {
   const segments = vault.path.split('/').filter((s) => s !== '');
   if (segments.length < 2 || segments.some((s) => s === '.' || s === '..')) {
     return {
       ok: false,
-      error: `source.vault.path "${vault.path}" is not <mount>/<secret path> (e.g. secret/team-a/db)`,
+      error: `${field}.path "${vault.path}" is not <mount>/<secret path> (e.g. secret/team-a/db)`,
     };
   }
   const path = segments.join('/');
@@ -155,7 +185,7 @@ function resolveVaultSource(
     if (!own) return { ok: false, error: 'SecretMirror has no metadata.namespace' };
     return {
       ok: true,
-      source: {
+      ref: {
         kind: 'Vault',
         connection: { kind: ref.kind, name: ref.name, namespace: own },
         path,
@@ -165,6 +195,6 @@ function resolveVaultSource(
   }
   return {
     ok: true,
-    source: { kind: 'Vault', connection: { kind: ref.kind, name: ref.name }, path, kvVersion },
+    ref: { kind: 'Vault', connection: { kind: ref.kind, name: ref.name }, path, kvVersion },
   };
 }

@@ -431,20 +431,44 @@ const vaultConnectionRef = object(
   { required: ['kind', 'name'] },
 );
 
+/** Where a Vault secret is: shared by a mirror's Vault source and its Vault destination. */
+const vaultPathProperties = (what: string): Record<string, Schema> => ({
+  path: string(
+    `Logical path of the ${what} as <mount>/<secret path>, e.g. secret/team-a/db (no data/ ` +
+      'segment for KV v2).',
+    { minLength: 1, maxLength: 512, pattern: '^[^/].*[^/]$|^[^/]$' },
+  ),
+  kvVersion: integer(
+    "KV version of the mount (1 or 2). Default: detected from the mount's options.",
+    { format: 'int32', minimum: 1, maximum: 2 },
+  ),
+});
+
 const vaultSource = object(
   'VaultSource',
   'A secret in Vault / OpenBao KV, polled every pollPeriodSeconds (jittered): KV v2 reads only ' +
     'the metadata (current version) per poll and the data only when the version changed.',
+  { connectionRef: vaultConnectionRef, ...vaultPathProperties('source') },
+  { required: ['connectionRef', 'path'] },
+);
+
+const vaultDestination = object(
+  'VaultDestination',
+  'Writes the source (a Secret, a ConfigMap or another Vault secret) into a Vault / OpenBao KV ' +
+    'secret instead of namespaces: on every change of the source, a new version (KV v2) or a ' +
+    "rewrite (KV v1) only when the content differs. The secret is marked as the mirror's " +
+    '(KV v2: custom_metadata mirrorhub.io/owner; KV v1: the data key _mirrorhub_owner); an ' +
+    'existing unmarked secret is never overwritten unless conflictPolicy is Adopt. deletePolicy ' +
+    'Delete removes it (KV v2: every version and the metadata) when the mirror is deleted. A ' +
+    'SecretMirror may write only through a VaultConnection of its own namespace.',
   {
-    connectionRef: vaultConnectionRef,
-    path: string(
-      'Logical path as <mount>/<secret path>, e.g. secret/team-a/db (no data/ segment for KV v2).',
-      { minLength: 1, maxLength: 512, pattern: '^[^/].*[^/]$|^[^/]$' },
-    ),
-    kvVersion: integer(
-      "KV version of the mount (1 or 2). Default: detected from the mount's options.",
-      { format: 'int32', minimum: 1, maximum: 2 },
-    ),
+    connectionRef: {
+      ...vaultConnectionRef,
+      description:
+        "Which connection writes: a VaultConnection in the mirror's own namespace, or a " +
+        'ClusterVaultConnection (ClusterSecretMirror only).',
+    },
+    ...vaultPathProperties('destination'),
   },
   { required: ['connectionRef', 'path'] },
 );
@@ -513,8 +537,24 @@ const mirrorDestination = object(
       maxLength: 253,
       pattern: DNS1123_SUBDOMAIN,
     }),
+    vault: vaultDestination,
   },
-  { 'x-kubernetes-validations': [NAMESPACE_SELECTION_RULE] },
+  {
+    'x-kubernetes-validations': [
+      {
+        rule: `has(self.vault) || (${NAMESPACE_SELECTION_RULE.rule})`,
+        message: `${NAMESPACE_SELECTION_RULE.message}, or vault`,
+      },
+      {
+        rule:
+          '!has(self.vault) || (!has(self.clusters) && !has(self.namespaces) && ' +
+          '!has(self.namespaceSelector) && !has(self.excludeNamespaces) && !has(self.name))',
+        message:
+          'destination.vault writes to Vault only: it takes no clusters, namespaces, ' +
+          'namespaceSelector, excludeNamespaces or name (use a second mirror to fan out)',
+      },
+    ],
+  },
 );
 
 const mirrorSpec = (tsType: string, kindDescription: string, rules: ValidationRule[]): Schema =>
@@ -539,7 +579,7 @@ const mirrorSpec = (tsType: string, kindDescription: string, rules: ValidationRu
       required: ['source', 'destination'],
       'x-kubernetes-validations': [
         {
-          rule: "!(has(self.source.kind) && self.source.kind == 'Vault') || has(self.destination.name)",
+          rule: "!(has(self.source.kind) && self.source.kind == 'Vault') || has(self.destination.name) || has(self.destination.vault)",
           message: 'a Vault source needs destination.name: the name of every copy',
           fieldPath: '.destination.name',
           reason: 'FieldValueRequired',
@@ -570,6 +610,26 @@ const mirrorStatus = (tsType: string): Schema =>
       { maxLength: 1024 },
     ),
     synced: string('Synced copies out of selected namespaces, e.g. "12/12".', { maxLength: 32 }),
+    vault: object(
+      'VaultWritten',
+      'The Vault secret this mirror has written (destination.vault): what deletePolicy Delete ' +
+        'removes when the mirror is deleted or destination.vault moves, if it still carries the ' +
+        "mirror's owner mark.",
+      {
+        connectionRef: vaultConnectionRef,
+        path: string('Logical path written, <mount>/<secret path>.', { maxLength: 512 }),
+        kvVersion: integer('KV version of the mount, if stated in the spec.', {
+          format: 'int32',
+          minimum: 1,
+          maximum: 2,
+        }),
+        version: integer('KV v2: the version mirrorhub wrote or last saw it holding.', {
+          format: 'int64',
+          minimum: 0,
+        }),
+      },
+      { required: ['connectionRef', 'path'] },
+    ),
     counts: object('MirrorCounts', 'Totals over every selected cluster.', {
       clusters: count('Selected clusters.'),
       namespaces: count('Selected namespaces, over all clusters.'),

@@ -297,7 +297,10 @@ export interface VaultSource {
    */
   connectionRef: VaultConnectionReference;
 
-  /** Logical path as <mount>/<secret path>, e.g. secret/team-a/db (no data/ segment for KV v2). */
+  /**
+   * Logical path of the source as <mount>/<secret path>, e.g. secret/team-a/db (no data/ segment
+   * for KV v2).
+   */
   path: string;
 
   /** KV version of the mount (1 or 2). Default: detected from the mount's options. */
@@ -355,6 +358,17 @@ export interface MirrorDestination {
 
   /** Name of every copy. Default: the source name. */
   name?: string;
+
+  /**
+   * Writes the source (a Secret, a ConfigMap or another Vault secret) into a Vault / OpenBao KV
+   * secret instead of namespaces: on every change of the source, a new version (KV v2) or a rewrite
+   * (KV v1) only when the content differs. The secret is marked as the mirror's (KV v2:
+   * custom_metadata mirrorhub.io/owner; KV v1: the data key _mirrorhub_owner); an existing unmarked
+   * secret is never overwritten unless conflictPolicy is Adopt. deletePolicy Delete removes it (KV
+   * v2: every version and the metadata) when the mirror is deleted. A SecretMirror may write only
+   * through a VaultConnection of its own namespace.
+   */
+  vault?: VaultDestination;
 }
 
 /**
@@ -412,6 +426,32 @@ export interface LabelSelectorRequirement {
  */
 export type LabelSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 export const LABEL_SELECTOR_OPERATOR_VALUES = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
+
+/**
+ * Writes the source (a Secret, a ConfigMap or another Vault secret) into a Vault / OpenBao KV
+ * secret instead of namespaces: on every change of the source, a new version (KV v2) or a rewrite
+ * (KV v1) only when the content differs. The secret is marked as the mirror's (KV v2:
+ * custom_metadata mirrorhub.io/owner; KV v1: the data key _mirrorhub_owner); an existing unmarked
+ * secret is never overwritten unless conflictPolicy is Adopt. deletePolicy Delete removes it (KV
+ * v2: every version and the metadata) when the mirror is deleted. A SecretMirror may write only
+ * through a VaultConnection of its own namespace.
+ */
+export interface VaultDestination {
+  /**
+   * Which connection writes: a VaultConnection in the mirror's own namespace, or a
+   * ClusterVaultConnection (ClusterSecretMirror only).
+   */
+  connectionRef: VaultConnectionReference;
+
+  /**
+   * Logical path of the destination as <mount>/<secret path>, e.g. secret/team-a/db (no data/
+   * segment for KV v2).
+   */
+  path: string;
+
+  /** KV version of the mount (1 or 2). Default: detected from the mount's options. */
+  kvVersion?: number;
+}
 
 /**
  * Shapes the copy: Secret type, labels, annotations and which keys are carried. Source labels and
@@ -502,6 +542,13 @@ export interface SecretMirrorStatus {
   /** Synced copies out of selected namespaces, e.g. "12/12". */
   synced?: string;
 
+  /**
+   * The Vault secret this mirror has written (destination.vault): what deletePolicy Delete removes
+   * when the mirror is deleted or destination.vault moves, if it still carries the mirror's owner
+   * mark.
+   */
+  vault?: VaultWritten;
+
   /** Totals over every selected cluster. */
   counts?: MirrorCounts;
 
@@ -521,6 +568,29 @@ export interface SecretMirrorStatus {
 /** Phase of a mirror, of a mirror in one cluster, or of a delivery. */
 export type MirrorPhase = 'Pending' | 'Active' | 'Degraded' | 'Error';
 export const MIRROR_PHASE_VALUES = ['Pending', 'Active', 'Degraded', 'Error'] as const;
+
+/**
+ * The Vault secret this mirror has written (destination.vault): what deletePolicy Delete removes
+ * when the mirror is deleted or destination.vault moves, if it still carries the mirror's owner
+ * mark.
+ */
+export interface VaultWritten {
+  /**
+   * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
+   * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
+   * spec.allowedNamespaces).
+   */
+  connectionRef: VaultConnectionReference;
+
+  /** Logical path written, <mount>/<secret path>. */
+  path: string;
+
+  /** KV version of the mount, if stated in the spec. */
+  kvVersion?: number;
+
+  /** KV v2: the version mirrorhub wrote or last saw it holding. */
+  version?: number;
+}
 
 /** Totals over every selected cluster. */
 export interface MirrorCounts {
@@ -705,6 +775,13 @@ export interface ClusterSecretMirrorStatus {
 
   /** Synced copies out of selected namespaces, e.g. "12/12". */
   synced?: string;
+
+  /**
+   * The Vault secret this mirror has written (destination.vault): what deletePolicy Delete removes
+   * when the mirror is deleted or destination.vault moves, if it still carries the mirror's owner
+   * mark.
+   */
+  vault?: VaultWritten;
 
   /** Totals over every selected cluster. */
   counts?: MirrorCounts;
@@ -1407,6 +1484,9 @@ export const LIMITS = {
     key: 317,
     values: 64,
   },
+  VaultDestination: {
+    path: 512,
+  },
   MirrorTemplate: {
     type: 253,
     labels: 64,
@@ -1427,6 +1507,9 @@ export const LIMITS = {
     clusters: 1024,
     problems: 50,
     conditions: 16,
+  },
+  VaultWritten: {
+    path: 512,
   },
   ClusterSyncStatus: {
     name: 253,

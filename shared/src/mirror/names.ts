@@ -183,6 +183,7 @@ export const MAX_DESTINATION_SUMMARY = LIMITS.SecretMirrorStatus.destination;
  */
 export function destinationSummary(spec: { destination: MirrorDestination }): string {
   const d = spec.destination;
+  if (d.vault) return `Vault ${d.vault.path}`.slice(0, MAX_DESTINATION_SUMMARY);
   const selector = (s: LabelSelector) => formatLabelSelector(s) || '*';
   const targets = [
     ...(d.namespaces ?? []).map((p) => `/${p}/`),

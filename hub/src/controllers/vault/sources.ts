@@ -13,7 +13,13 @@
 // Opaque, values base64), so shaping, hashing, payloads and fan-out are the Kubernetes path's.
 import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
 import { realClock, type Clock, type Counter, type Logger } from '@mirrorhub/shared/runtime/index';
-import { apiPath, isVaultError, VaultKv, type VaultEnvelope } from '../../vault/index.js';
+import {
+  apiPath,
+  isVaultError,
+  OWNER_DATA_KEY,
+  VaultKv,
+  type VaultEnvelope,
+} from '../../vault/index.js';
 import type { SourceObservation } from '../mirror/plan.js';
 import type { VaultConnections } from './connections.js';
 import {
@@ -303,7 +309,9 @@ export class VaultSources {
       return { state: 'missing' };
     }
     this.count('read', 'ok');
-    const object = secretOf(res.body?.data ?? {});
+    // A KV v1 secret mirrorhub wrote carries its owner mark as a data key: not data to copy.
+    const { [OWNER_DATA_KEY]: _owner, ...stored } = res.body?.data ?? {};
+    const object = secretOf(stored);
     // Same content as before: keep the very object, so nothing downstream sees a change.
     if (
       e.observation?.state === 'found' &&
