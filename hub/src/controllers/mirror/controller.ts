@@ -12,12 +12,15 @@ import {
   GROUP,
   mirrorPolicies,
   resolveSource,
+  resolveVaultDestination,
   SECRET_MIRROR,
   VERSION,
   type AnyMirror,
   type ClusterSecretMirror,
   type MirrorPhase,
   type SecretMirror,
+  type VaultSourceRef,
+  type VaultWritten,
 } from '@mirrorhub/shared/api/index';
 import {
   deliveryName,
@@ -47,7 +50,9 @@ import {
   planDeletionStatus,
   planMirror,
   statusWriteDelay,
+  truncate,
   type ClusterObservation,
+  type PlannedEvent,
   type SourceObservation,
   type Tenancy,
 } from './plan.js';
@@ -55,6 +60,16 @@ import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import { SourceWatches } from './sources.js';
 import { VaultConnections, type ServiceAccountRef } from '../vault/connections.js';
 import { VaultSources } from '../vault/sources.js';
+import { VaultDestinations } from '../vault/destinations.js';
+import { retryDelay } from '../vault/decide.js';
+import {
+  ownerMark,
+  planVaultDestination,
+  recordRef,
+  REASON_VAULT_REMOVED,
+  staleWrite,
+  type VaultDestinationInput,
+} from '../vault/destination.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
 
 const CONTROLLER = 'mirror';
@@ -124,6 +139,9 @@ export class MirrorController {
   private readonly sources: SourceWatches;
   private readonly vaultConnections: VaultConnections;
   private readonly vaultSources: VaultSources;
+  private readonly vaultDestinations: VaultDestinations;
+  /** Consecutive transient failures of a mirror's Vault destination (retry backoff). */
+  private readonly vaultFailures = new Map<string, number>();
   private readonly secretMirrors: Watcher<SecretMirror>;
   private readonly clusterMirrors: Watcher<ClusterSecretMirror>;
   private readonly connections = new Map<string, ClusterConnection>();
@@ -175,7 +193,8 @@ export class MirrorController {
     });
     const vaultRequests = m.counter(
       'vault_requests_total',
-      'Requests to Vault / OpenBao by operation (login, detect, metadata, read) and outcome.',
+      'Requests to Vault / OpenBao by operation (login, detect, metadata, read; inspect, write, ' +
+        'remove for Vault destinations) and outcome.',
       ['operation', 'outcome'],
     );
     this.vaultConnections = new VaultConnections({
@@ -198,6 +217,10 @@ export class MirrorController {
       onChange: (keys) => {
         for (const k of keys) this.reconciler.add(k);
       },
+    });
+    this.vaultDestinations = new VaultDestinations({
+      connections: this.vaultConnections,
+      requests: vaultRequests,
     });
     this.secretMirrors = createWatcher<SecretMirror>(kc, {
       group: GROUP,
@@ -291,7 +314,9 @@ export class MirrorController {
     if (this.stopped) return;
     this.vaultSources.connectionChanged(connKey);
     for (const m of [...this.secretMirrors.list(), ...this.clusterMirrors.list()]) {
-      if (m.spec.source.kind === 'Vault') this.reconciler.add(mirrorKey(identityOf(m)));
+      if (m.spec.source.kind === 'Vault' || m.spec.destination.vault || m.status?.vault) {
+        this.reconciler.add(mirrorKey(identityOf(m)));
+      }
     }
   }
 
@@ -435,6 +460,24 @@ export class MirrorController {
     } else {
       this.vaultSources.set(key, undefined);
     }
+    const destination = resolveVaultDestination(mirror);
+    if (destination !== undefined) {
+      return this.reconcileToVault(key, name, conns, mirror, {
+        mirror,
+        ...(resolved.ok && sourceError === undefined ? { source: resolved.source } : {}),
+        ...(destination.ok ? { destination: destination.ref } : {}),
+        errors: [
+          ...(resolved.ok ? [] : [resolved.error]),
+          ...(sourceError !== undefined ? [sourceError] : []),
+          ...(destination.ok ? [] : [destination.error]),
+        ],
+        observation: source,
+        owner: ownerMark(this.opts.originCluster, id),
+        now: new Date(this.clock.now()),
+      });
+    }
+    // A Vault secret an earlier spec wrote (destination.vault): removed before anything else.
+    const stale = await this.removeStaleVaultWrite(key, mirror, undefined);
     const plan = planMirror({
       mirror,
       source,
@@ -488,13 +531,159 @@ export class MirrorController {
     if (hold > 0 && !equalIgnoringTime(current.status ?? {}, plan.status, [])) {
       return { requeueAfterMs: hold };
     }
+    if (stale) {
+      // Not removed yet: keep the record (what to remove) and say why.
+      plan.status = {
+        ...plan.status,
+        vault: stale.record,
+        message: `${plan.status.message ?? ''}; ${stale.error}`,
+      };
+    }
     // Gone meanwhile: its watch event enqueues it for clean-up.
     if (!(await this.writer.writeStatus(current, plan.status, plan.events))) return;
     this.setPhase(key, plan.status.phase);
+    if (stale) return { requeueAfterMs: this.vaultRetry(key, mirror) };
     if (plan.invalid) return; // only a spec change can help; it enqueues the mirror
     // A Vault source's poller enqueues the mirror when it sees a change; the requeue is the
     // safety net for the deliveries, as for Kubernetes sources.
     return { requeueAfterMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
+  }
+
+  /**
+   * A mirror whose destination is a Vault secret: its deliveries (from an earlier spec) go, the
+   * Vault secret an earlier destination.vault wrote goes (deletePolicy Delete), then Vault is
+   * read, written when the source differs, and the status says what happened.
+   */
+  private async reconcileToVault(
+    key: string,
+    name: string,
+    conns: ClusterConnection[],
+    mirror: AnyMirror,
+    input: VaultDestinationInput,
+  ): Promise<ProcessResult | void> {
+    const cleanup = planCleanup(
+      conns.map((c) => this.observe(c, name)),
+      { mirror: parseMirrorKey(key) },
+    );
+    const deletes = new Set(cleanup.deletes);
+    for (const conn of conns) {
+      conn.request(name, key, deletes.has(conn.name) ? { op: 'delete' } : undefined);
+    }
+    let current = mirror;
+    let plan = planVaultDestination(input);
+    if (plan.needsTarget && input.destination) {
+      const stale = await this.removeStaleVaultWrite(key, mirror, input.destination);
+      const target = stale
+        ? { state: 'error' as const, error: stale.error, transient: stale.transient }
+        : await this.vaultDestinations.read(input.destination);
+      plan = planVaultDestination({ ...input, target });
+      if (plan.write) {
+        const updated = await this.writer.setFinalizer(current, HUB_FINALIZER, true);
+        if (!updated) return; // deleted meanwhile: its watch event enqueues it
+        current = updated;
+        const outcome = await this.vaultDestinations.write(
+          input.destination,
+          plan.write.data,
+          input.owner,
+          plan.write.cas,
+        );
+        plan = planVaultDestination({ ...input, mirror: current, target, outcome });
+      }
+    }
+    if (!(await this.writer.writeStatus(current, plan.status, plan.events))) return;
+    this.setPhase(key, plan.status.phase);
+    if (plan.retry) return { requeueAfterMs: this.vaultRetry(key, mirror) };
+    this.vaultFailures.delete(key);
+    if (plan.invalid) return;
+    return { requeueAfterMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
+  }
+
+  /** After a transient Vault failure: 1 s doubling, never later than the poll period. */
+  private vaultRetry(key: string, mirror: AnyMirror): number {
+    const failures = (this.vaultFailures.get(key) ?? 0) + 1;
+    this.vaultFailures.set(key, failures);
+    const period = mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000;
+    return retryDelay(failures, this.opts.vault?.retryInitialMs ?? 1000, period);
+  }
+
+  /**
+   * Removes the Vault secret status.vault records when the spec no longer names it and
+   * deletePolicy is Delete (only while it carries the mirror's owner mark). Undefined: nothing
+   * is left to remove; otherwise why it could not be removed yet.
+   */
+  private async removeStaleVaultWrite(
+    key: string,
+    mirror: AnyMirror,
+    current: VaultSourceRef | undefined,
+  ): Promise<{ record: VaultWritten; error: string; transient: boolean } | undefined> {
+    const record = staleWrite(mirror, current);
+    if (!record) return undefined;
+    const id = identityOf(mirror);
+    const r = await this.vaultDestinations.remove(
+      recordRef(record, id.namespace),
+      ownerMark(this.opts.originCluster, id),
+    );
+    if (r.ok) {
+      this.log.info(
+        { key, path: record.path, removed: r.removed, ...(r.reason ? { reason: r.reason } : {}) },
+        r.removed
+          ? 'removed the Vault secret an earlier spec wrote'
+          : 'left the Vault secret alone',
+      );
+      return undefined;
+    }
+    return {
+      record,
+      error: `cannot remove Vault ${record.path}, which an earlier spec wrote: ${r.error}`,
+      transient: r.transient,
+    };
+  }
+
+  /**
+   * On deletion with deletePolicy Delete: removes the Vault secret status.vault records. Pending:
+   * why it is not removed yet (retried until the cleanup grace ends, then given up with a Warning
+   * Event naming the path, so a dead Vault cannot hold the mirror forever).
+   */
+  private async removeVaultWrite(
+    key: string,
+    mirror: AnyMirror,
+    deletingSince: Date | undefined,
+    now: Date,
+  ): Promise<{ pending?: string; events: PlannedEvent[] }> {
+    const record = mirror.status?.vault;
+    if (!record || mirrorPolicies(mirror.spec).deletePolicy !== 'Delete') return { events: [] };
+    const id = identityOf(mirror);
+    const r = await this.vaultDestinations.remove(
+      recordRef(record, id.namespace),
+      ownerMark(this.opts.originCluster, id),
+    );
+    if (r.ok) {
+      this.vaultFailures.delete(key);
+      if (!r.removed) return { events: [] };
+      this.log.info({ key, path: record.path }, 'removed the Vault secret the mirror wrote');
+      return {
+        events: [
+          { type: 'Normal', reason: REASON_VAULT_REMOVED, message: `removed Vault ${record.path}` },
+        ],
+      };
+    }
+    const graceMs = this.opts.cleanupGraceMs ?? DEFAULT_CLEANUP_GRACE_MS;
+    const pending = `cannot remove Vault ${record.path} yet: ${r.error}`;
+    if (deletingSince && now.getTime() - deletingSince.getTime() < graceMs)
+      return { pending, events: [] };
+    this.log.warn({ key, path: record.path, err: r.error }, 'gave up removing the Vault secret');
+    return {
+      events: [
+        {
+          type: 'Warning',
+          reason: 'VaultCleanupAbandoned',
+          message: truncate(
+            `gave up removing Vault ${record.path} after ${Math.round(graceMs / 1000)} s: ${r.error}; remove it by hand`,
+            1024,
+          ),
+        },
+      ],
+    };
   }
 
   /** The mirror is gone or being deleted: remove its deliveries everywhere, then the finalizer. */
@@ -534,9 +723,18 @@ export class MirrorController {
         this.log.info({ key, clusters: plan.deletes }, 'removing orphaned deliveries');
       return;
     }
+    // The Vault secret it wrote (deletePolicy Delete): removed while it carries the owner mark.
+    const vault = await this.removeVaultWrite(key, mirror, deletingSince, now);
     const next = planDeletionStatus(mirror.status ?? {}, plan, name, now);
-    const current = await this.writer.writeStatus(mirror, next.status, next.events);
+    if (vault.pending) {
+      next.status = { ...next.status, message: `${next.status.message ?? ''}; ${vault.pending}` };
+    }
+    const current = await this.writer.writeStatus(mirror, next.status, [
+      ...next.events,
+      ...vault.events,
+    ]);
     if (!current) return; // gone: nothing holds it any more
+    if (vault.pending) return { requeueAfterMs: this.vaultRetry(key, mirror) };
     if (!plan.done) {
       this.log.debug({ key, deleting: plan.deletes, waitingFor: plan.waitingFor }, 'cleaning up');
       // Progress arrives as watch events; the requeue is the safety net, and the grace deadline.

@@ -1043,9 +1043,15 @@ function summary(
   return parts.join('; ');
 }
 
-/** Events from the transition prev -> plan.status. */
 function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
-  const next = plan.status;
+  return { ...plan, events: transitionEvents(prev, plan.status) };
+}
+
+/**
+ * Events from the transition prev -> next (derived from the statuses only, so they fire on
+ * transitions and never twice for one). Also the Vault destination's (vault/destination.ts).
+ */
+export function transitionEvents(prev: MirrorStatus, next: MirrorStatus): PlannedEvent[] {
   const events: PlannedEvent[] = [];
   const ready = findCondition(next.conditions, CONDITION_READY);
   const prevReady = findCondition(prev.conditions, CONDITION_READY);
@@ -1061,13 +1067,13 @@ function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
         message: msg(next.message ?? ''),
       });
     }
-    return { ...plan, events };
+    return events;
   }
   if (ready?.reason === REASON.suspended) {
     if (prevReady?.reason !== REASON.suspended) {
       events.push({ type: 'Normal', reason: REASON.suspended, message: msg(next.message ?? '') });
     }
-    return { ...plan, events };
+    return events;
   }
   if (prevReady?.reason === REASON.suspended) {
     events.push({ type: 'Normal', reason: REASON.resumed, message: 'syncing again' });
@@ -1134,11 +1140,11 @@ function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
       message: msg(`${failed} cop${failed === 1 ? 'y' : 'ies'} failed: ${problemList('Failed')}`),
     });
   }
-  return { ...plan, events };
+  return events;
 }
 
 /** Drop undefined members so equality and patches see only real fields. */
-function clean(status: MirrorStatus): MirrorStatus {
+export function clean(status: MirrorStatus): MirrorStatus {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(status)) if (v !== undefined) out[k] = v;
   return out as MirrorStatus;
@@ -1165,7 +1171,7 @@ function latest(times: readonly (string | undefined)[]): string | undefined {
   return best;
 }
 
-function truncate(s: string, max: number): string {
+export function truncate(s: string, max: number): string {
   return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
 }
 
