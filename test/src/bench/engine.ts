@@ -7,19 +7,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 
-import { findFreePort } from '@mirrorhub/infra/components/cache';
 import type { Kit } from '@mirrorhub/infra/kit/index';
-import { createWatcher, type Watcher } from '@mirrorhub/shared';
 
 import { installCrds } from '../support/crds.js';
-import { startMain, until, waitHttp } from './procs.js';
+import { startOneCluster, until } from './procs.js';
 import {
   apiRequestCounts,
   fmtMs,
@@ -27,6 +20,7 @@ import {
   percentile,
   pool,
   rssMb,
+  watchCopies,
   type ApiCounts,
 } from './util.js';
 
@@ -61,18 +55,6 @@ export interface EngineBenchResult {
 
 const SYSTEM_NS = 'mirrorhub-system';
 const SRC_NS = 'bench-src';
-const MANAGED = 'mirrorhub.io/managed-by=mirrorhub';
-const HASH = 'mirrorhub.io/content-hash';
-
-interface CopyMeta extends KubernetesObject {
-  metadata?: {
-    namespace?: string;
-    name?: string;
-    annotations?: Record<string, string>;
-    resourceVersion?: string;
-    uid?: string;
-  };
-}
 
 export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<EngineBenchResult> {
   const hubCluster = kit.cluster('hub');
@@ -111,45 +93,15 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
   };
   await addNoise(o.noiseStart);
 
-  const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
-  const start = (name: 'hub' | 'agent', port: number) =>
-    startMain(o.root, name, {
-      KUBECONFIG: hubCluster.kubeconfigPath,
-      MIRRORHUB_CLUSTER_NAME: 'hub',
-      PORT: String(port),
-      NODE_OPTIONS: o.nodeOptions[name],
-    });
-  const agent = start('agent', agentPort);
-  const hub = start('hub', hubPort);
-  const procs = [agent, hub];
+  const { hub, agent, hubPort, agentPort, procs } = await startOneCluster(
+    o.root,
+    hubCluster.kubeconfigPath,
+    o.nodeOptions,
+  );
   try {
-    await waitHttp(`http://127.0.0.1:${agentPort}/readyz`);
-    await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
-
     // Watch copies (metadata only) to timestamp every change the agent makes.
-    const seen = new Map<string, { hash?: string; at: number }>();
-    const listeners = new Set<() => void>();
-    const copyWatch: Watcher<CopyMeta> = createWatcher<CopyMeta>(
-      kc,
-      { version: 'v1', plural: 'secrets', labelSelector: MANAGED, metadataOnly: true },
-      {
-        resource: 'bench-copies',
-      },
-    );
-    const record = (obj: CopyMeta) => {
-      seen.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, {
-        hash: obj.metadata?.annotations?.[HASH],
-        at: Date.now(),
-      });
-      for (const l of listeners) l();
-    };
-    copyWatch.addHandler({
-      onAdd: record,
-      onUpdate: record,
-      onDelete: (obj) => void seen.delete(`${obj.metadata?.namespace}/${obj.metadata?.name}`),
-    });
-    copyWatch.start();
-    await copyWatch.synced;
+    const copyWatch = await watchCopies(kc, { resource: 'bench-copies' });
+    const { seen, listeners } = copyWatch;
 
     log(`creating ${o.mirrors} sources and mirrors (${o.namespaces / o.shards} namespaces each)`);
     const t0 = Date.now();

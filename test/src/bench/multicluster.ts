@@ -7,16 +7,23 @@
 import { type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 
 import { findFreePort } from '@mirrorhub/infra/components/cache';
 import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 import type { Kit } from '@mirrorhub/infra/kit/index';
-import { createWatcher, type Watcher } from '@mirrorhub/shared';
 
 import { installCrds } from '../support/crds.js';
 import { prepareFollower } from '../support/multicluster.js';
-import { fmtMs, percentile, pool, rssMb } from './util.js';
+import {
+  fmtMs,
+  percentile,
+  pool,
+  rssMb,
+  scrapeSeries,
+  watchCopies,
+  type CopyWatch,
+} from './util.js';
 import { startMain, stopAll, until, waitHttp } from './procs.js';
 
 export interface MultiClusterBenchOptions {
@@ -42,11 +49,6 @@ export interface MultiClusterBenchResult {
 }
 
 const SYSTEM_NS = 'mirrorhub-system';
-const HASH = 'mirrorhub.io/content-hash';
-
-interface Meta extends KubernetesObject {
-  metadata?: { namespace?: string; name?: string; annotations?: Record<string, string> };
-}
 
 export async function runMultiClusterBench(
   kit: Kit,
@@ -109,29 +111,15 @@ export async function runMultiClusterBench(
     // Every copy in every follower, through one metadata-only watch per follower.
     const seen = new Map<string, { hash?: string; at: number }>();
     const listeners = new Set<() => void>();
-    const watchers: Watcher<Meta>[] = [];
+    const watchers: CopyWatch[] = [];
     for (const f of o.followers) {
-      const w = createWatcher<Meta>(
-        kit.cluster(f).kubeConfig(),
-        {
-          version: 'v1',
-          plural: 'secrets',
-          labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
-          metadataOnly: true,
-        },
-        { resource: `bench-${f}` },
+      watchers.push(
+        await watchCopies(kit.cluster(f).kubeConfig(), {
+          resource: `bench-${f}`,
+          prefix: `${f}/`,
+          into: { seen, listeners },
+        }),
       );
-      const record = (obj: Meta) => {
-        seen.set(`${f}/${obj.metadata?.namespace}/${obj.metadata?.name}`, {
-          hash: obj.metadata?.annotations?.[HASH],
-          at: Date.now(),
-        });
-        for (const l of listeners) l();
-      };
-      w.addHandler({ onAdd: record, onUpdate: record });
-      w.start();
-      await w.synced;
-      watchers.push(w);
     }
 
     const custom = kc.makeApiClient(CustomObjectsApi);
@@ -185,11 +173,7 @@ export async function runMultiClusterBench(
     log(`${copies} copies in ${o.followers.length} followers in ${initialMs} ms`);
     await sleep(3_000);
 
-    const hubWrites = async () =>
-      metricSeries(
-        await (await fetch(`http://127.0.0.1:${hubPort}/metrics`)).text(),
-        'mirrorhub_writes_total',
-      );
+    const hubWrites = () => scrapeSeries(hubPort, 'mirrorhub_writes_total');
     let busiestChange: Record<string, number> = {};
     const latencies: number[] = [];
     const writesPerChange: number[] = [];
@@ -258,16 +242,4 @@ export async function runMultiClusterBench(
   } finally {
     await stopAll(procs);
   }
-}
-
-/** Every series of a counter in Prometheus text format, keyed by its label values. */
-export function metricSeries(text: string, name: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const labels = /\{(.*)\}/.exec(line)?.[1] ?? '';
-    const key = [...labels.matchAll(/\w+="([^"]*)"/g)].map((m) => m[1]).join(' ');
-    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return out;
 }

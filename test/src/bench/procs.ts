@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { findFreePort } from '@mirrorhub/infra/components/cache';
+
 import { generateHubKeyPair } from '../support/signing.js';
 import {
   benchNodeOptions,
@@ -48,6 +50,45 @@ export function startMain(
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+}
+
+/** A hub and an agent on one cluster, as separate processes (see `startMain`). */
+export interface OneCluster {
+  hub: ChildProcess;
+  agent: ChildProcess;
+  hubPort: number;
+  agentPort: number;
+  procs: ChildProcess[];
+}
+
+/**
+ * Starts the agent and the hub of one cluster (the hub's own, named "hub") as `startMain` does,
+ * each with its NODE_OPTIONS, and waits until both answer /readyz.
+ */
+export async function startOneCluster(
+  root: string,
+  kubeconfig: string,
+  nodeOptions: { hub: string; agent: string },
+): Promise<OneCluster> {
+  const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
+  const start = (name: 'hub' | 'agent', port: number) =>
+    startMain(root, name, {
+      KUBECONFIG: kubeconfig,
+      MIRRORHUB_CLUSTER_NAME: 'hub',
+      PORT: String(port),
+      NODE_OPTIONS: nodeOptions[name],
+    });
+  const agent = start('agent', agentPort);
+  const hub = start('hub', hubPort);
+  const procs = [agent, hub];
+  try {
+    await waitHttp(`http://127.0.0.1:${agentPort}/readyz`);
+    await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
+  } catch (err) {
+    await stopAll(procs);
+    throw err;
+  }
+  return { hub, agent, hubPort, agentPort, procs };
 }
 
 export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {

@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+
+import { createWatcher } from '@mirrorhub/shared';
+
 /** Runs `fn` over `items` with at most `limit` in flight. */
 export async function pool<T>(
   items: readonly T[],
@@ -32,6 +36,17 @@ export function rssMb(pid: number): number {
 /** The highest resident set size a process has had so far, in MB (VmHWM). */
 export function peakRssMb(pid: number): number {
   return statusMb(pid, 'VmHWM');
+}
+
+/**
+ * CPU time a process has used so far (user + system), in seconds, from /proc/<pid>/stat
+ * (clock ticks of USER_HZ, 100 on Linux).
+ */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces), from field 3 (state) on.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -80,6 +95,76 @@ export async function apiRequestCounts(
     }
   }
   return counts;
+}
+
+/** Every series of a counter in Prometheus text format, keyed by its label values. */
+export function metricSeries(text: string, name: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const labels = /\{(.*)\}/.exec(line)?.[1] ?? '';
+    const key = [...labels.matchAll(/\w+="([^"]*)"/g)].map((m) => m[1]).join(' ');
+    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return out;
+}
+
+/** `metricSeries` of a counter, scraped from a process's /metrics on `port`. */
+export async function scrapeSeries(port: number, name: string): Promise<Map<string, number>> {
+  return metricSeries(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), name);
+}
+
+interface CopyMeta extends KubernetesObject {
+  metadata?: { namespace?: string; name?: string; annotations?: Record<string, string> };
+}
+
+/** What a copy watch has seen: each copy's content hash and when it last changed. */
+export interface CopyWatch {
+  /** `<prefix><namespace>/<name>` -> content hash and when the watch saw it last. */
+  seen: Map<string, { hash?: string; at: number }>;
+  /** Called on every copy event (`until()` re-checks its condition there). */
+  listeners: Set<() => void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Watches the copies mirrorhub manages in one cluster (metadata only, their content-hash
+ * annotation) and timestamps every change, into `into` when given (several clusters, one map),
+ * keyed by `prefix` + namespace/name. Resolves once the watch has listed.
+ */
+export async function watchCopies(
+  kc: KubeConfig,
+  opts: { resource: string; prefix?: string; into?: Omit<CopyWatch, 'stop'> },
+): Promise<CopyWatch> {
+  const seen = opts.into?.seen ?? new Map<string, { hash?: string; at: number }>();
+  const listeners = opts.into?.listeners ?? new Set<() => void>();
+  const prefix = opts.prefix ?? '';
+  const w = createWatcher<CopyMeta>(
+    kc,
+    {
+      version: 'v1',
+      plural: 'secrets',
+      labelSelector: 'mirrorhub.io/managed-by=mirrorhub',
+      metadataOnly: true,
+    },
+    { resource: opts.resource },
+  );
+  const key = (obj: CopyMeta) => `${prefix}${obj.metadata?.namespace}/${obj.metadata?.name}`;
+  const record = (obj: CopyMeta) => {
+    seen.set(key(obj), {
+      hash: obj.metadata?.annotations?.['mirrorhub.io/content-hash'],
+      at: Date.now(),
+    });
+    for (const l of listeners) l();
+  };
+  w.addHandler({
+    onAdd: record,
+    onUpdate: record,
+    onDelete: (obj) => void seen.delete(key(obj)),
+  });
+  w.start();
+  await w.synced;
+  return { seen, listeners, stop: () => w.stop() };
 }
 
 export function fmtMs(ms: number): string {
