@@ -11,7 +11,7 @@ const root = resolve(import.meta.dirname, '../..');
 
 // What `npm run demo` runs, after the build the README's command does first.
 describe('the README demo', () => {
-  it('starts a hub and two EKS followers with agents, converges the sample mirrors, prints where to look and stops cleanly', async () => {
+  it('starts a hub and two EKS followers with agents and OpenBao, converges the sample mirrors (one Vault-sourced), prints where to look and stops cleanly', async () => {
     await run(join(root, 'node_modules/.bin/tsc'), ['-b'], { cwd: root });
     const dir = await mkdtemp(join(tmpdir(), 'mirrorhub-demo-'));
     try {
@@ -28,14 +28,27 @@ describe('the README demo', () => {
         /^platform +secretmirror\.mirrorhub\.io\/feature-flags +ConfigMap +feature-flags +.* Active +1\/1 /m,
         // Across clusters: two EKS followers in two accounts, selected by label.
         /clustersecretmirror\.mirrorhub\.io\/registry-credentials +Secret +registry-credentials +\/team-\.\+\/ on env=prod .* Active +4\/4 /,
+        // From OpenBao's KV v2 through the hub to both followers.
+        /clustersecretmirror\.mirrorhub\.io\/api-credentials +Vault +secret\/demo\/api +\/team-\.\+\/ on env=prod .* Active +4\/4 /,
         /^follower-a +EKS +true +0\.1\.0 /m,
         /^follower-b +EKS +true +0\.1\.0 /m,
+        /^openbao +http:\/\/127\.0\.0\.1:\d+ +token +true /m,
       ];
       for (const row of tables) expect(stdout).toMatch(row);
+      // How to change the value in OpenBao and see it arrive.
+      expect(stdout).toMatch(/export BAO_ADDR=http:\/\/127\.0\.0\.1:\d+ BAO_TOKEN=\S+/);
+      expect(stdout).toMatch(/\/bao kv put secret\/demo\/api api_key=demo-api-key-v2 /);
       expect(stdout).toContain(`export KUBECONFIG=${join(dir, 'hub', 'kubeconfig')}`);
       expect(stdout).toMatch(/\[demo\] demo converged; stopped/);
+      // Nothing left running: clusters, hub, agents (all under dir) and the OpenBao dev server.
+      const bao = /OpenBao http:\/\/(127\.0\.0\.1:\d+) \(dev server\) ready/.exec(stdout);
+      expect(bao).not.toBeNull();
       const { stdout: ps } = await run('ps', ['-eo', 'args=']);
-      expect(ps.split('\n').filter((l) => l.includes(dir))).toEqual([]);
+      expect(
+        ps
+          .split('\n')
+          .filter((l) => l.includes(dir) || l.includes(`-dev-listen-address=${bao![1]}`)),
+      ).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

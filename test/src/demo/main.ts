@@ -1,7 +1,8 @@
 /**
- * `npm run demo`: real local clusters, the hub and an agent, sample mirrors, and what to run
- * to watch them work. Stays in the foreground until Ctrl-C; `--exit` checks that the samples
- * converged and stops (that is how the test suite proves this command works).
+ * `npm run demo`: real local clusters, the hub and an agent, an OpenBao dev server, sample
+ * mirrors (one of them Vault-sourced), and what to run to watch them work. Stays in the
+ * foreground until Ctrl-C; `--exit` checks that the samples converged and stops (that is how the
+ * test suite proves this command works).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, writeFileSync } from 'node:fs';
@@ -11,7 +12,9 @@ import { parseArgs, promisify } from 'node:util';
 
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 
+import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
 import { findFreePort } from '@mirrorhub/infra/components/cache';
+import { ensureBao, startOpenBao, type OpenBao } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
@@ -38,22 +41,36 @@ async function main(): Promise<void> {
   await mkdir(join(dir, 'logs'), { recursive: true });
 
   say(
-    'starting clusters hub, follower-a, follower-b (real kube-apiserver + etcd), moto and the EKS emulator...',
+    'starting clusters hub, follower-a, follower-b (real kube-apiserver + etcd), moto, the EKS emulator and OpenBao...',
   );
   // The emulators' per-request lines go to a file; the console gets the summary.
   const kitLog = createWriteStream(join(dir, 'logs', 'kit.log'));
-  const kit = await startKit({
-    clusters: ['hub', 'follower-a', 'follower-b'],
-    dir,
-    log: (l) => (/cluster\(s\) ready/.test(l) ? say(l) : kitLog.write(`${l}\n`)),
+  // OpenBao starts beside the clusters: a dev server (in memory, unsealed, KV v2 at secret/).
+  const baoStarting = startOpenBao();
+  baoStarting.catch(() => {}); // awaited below, once the clusters are up
+  let kit: Kit;
+  try {
+    kit = await startKit({
+      clusters: ['hub', 'follower-a', 'follower-b'],
+      dir,
+      log: (l) => (/cluster\(s\) ready/.test(l) ? say(l) : kitLog.write(`${l}\n`)),
+    });
+  } catch (err) {
+    await baoStarting.then((b) => b.stop()).catch(() => {});
+    throw err;
+  }
+  const bao = await baoStarting.catch(async (err: unknown) => {
+    await kit.stop();
+    throw err;
   });
+  say(`OpenBao ${bao.address} (dev server) ready`);
   const procs: ChildProcess[] = [];
   const stop = async () => {
     for (const p of procs) p.kill('SIGTERM');
     await Promise.all(
       procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))),
     );
-    await kit.stop();
+    await Promise.all([kit.stop(), bao.stop()]);
   };
   process.once('SIGINT', () => void stop().then(() => process.exit(0)));
   process.once('SIGTERM', () => void stop().then(() => process.exit(0)));
@@ -113,6 +130,7 @@ async function main(): Promise<void> {
       for (const ns of ['team-a', 'team-b']) await ensureNamespace(kit.cluster(f).kubeConfig(), ns);
     }
     await applySamples(kc);
+    await applyVaultSample(kc, bao);
     say('waiting for the sample mirrors to converge...');
     await eventually(
       async () => {
@@ -122,11 +140,9 @@ async function main(): Promise<void> {
         await core.readNamespacedConfigMap({ name: 'feature-flags', namespace: 'team-blue' });
         for (const f of ['follower-a', 'follower-b']) {
           for (const ns of ['team-a', 'team-b']) {
-            await kit
-              .cluster(f)
-              .kubeConfig()
-              .makeApiClient(CoreV1Api)
-              .readNamespacedSecret({ name: 'registry-credentials', namespace: ns });
+            const fcore = kit.cluster(f).kubeConfig().makeApiClient(CoreV1Api);
+            await fcore.readNamespacedSecret({ name: 'registry-credentials', namespace: ns });
+            await fcore.readNamespacedSecret({ name: 'api-credentials', namespace: ns });
           }
         }
       },
@@ -138,16 +154,21 @@ async function main(): Promise<void> {
       );
     });
     await eventually(async () => {
-      const table = await kubectl(kit, ['get', 'secretmirrors', '-A']);
-      if (table.split('\n').filter((l) => / Active /.test(l)).length < 2)
+      const table = await kubectl(kit, ['get', 'secretmirrors,clustersecretmirrors', '-A']);
+      // wildcard-tls, feature-flags, registry-credentials and the Vault-sourced api-credentials
+      if (table.split('\n').filter((l) => / Active /.test(l)).length < 4)
         throw new Error('not Active yet');
     });
-    printGuide(kit, dir, hubPort, [
+    printGuide(kit, bao, await ensureBao(), dir, hubPort, [
       [
         'kubectl get secretmirrors,clustersecretmirrors -A',
         await kubectl(kit, ['get', 'secretmirrors,clustersecretmirrors', '-A']),
       ],
       ['kubectl get mirrorclusters', await kubectl(kit, ['get', 'mirrorclusters'])],
+      [
+        'kubectl get clustervaultconnections',
+        await kubectl(kit, ['get', 'clustervaultconnections']),
+      ],
     ]);
     if (values.exit) {
       await stop();
@@ -298,6 +319,91 @@ async function applySamples(kc: KubeConfig): Promise<void> {
   });
 }
 
+/** Where the Vault-sourced sample reads from, and how often the hub polls it. */
+const VAULT_PATH = 'secret/demo/api';
+const VAULT_POLL_SECONDS = 10;
+
+/**
+ * A Vault-sourced sample: a KV v2 secret in OpenBao, a read-only token for the hub (in a Secret
+ * in mirrorhub-system), a ClusterVaultConnection and a ClusterSecretMirror delivering the secret
+ * as `api-credentials` into the prod followers' team namespaces, like registry-credentials.
+ */
+async function applyVaultSample(kc: KubeConfig, bao: OpenBao): Promise<void> {
+  const root = new VaultClient({
+    address: bao.address,
+    auth: tokenAuth({ token: bao.rootToken }),
+  });
+  const post = async (path: string, body: unknown) =>
+    (await root.request<VaultEnvelope>({ method: 'POST', path, body })).body;
+  try {
+    await post('sys/policies/acl/mirrorhub-demo', {
+      policy: `
+        path "secret/data/demo/*" { capabilities = ["read"] }
+        path "secret/metadata/demo/*" { capabilities = ["read"] }`,
+    });
+    const token = (await post('auth/token/create', { policies: ['mirrorhub-demo'], ttl: '168h' }))
+      ?.auth?.client_token as string | undefined;
+    if (!token) throw new Error('OpenBao did not return a token for the hub');
+    // A harmless stand-in value; `bao kv put` in the printed hints changes it.
+    await post(`secret/data/demo/api`, {
+      data: { api_key: 'demo-api-key-v1', endpoint: 'https://api.example.com' },
+    });
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace: SYSTEM_NS,
+      body: { metadata: { name: 'openbao-token' }, stringData: { token } },
+    });
+  } finally {
+    await root.close();
+  }
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const group = 'mirrorhub.io';
+  const version = 'v1alpha1';
+  // A ClusterSecretMirror may use any ClusterVaultConnection: no allowedNamespaces needed (they
+  // are for namespaced SecretMirrors). The hub runs with the kit's admin kubeconfig here, so it
+  // can read the token Secret; the chart's RBAC grants the same (docs/helm.md).
+  await custom.createClusterCustomObject({
+    group,
+    version,
+    plural: 'clustervaultconnections',
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: 'ClusterVaultConnection',
+      metadata: { name: 'openbao' },
+      spec: {
+        address: bao.address, // http:// is accepted for loopback only
+        auth: {
+          token: { secretRef: { namespace: SYSTEM_NS, name: 'openbao-token', key: 'token' } },
+        },
+      },
+    },
+  });
+  await custom.createClusterCustomObject({
+    group,
+    version,
+    plural: 'clustersecretmirrors',
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: 'ClusterSecretMirror',
+      metadata: { name: 'api-credentials' },
+      spec: {
+        source: {
+          kind: 'Vault',
+          vault: {
+            connectionRef: { kind: 'ClusterVaultConnection', name: 'openbao' },
+            path: VAULT_PATH,
+          },
+        },
+        destination: {
+          clusters: { selector: { matchLabels: { env: 'prod' } } },
+          namespaces: ['team-.+'],
+          name: 'api-credentials',
+        },
+        pollPeriodSeconds: VAULT_POLL_SECONDS,
+      },
+    },
+  });
+}
+
 async function kubectl(kit: Kit, args: string[]): Promise<string> {
   const { stdout } = await promisify(execFile)(kit.kubectl, [
     '--kubeconfig',
@@ -307,8 +413,16 @@ async function kubectl(kit: Kit, args: string[]): Promise<string> {
   return stdout;
 }
 
-function printGuide(kit: Kit, dir: string, hubPort: number, tables: Array<[string, string]>): void {
+function printGuide(
+  kit: Kit,
+  bao: OpenBao,
+  baoBinary: string,
+  dir: string,
+  hubPort: number,
+  tables: Array<[string, string]>,
+): void {
   const hub = kit.cluster('hub');
+  const followerB = kit.cluster('follower-b').kubeconfigPath;
   const lines = [''];
   for (const [cmd, out] of tables) lines.push(`$ ${cmd}`, out.trimEnd(), '');
   lines.push(
@@ -325,7 +439,16 @@ function printGuide(kit: Kit, dir: string, hubPort: number, tables: Array<[strin
     `  kubectl --kubeconfig ${kit.cluster('follower-a').kubeconfigPath} get secret registry-credentials -n team-c`,
     `  curl -s localhost:${hubPort}/metrics | grep mirrorhub_           # hub metrics`,
     '',
+    `  # ${VAULT_PATH} lives in OpenBao (dev server); the hub polls it every ${VAULT_POLL_SECONDS} s. Change it:`,
+    `  export BAO_ADDR=${bao.address} BAO_TOKEN=${bao.rootToken}`,
+    `  ${baoBinary} kv put ${VAULT_PATH} api_key=demo-api-key-v2 endpoint=https://api.example.com`,
+    `  kubectl --kubeconfig ${followerB} get secret api-credentials -n team-a -o jsonpath='{.data.api_key}' | base64 -d`,
+    '                                                                 # demo-api-key-v2 within ~10 s',
+    '  kubectl get clustersecretmirror api-credentials -o yaml        # conditions, per-cluster status',
+    `  curl -s localhost:${hubPort}/metrics | grep mirrorhub_vault_    # one metadata read per poll`,
+    '',
     `  clusters: ${kit.clusters.map((c) => `${c.name} ${c.server} (account ${c.accountId})`).join(', ')}`,
+    `  OpenBao: ${bao.address} (log ${bao.logFile})`,
     `  logs: ${join(dir, 'logs')}`,
     '',
   );
