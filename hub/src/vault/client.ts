@@ -34,6 +34,7 @@ export type VaultClientRequest = Omit<VaultRequest, 'token' | 'who'>;
 export class VaultClient {
   readonly http: VaultHttp;
   readonly session: VaultSession;
+  private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(opts: VaultClientOptions) {
     this.http = new VaultHttp(opts);
@@ -62,20 +63,32 @@ export class VaultClient {
   async request<T = VaultEnvelope>(req: VaultClientRequest): Promise<VaultResponse<T>> {
     const auth = this.session.auth;
     const who = auth.mintsTokens ? `the token of ${auth.description}` : auth.description;
-    const token = await this.session.token();
+    const run = (async () => {
+      const token = await this.session.token();
+      try {
+        return await this.http.request<T>({ ...req, token, who });
+      } catch (err) {
+        if (!isVaultError(err, 'permission-denied')) throw err;
+        if (!(await this.session.isRefused(token))) throw err; // the policy, not the token
+        this.session.invalidate(token);
+        const fresh = await this.session.token(); // a static token: throws login-failed here
+        return await this.http.request<T>({ ...req, token: fresh, who });
+      }
+    })();
+    this.inflight.add(run);
     try {
-      return await this.http.request<T>({ ...req, token, who });
-    } catch (err) {
-      if (!isVaultError(err, 'permission-denied')) throw err;
-      if (!(await this.session.isRefused(token))) throw err; // the policy, not the token
-      this.session.invalidate(token);
-      const fresh = await this.session.token(); // a static token: throws login-failed here
-      return await this.http.request<T>({ ...req, token: fresh, who });
+      return await run;
+    } finally {
+      this.inflight.delete(run);
     }
   }
 
-  /** Stops renewing and closes connections; `revoke` revokes a token the session minted. */
+  /**
+   * Waits for the requests in flight (each bounded by the request timeout), then stops renewing
+   * and closes connections; `revoke` revokes a token the session minted.
+   */
   async close(opts: { revoke?: boolean } = {}): Promise<void> {
+    await Promise.allSettled([...this.inflight]);
     await this.session.close(opts);
     this.http.close();
   }

@@ -144,7 +144,7 @@ describe('VaultHttp errors say what is wrong and what to do', () => {
       status: 503,
       body: '{"errors":["Vault is sealed"]}',
       kind: 'unavailable',
-      message: 'is unavailable (503): Vault is sealed: it may be sealed or a standby',
+      message: 'is unavailable (503): Vault is sealed: unseal it',
     },
     {
       status: 500,

@@ -184,7 +184,7 @@ export class VaultHttp {
     this.logger = opts.logger;
   }
 
-  /** Closes pooled connections (in-flight requests finish). */
+  /** Closes every connection, in-flight requests too (VaultClient.close waits for them first). */
   close(): void {
     this.agent.destroy();
   }
@@ -333,7 +333,8 @@ export class VaultHttp {
       message = `${what}: Vault is rate limiting this client (429)${said}: retry later or raise the quota`;
     } else if (status === 503 || status === 412) {
       kind = 'unavailable';
-      message = `${what}: Vault at ${this.address} is unavailable (${status})${said}: it may be sealed or a standby; unseal it or point at the active node`;
+      const sealed = /sealed/i.test(said);
+      message = `${what}: Vault at ${this.address} is unavailable (${status})${said}: ${sealed ? 'unseal it' : 'it may be sealed or a standby; unseal it or point at the active node'}`;
     } else if (status >= 500) {
       kind = 'server';
       message = `${what}: Vault failed (${status})${said}: retry later and see the Vault server log`;

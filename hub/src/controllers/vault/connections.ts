@@ -2,8 +2,10 @@
 // credentials of the Secrets and ServiceAccounts it names) and reports whether the hub can log in
 // with it (status.ready, condition Ready, an Event on every change).
 //
-// A client is built when first asked for and kept while the connection's resourceVersion stays;
-// a spec change closes it and builds a new one. Referenced Secrets are read (GET) when a client is
+// A client is built when first asked for and kept while the connection's spec (generation) stays:
+// the hub's own status writes do not rebuild it. A spec change builds a new one and closes the
+// old once its requests in flight are done (a dynamic secret read cut in the middle would be
+// minted by Vault and lost to the hub), revoking the token the old one minted. Referenced Secrets are read (GET) when a client is
 // built, and watched (one field-selected watch per Secret, ref-counted like mirror sources): when
 // the value a client was built with changes (a rotated token or secret_id), the client is built
 // again and logs in at once. A failed login also reads them again.
@@ -50,6 +52,7 @@ import {
 import { SourceWatches } from '../mirror/sources.js';
 import {
   ConnectionConfigError,
+  isTransient,
   needsNamespaceLabels,
   notReadyReason,
   outcomeOf,
@@ -96,7 +99,8 @@ function keyOfObject(obj: AnyConnection): string {
 }
 
 interface Built {
-  resourceVersion: string;
+  /** metadata.generation of the spec the client was built from. */
+  generation: string;
   client: VaultClient;
   /** A login failed, or a referenced Secret changed: read the Secrets again before the next use. */
   stale: boolean;
@@ -245,9 +249,9 @@ export class VaultConnections {
       );
     }
     const key = keyOfObject(conn);
-    const rv = conn.metadata.resourceVersion ?? '';
+    const generation = String(conn.metadata.generation ?? conn.metadata.resourceVersion ?? '');
     const have = this.built.get(key);
-    if (have && have.resourceVersion === rv && !have.stale) return have.client;
+    if (have && have.generation === generation && !have.stale) return have.client;
     const pending = this.building.get(key);
     if (pending) return pending;
     const p = (async () => {
@@ -255,8 +259,8 @@ export class VaultConnections {
         const secrets = new Map<string, string>();
         const client = await this.build(conn, secrets);
         const old = this.built.get(key);
-        this.built.set(key, { resourceVersion: rv, client, stale: false, secrets });
-        if (old) void old.client.close().catch(() => undefined);
+        this.built.set(key, { generation, client, stale: false, secrets });
+        if (old) void old.client.close({ revoke: true }).catch(() => undefined);
         return client;
       } finally {
         this.building.delete(key);
@@ -264,6 +268,21 @@ export class VaultConnections {
     })();
     this.building.set(key, p);
     return p;
+  }
+
+  /**
+   * What a mirror's request through `ref` just saw: a Vault that cannot serve (down, sealed) or
+   * one that serves again. When that contradicts the connection's Ready condition, the connection
+   * is checked now, so `kubectl get vconn` agrees with the mirrors using it.
+   */
+  observed(ref: VaultSourceRef['connection'], err: unknown): void {
+    const conn = this.get(ref);
+    if (!conn) return;
+    const ready = conn.status?.ready;
+    const down = err !== undefined && isTransient(err);
+    if ((down && ready !== false) || (err === undefined && ready === false)) {
+      this.reconciler.add(keyOfObject(conn));
+    }
   }
 
   /** A login with this connection's client failed: read its Secrets again next time. */
@@ -473,7 +492,7 @@ export class VaultConnections {
       this.watchSecrets(key, undefined);
       const old = this.built.get(key);
       this.built.delete(key);
-      if (old) await old.client.close().catch(() => undefined);
+      if (old) await old.client.close({ revoke: true }).catch(() => undefined);
       return;
     }
     const auth = conn.spec.auth;
@@ -485,6 +504,8 @@ export class VaultConnections {
       const client = await this.client(ref);
       await client.login();
       this.opts.requests.inc({ operation: 'login', outcome: 'ok' });
+      // A cached token logs in without asking Vault: ask whether it serves (sealed: 503).
+      await client.http.request({ method: 'GET', path: 'sys/health' });
       ready = true;
       reason = 'Authenticated';
       message = `logged in to ${conn.spec.address} with ${client.session.auth.description}`;

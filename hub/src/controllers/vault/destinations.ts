@@ -10,7 +10,7 @@ import { ConnectionConfigError, connectionKey, isTransient, outcomeOf } from './
 import type { VaultTarget, WriteOutcome } from './destination.js';
 
 export interface VaultDestinationsOptions {
-  connections: Pick<VaultConnections, 'client' | 'loginFailed'>;
+  connections: Pick<VaultConnections, 'client' | 'loginFailed' | 'observed'>;
   requests: Counter<'operation' | 'outcome'>;
 }
 
@@ -30,6 +30,7 @@ export class VaultDestinations {
       const kv = await this.kv(ref);
       const seen = await kv.inspect(ref.path);
       this.count('inspect', 'ok');
+      this.opts.connections.observed(ref.connection, undefined);
       if (!seen.secret) {
         return {
           state: 'absent',
@@ -111,6 +112,7 @@ export class VaultDestinations {
   }
 
   private failure(ref: VaultSourceRef, err: unknown): { error: string; transient: boolean } {
+    this.opts.connections.observed(ref.connection, err);
     if (isVaultError(err, 'login-failed')) this.opts.connections.loginFailed(ref.connection);
     const c = ref.connection;
     const error =

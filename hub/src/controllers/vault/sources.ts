@@ -35,7 +35,7 @@ import {
 } from './decide.js';
 
 export interface VaultSourcesOptions {
-  connections: Pick<VaultConnections, 'client' | 'loginFailed'>;
+  connections: Pick<VaultConnections, 'client' | 'loginFailed' | 'observed'>;
   /** Which mirrors to reconcile when a source's observation changed. */
   onChange(mirrorKeys: readonly string[]): void;
   requests: Counter<'operation' | 'outcome'>;
@@ -185,7 +185,9 @@ export class VaultSources {
     try {
       observation = await this.read(e);
       e.failures = 0;
+      this.opts.connections.observed(e.source.connection, undefined);
     } catch (err) {
+      this.opts.connections.observed(e.source.connection, err);
       if (isVaultError(err, 'login-failed')) this.opts.connections.loginFailed(e.source.connection);
       ({ observation, retry } = failedObservation(err, e.source.connection));
       e.failures++;
