@@ -242,6 +242,7 @@ export function createHub(config: HubConfig): Hub {
         tenantServiceAccountTokens: config.vaultServiceAccountTokens,
         requestTimeoutMs: config.vaultRequestTimeoutMs,
         retryInitialMs: config.vaultRetryInitialMs,
+        leaseNamespace: namespace,
       },
     });
     ref.mirrors = c;

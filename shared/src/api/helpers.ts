@@ -14,6 +14,7 @@ import {
   type MirrorSourceKind,
   type VaultConnectionKind,
   type VaultConnectionReference,
+  type VaultDynamicSource,
 } from './types.gen.js';
 
 /** Either kind of mirror. Their spec and status have the same shape. */
@@ -73,6 +74,8 @@ export interface VaultSourceRef {
   /** `<mount>/<secret path>`, normalised (no leading, trailing or double slashes). */
   path: string;
   kvVersion?: 1 | 2 | undefined;
+  /** Leased credentials (source.vault.dynamic), with the defaults filled in. */
+  dynamic?: Required<VaultDynamicSource> | undefined;
 }
 
 export type ResolvedSource = KubernetesSource | VaultSourceRef;
@@ -136,7 +139,28 @@ function resolveVaultSource(
     return { ok: false, error: 'a Vault source needs destination.name: the name of every copy' };
   }
   const r = resolveVaultRef(mirror, vault, 'source.vault');
-  return r.ok ? { ok: true, source: r.ref } : r;
+  if (!r.ok) return r;
+  if (!vault.dynamic) return { ok: true, source: r.ref };
+  if (mirror.spec.destination.vault) {
+    return {
+      ok: false,
+      error:
+        'a dynamic Vault source cannot be written to Vault (destination.vault): deliver it to namespaces',
+    };
+  }
+  const d = DEFAULTS.VaultDynamicSource;
+  return {
+    ok: true,
+    source: {
+      ...r.ref,
+      kvVersion: undefined,
+      dynamic: {
+        method: vault.dynamic.method ?? d.method,
+        renewIncrementSeconds: vault.dynamic.renewIncrementSeconds ?? d.renewIncrementSeconds,
+        revokeGraceSeconds: vault.dynamic.revokeGraceSeconds ?? d.revokeGraceSeconds,
+      },
+    },
+  };
 }
 
 /**

@@ -444,12 +444,54 @@ const vaultPathProperties = (what: string): Record<string, Schema> => ({
   ),
 });
 
+const vaultDynamic = object(
+  'VaultDynamicSource',
+  "The path issues leased credentials (the database secrets engine's <mount>/creds/<role>, or any " +
+    'engine whose response carries a lease): the hub reads it once, then at every poll renews ' +
+    'the lease instead of asking for new credentials, so the copies stay the same. When renewal ' +
+    'cannot keep the lease beyond revokeGraceSeconds + two poll periods (max TTL reached, or a ' +
+    'lease that is not renewable), it reads new credentials, delivers them everywhere and ' +
+    'revokes the old lease revokeGraceSeconds later. Deleting the mirror with deletePolicy ' +
+    "Delete revokes its lease. The lease id is kept in the hub's own Secret mirrorhub-leases, " +
+    'never in a custom resource.',
+  {
+    method: stringEnum(
+      'VaultDynamicMethod',
+      'HTTP method of the read that issues credentials (most engines: GET).',
+      ['GET', 'POST'],
+      { default: 'GET' },
+    ),
+    renewIncrementSeconds: integer(
+      'Lease extension asked at each renewal (Vault may grant less, up to the max TTL).',
+      { format: 'int32', minimum: 60, maximum: 31536000, default: 3600 },
+    ),
+    revokeGraceSeconds: integer(
+      'After a rotation, how long the old credentials stay valid before they are revoked, so ' +
+        'workloads can pick up the new ones.',
+      { format: 'int32', minimum: 0, maximum: 86400, default: 300 },
+    ),
+  },
+);
+
 const vaultSource = object(
   'VaultSource',
-  'A secret in Vault / OpenBao KV, polled every pollPeriodSeconds (jittered): KV v2 reads only ' +
-    'the metadata (current version) per poll and the data only when the version changed.',
-  { connectionRef: vaultConnectionRef, ...vaultPathProperties('source') },
-  { required: ['connectionRef', 'path'] },
+  'A secret in Vault / OpenBao, polled every pollPeriodSeconds (jittered). KV v2: each poll ' +
+    'reads only the metadata (current version), the data only when the version changed. ' +
+    'dynamic: leased credentials, renewed at each poll.',
+  {
+    connectionRef: vaultConnectionRef,
+    ...vaultPathProperties('source'),
+    dynamic: vaultDynamic,
+  },
+  {
+    required: ['connectionRef', 'path'],
+    'x-kubernetes-validations': [
+      {
+        rule: '!has(self.dynamic) || !has(self.kvVersion)',
+        message: 'kvVersion is for KV secrets; a dynamic source has none',
+      },
+    ],
+  },
 );
 
 const vaultDestination = object(
@@ -610,6 +652,20 @@ const mirrorStatus = (tsType: string): Schema =>
       { maxLength: 1024 },
     ),
     synced: string('Synced copies out of selected namespaces, e.g. "12/12".', { maxLength: 32 }),
+    lease: object(
+      'LeaseStatus',
+      'A dynamic Vault source: the lease behind the delivered credentials (never its id).',
+      {
+        expiresAt: dateTime('When the lease expires unless renewed again.'),
+        renewable: boolean('Whether Vault lets the lease be renewed.'),
+        lastRenewed: dateTime('When the lease was last renewed.'),
+        issuedAt: dateTime('When the delivered credentials were issued.'),
+        nextRotation: dateTime(
+          'When new credentials will be read, if the lease cannot be renewed far enough by then.',
+        ),
+        retiring: count('Old leases waiting for their revocation (grace period, or retrying).'),
+      },
+    ),
     vault: object(
       'VaultWritten',
       'The Vault secret this mirror has written (destination.vault): what deletePolicy Delete ' +

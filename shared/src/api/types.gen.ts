@@ -271,8 +271,9 @@ export interface MirrorSource {
   namespace?: string;
 
   /**
-   * A secret in Vault / OpenBao KV, polled every pollPeriodSeconds (jittered): KV v2 reads only the
-   * metadata (current version) per poll and the data only when the version changed.
+   * A secret in Vault / OpenBao, polled every pollPeriodSeconds (jittered). KV v2: each poll reads
+   * only the metadata (current version), the data only when the version changed. dynamic: leased
+   * credentials, renewed at each poll.
    */
   vault?: VaultSource;
 }
@@ -286,8 +287,9 @@ export type MirrorSourceKind = 'Secret' | 'ConfigMap' | 'Vault';
 export const MIRROR_SOURCE_KIND_VALUES = ['Secret', 'ConfigMap', 'Vault'] as const;
 
 /**
- * A secret in Vault / OpenBao KV, polled every pollPeriodSeconds (jittered): KV v2 reads only the
- * metadata (current version) per poll and the data only when the version changed.
+ * A secret in Vault / OpenBao, polled every pollPeriodSeconds (jittered). KV v2: each poll reads
+ * only the metadata (current version), the data only when the version changed. dynamic: leased
+ * credentials, renewed at each poll.
  */
 export interface VaultSource {
   /**
@@ -305,6 +307,17 @@ export interface VaultSource {
 
   /** KV version of the mount (1 or 2). Default: detected from the mount's options. */
   kvVersion?: number;
+
+  /**
+   * The path issues leased credentials (the database secrets engine's <mount>/creds/<role>, or any
+   * engine whose response carries a lease): the hub reads it once, then at every poll renews the
+   * lease instead of asking for new credentials, so the copies stay the same. When renewal cannot
+   * keep the lease beyond revokeGraceSeconds + two poll periods (max TTL reached, or a lease that
+   * is not renewable), it reads new credentials, delivers them everywhere and revokes the old lease
+   * revokeGraceSeconds later. Deleting the mirror with deletePolicy Delete revokes its lease. The
+   * lease id is kept in the hub's own Secret mirrorhub-leases, never in a custom resource.
+   */
+  dynamic?: VaultDynamicSource;
 }
 
 /**
@@ -323,6 +336,43 @@ export interface VaultConnectionReference {
 /** VaultConnection or ClusterVaultConnection. */
 export type VaultConnectionKind = 'VaultConnection' | 'ClusterVaultConnection';
 export const VAULT_CONNECTION_KIND_VALUES = ['VaultConnection', 'ClusterVaultConnection'] as const;
+
+/**
+ * The path issues leased credentials (the database secrets engine's <mount>/creds/<role>, or any
+ * engine whose response carries a lease): the hub reads it once, then at every poll renews the
+ * lease instead of asking for new credentials, so the copies stay the same. When renewal cannot
+ * keep the lease beyond revokeGraceSeconds + two poll periods (max TTL reached, or a lease that is
+ * not renewable), it reads new credentials, delivers them everywhere and revokes the old lease
+ * revokeGraceSeconds later. Deleting the mirror with deletePolicy Delete revokes its lease. The
+ * lease id is kept in the hub's own Secret mirrorhub-leases, never in a custom resource.
+ */
+export interface VaultDynamicSource {
+  /**
+   * HTTP method of the read that issues credentials (most engines: GET).
+   *
+   * @default 'GET'
+   */
+  method?: VaultDynamicMethod;
+
+  /**
+   * Lease extension asked at each renewal (Vault may grant less, up to the max TTL).
+   *
+   * @default 3600
+   */
+  renewIncrementSeconds?: number;
+
+  /**
+   * After a rotation, how long the old credentials stay valid before they are revoked, so workloads
+   * can pick up the new ones.
+   *
+   * @default 300
+   */
+  revokeGraceSeconds?: number;
+}
+
+/** HTTP method of the read that issues credentials (most engines: GET). */
+export type VaultDynamicMethod = 'GET' | 'POST';
+export const VAULT_DYNAMIC_METHOD_VALUES = ['GET', 'POST'] as const;
 
 /**
  * Where copies go: clusters, then namespaces in each cluster. A namespace matching any pattern in
@@ -542,6 +592,9 @@ export interface SecretMirrorStatus {
   /** Synced copies out of selected namespaces, e.g. "12/12". */
   synced?: string;
 
+  /** A dynamic Vault source: the lease behind the delivered credentials (never its id). */
+  lease?: LeaseStatus;
+
   /**
    * The Vault secret this mirror has written (destination.vault): what deletePolicy Delete removes
    * when the mirror is deleted or destination.vault moves, if it still carries the mirror's owner
@@ -568,6 +621,27 @@ export interface SecretMirrorStatus {
 /** Phase of a mirror, of a mirror in one cluster, or of a delivery. */
 export type MirrorPhase = 'Pending' | 'Active' | 'Degraded' | 'Error';
 export const MIRROR_PHASE_VALUES = ['Pending', 'Active', 'Degraded', 'Error'] as const;
+
+/** A dynamic Vault source: the lease behind the delivered credentials (never its id). */
+export interface LeaseStatus {
+  /** When the lease expires unless renewed again. */
+  expiresAt?: string;
+
+  /** Whether Vault lets the lease be renewed. */
+  renewable?: boolean;
+
+  /** When the lease was last renewed. */
+  lastRenewed?: string;
+
+  /** When the delivered credentials were issued. */
+  issuedAt?: string;
+
+  /** When new credentials will be read, if the lease cannot be renewed far enough by then. */
+  nextRotation?: string;
+
+  /** Old leases waiting for their revocation (grace period, or retrying). */
+  retiring?: number;
+}
 
 /**
  * The Vault secret this mirror has written (destination.vault): what deletePolicy Delete removes
@@ -775,6 +849,9 @@ export interface ClusterSecretMirrorStatus {
 
   /** Synced copies out of selected namespaces, e.g. "12/12". */
   synced?: string;
+
+  /** A dynamic Vault source: the lease behind the delivered credentials (never its id). */
+  lease?: LeaseStatus;
 
   /**
    * The Vault secret this mirror has written (destination.vault): what deletePolicy Delete removes
@@ -1419,6 +1496,11 @@ export const DEFAULTS = {
   },
   MirrorSource: {
     kind: 'Secret',
+  },
+  VaultDynamicSource: {
+    method: 'GET',
+    renewIncrementSeconds: 3600,
+    revokeGraceSeconds: 300,
   },
   ClusterSecretMirrorSpec: {
     deletePolicy: 'Delete',

@@ -2,7 +2,6 @@
 // test can cut (Vault unreachable) and restore, the kit's kube-apiserver, hub and agent in
 // process. KV v2 and v1, token and AppRole auth, change detection without waste (metrics),
 // the failure phases, the connection tenancy refusals, and no secret in logs, Events or status.
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
@@ -10,6 +9,7 @@ import { startOpenBao, type OpenBao } from '@mirrorhub/infra/components/index';
 
 import { clusterSecretMirror, Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { createObject as createObjectAs, getObject as getObjectAs } from '../support/vault.js';
 
 const POLL = 10;
@@ -18,40 +18,10 @@ const WAIT = { timeoutMs: 30_000, intervalMs: 200 };
 let e: Engine;
 let bao: OpenBao;
 let root: VaultClient;
-let proxy: Proxy;
+let proxy: TcpProxy;
 /** team-a's token, in Secret team-a/vault-token until the rotation test replaces it. */
 let teamAToken: string;
 const secrets = new Set<string>();
-
-/** A TCP proxy to OpenBao that can be cut (connections refused) and restored on the same port. */
-class Proxy {
-  private server: net.Server | undefined;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-  constructor(private readonly target: number) {}
-  async open(): Promise<void> {
-    this.server = net.createServer((c) => {
-      const up = net.connect(this.target, '127.0.0.1');
-      this.sockets.add(c).add(up);
-      c.pipe(up).pipe(c);
-      const done = () => {
-        c.destroy();
-        up.destroy();
-        this.sockets.delete(c);
-        this.sockets.delete(up);
-      };
-      c.on('error', done).on('close', done);
-      up.on('error', done).on('close', done);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-  async cut(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
-    this.server = undefined;
-  }
-}
 
 async function sys(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) {
   return (await root.request<VaultEnvelope>({ method, path, body })).body;
@@ -85,7 +55,7 @@ beforeAll(async () => {
     caPem: bao.caPem,
     auth: tokenAuth({ token: bao.rootToken }),
   });
-  proxy = new Proxy(Number(new URL(bao.address).port));
+  proxy = new TcpProxy(Number(new URL(bao.address).port));
   await proxy.open();
   await sys('POST', 'sys/mounts/kv1', { type: 'kv', options: { version: '1' } });
   await sys('PUT', 'sys/policies/acl/team-a', {

@@ -61,6 +61,8 @@ import { SourceWatches } from './sources.js';
 import { VaultConnections, type ServiceAccountRef } from '../vault/connections.js';
 import { VaultSources } from '../vault/sources.js';
 import { VaultDestinations } from '../vault/destinations.js';
+import { DynamicSources } from '../vault/dynamic.js';
+import { LeaseStore } from '../vault/lease-store.js';
 import { retryDelay } from '../vault/decide.js';
 import {
   ownerMark,
@@ -117,6 +119,8 @@ export interface MirrorControllerOptions {
         requestTimeoutMs?: number | undefined;
         /** First retry of a failed Vault poll (default 1 s). */
         retryInitialMs?: number | undefined;
+        /** Where dynamic sources' leases are kept (Secret mirrorhub-leases): the hub's namespace. */
+        leaseNamespace?: string | undefined;
       }
     | undefined;
   /** A mirror's finalizer was released while `cluster` may still hold delivery `name`. */
@@ -140,6 +144,7 @@ export class MirrorController {
   private readonly vaultConnections: VaultConnections;
   private readonly vaultSources: VaultSources;
   private readonly vaultDestinations: VaultDestinations;
+  private readonly dynamicSources: DynamicSources;
   /** Consecutive transient failures of a mirror's Vault destination (retry backoff). */
   private readonly vaultFailures = new Map<string, number>();
   private readonly secretMirrors: Watcher<SecretMirror>;
@@ -194,7 +199,7 @@ export class MirrorController {
     const vaultRequests = m.counter(
       'vault_requests_total',
       'Requests to Vault / OpenBao by operation (login, detect, metadata, read; inspect, write, ' +
-        'remove for Vault destinations) and outcome.',
+        'remove for Vault destinations; issue, renew, revoke for dynamic sources) and outcome.',
       ['operation', 'outcome'],
     );
     this.vaultConnections = new VaultConnections({
@@ -217,6 +222,15 @@ export class MirrorController {
       onChange: (keys) => {
         for (const k of keys) this.reconciler.add(k);
       },
+    });
+    this.dynamicSources = new DynamicSources({
+      connections: this.vaultConnections,
+      store: new LeaseStore(this.rest, opts.vault?.leaseNamespace ?? 'mirrorhub-system'),
+      requests: vaultRequests,
+      logger: this.log,
+      clock: this.clock,
+      retryInitialMs: opts.vault?.retryInitialMs,
+      onChange: (k) => this.reconciler.add(k),
     });
     this.vaultDestinations = new VaultDestinations({
       connections: this.vaultConnections,
@@ -272,6 +286,7 @@ export class MirrorController {
     await Promise.all([
       this.sources.stop(),
       this.vaultSources.stop(),
+      this.dynamicSources.stop(),
       this.vaultConnections.stop(),
       ...[...this.connections.values()].map((c) => c.stop()),
     ]);
@@ -441,7 +456,28 @@ export class MirrorController {
       if (seen.state === 'unknown') return;
       source = seen;
     }
-    if (vault) {
+    const dynamic = vault?.dynamic ? vault : undefined;
+    let released: string | undefined;
+    if (dynamic) {
+      this.vaultSources.set(key, undefined);
+      sourceError = await this.vaultConnections.refusal(dynamic.connection, id.namespace);
+      if (sourceError === undefined) {
+        // Renewed even while suspended: the copies' credentials must not expire under them.
+        this.dynamicSources.set(key, dynamic, mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000);
+        const seen = this.dynamicSources.get(key);
+        if (seen.state === 'unknown') return; // its first poll enqueues the mirror again
+        source = seen;
+      } else {
+        released = await this.dynamicSources.release(key, false);
+      }
+    } else if (this.dynamicSources.has(key) || mirror.status?.lease) {
+      // No longer a dynamic source: its lease goes as deletePolicy says.
+      released = await this.dynamicSources.release(
+        key,
+        mirrorPolicies(mirror.spec).deletePolicy === 'Delete',
+      );
+    }
+    if (vault && !dynamic) {
       sourceError = await this.vaultConnections.refusal(vault.connection, id.namespace);
       if (sourceError !== undefined) {
         this.vaultSources.set(key, undefined);
@@ -457,7 +493,7 @@ export class MirrorController {
         if (seen.state === 'unknown' && !mirrorPolicies(mirror.spec).suspend) return;
         if (seen.state !== 'unknown') source = seen;
       }
-    } else {
+    } else if (!vault) {
       this.vaultSources.set(key, undefined);
     }
     const destination = resolveVaultDestination(mirror);
@@ -531,6 +567,13 @@ export class MirrorController {
     if (hold > 0 && !equalIgnoringTime(current.status ?? {}, plan.status, [])) {
       return { requeueAfterMs: hold };
     }
+    if (dynamic) {
+      const lease = this.dynamicSources.leaseStatus(key);
+      if (lease) plan.status = { ...plan.status, lease };
+    }
+    if (released) {
+      plan.status = { ...plan.status, message: `${plan.status.message ?? ''}; ${released}` };
+    }
     if (stale) {
       // Not removed yet: keep the record (what to remove) and say why.
       plan.status = {
@@ -540,9 +583,10 @@ export class MirrorController {
       };
     }
     // Gone meanwhile: its watch event enqueues it for clean-up.
-    if (!(await this.writer.writeStatus(current, plan.status, plan.events))) return;
+    const events = [...plan.events, ...this.dynamicSources.takeEvents(key)];
+    if (!(await this.writer.writeStatus(current, plan.status, events))) return;
     this.setPhase(key, plan.status.phase);
-    if (stale) return { requeueAfterMs: this.vaultRetry(key, mirror) };
+    if (stale || released) return { requeueAfterMs: this.vaultRetry(key, mirror) };
     if (plan.invalid) return; // only a spec change can help; it enqueues the mirror
     // A Vault source's poller enqueues the mirror when it sees a change; the requeue is the
     // safety net for the deliveries, as for Kubernetes sources.
@@ -640,50 +684,65 @@ export class MirrorController {
   }
 
   /**
-   * On deletion with deletePolicy Delete: removes the Vault secret status.vault records. Pending:
-   * why it is not removed yet (retried until the cleanup grace ends, then given up with a Warning
-   * Event naming the path, so a dead Vault cannot hold the mirror forever).
+   * On deletion, what the mirror holds in Vault: with deletePolicy Delete, the secret status.vault
+   * records is removed and a dynamic source's leases are revoked (Retain: the leases are only
+   * forgotten, to expire on their own). Pending: why not yet; retried until the cleanup grace
+   * ends, then given up with a Warning Event naming the path, so a dead Vault cannot hold the
+   * mirror forever.
    */
-  private async removeVaultWrite(
+  private async releaseVault(
     key: string,
     mirror: AnyMirror,
     deletingSince: Date | undefined,
     now: Date,
   ): Promise<{ pending?: string; events: PlannedEvent[] }> {
+    const remove = mirrorPolicies(mirror.spec).deletePolicy === 'Delete';
+    const events: PlannedEvent[] = [];
+    const failures: { path: string; error: string }[] = [];
     const record = mirror.status?.vault;
-    if (!record || mirrorPolicies(mirror.spec).deletePolicy !== 'Delete') return { events: [] };
-    const id = identityOf(mirror);
-    const r = await this.vaultDestinations.remove(
-      recordRef(record, id.namespace),
-      ownerMark(this.opts.originCluster, id),
-    );
-    if (r.ok) {
+    if (record && remove) {
+      const id = identityOf(mirror);
+      const r = await this.vaultDestinations.remove(
+        recordRef(record, id.namespace),
+        ownerMark(this.opts.originCluster, id),
+      );
+      if (!r.ok) failures.push({ path: record.path, error: r.error });
+      else if (r.removed) {
+        this.log.info({ key, path: record.path }, 'removed the Vault secret the mirror wrote');
+        events.push({
+          type: 'Normal',
+          reason: REASON_VAULT_REMOVED,
+          message: `removed Vault ${record.path}`,
+        });
+      }
+    }
+    if (this.dynamicSources.has(key) || mirror.status?.lease) {
+      const error = await this.dynamicSources.release(key, remove);
+      if (error) failures.push({ path: mirror.spec.source.vault?.path ?? '', error });
+    }
+    if (failures.length === 0) {
       this.vaultFailures.delete(key);
-      if (!r.removed) return { events: [] };
-      this.log.info({ key, path: record.path }, 'removed the Vault secret the mirror wrote');
-      return {
-        events: [
-          { type: 'Normal', reason: REASON_VAULT_REMOVED, message: `removed Vault ${record.path}` },
-        ],
-      };
+      return { events };
     }
     const graceMs = this.opts.cleanupGraceMs ?? DEFAULT_CLEANUP_GRACE_MS;
-    const pending = `cannot remove Vault ${record.path} yet: ${r.error}`;
-    if (deletingSince && now.getTime() - deletingSince.getTime() < graceMs)
-      return { pending, events: [] };
-    this.log.warn({ key, path: record.path, err: r.error }, 'gave up removing the Vault secret');
-    return {
-      events: [
-        {
-          type: 'Warning',
-          reason: 'VaultCleanupAbandoned',
-          message: truncate(
-            `gave up removing Vault ${record.path} after ${Math.round(graceMs / 1000)} s: ${r.error}; remove it by hand`,
-            1024,
-          ),
-        },
-      ],
-    };
+    const pending = failures
+      .map((f) => `cannot clean up Vault ${f.path} yet: ${f.error}`)
+      .join('; ');
+    if (deletingSince && now.getTime() - deletingSince.getTime() < graceMs) {
+      return { pending, events };
+    }
+    for (const f of failures) {
+      this.log.warn({ key, path: f.path, err: f.error }, 'gave up cleaning up in Vault');
+      events.push({
+        type: 'Warning',
+        reason: 'VaultCleanupAbandoned',
+        message: truncate(
+          `gave up cleaning up Vault ${f.path} after ${Math.round(graceMs / 1000)} s: ${f.error}; remove or revoke it by hand`,
+          1024,
+        ),
+      });
+    }
+    return { events };
   }
 
   /** The mirror is gone or being deleted: remove its deliveries everywhere, then the finalizer. */
@@ -696,6 +755,10 @@ export class MirrorController {
     this.sources.set(key, undefined);
     this.vaultSources.set(key, undefined);
     this.setPhase(key, undefined);
+    if (!mirror || !mirror.metadata.finalizers?.includes(HUB_FINALIZER)) {
+      // Gone before it delivered anything: a lease it read is still revoked (best effort).
+      if (this.dynamicSources.has(key)) await this.dynamicSources.release(key, true);
+    }
     if (mirror && !mirror.metadata.finalizers?.includes(HUB_FINALIZER)) {
       // Never delivered (or already cleaned up): nothing of ours to remove.
       for (const conn of conns) conn.request(name, key, undefined);
@@ -724,7 +787,7 @@ export class MirrorController {
       return;
     }
     // The Vault secret it wrote (deletePolicy Delete): removed while it carries the owner mark.
-    const vault = await this.removeVaultWrite(key, mirror, deletingSince, now);
+    const vault = await this.releaseVault(key, mirror, deletingSince, now);
     const next = planDeletionStatus(mirror.status ?? {}, plan, name, now);
     if (vault.pending) {
       next.status = { ...next.status, message: `${next.status.message ?? ''}; ${vault.pending}` };
