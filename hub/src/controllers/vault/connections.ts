@@ -487,8 +487,8 @@ export class VaultConnections {
         : { kind: 'ClusterVaultConnection', name: a ?? '' };
     const cached = this.get(ref);
     const conn = cached ? this.writer.current(key, cached) : undefined;
-    this.opts.onChange(key);
     if (!conn) {
+      this.opts.onChange(key);
       this.watchSecrets(key, undefined);
       const old = this.built.get(key);
       this.built.delete(key);
@@ -500,10 +500,16 @@ export class VaultConnections {
     let ready = false;
     let message: string;
     let reason: string;
+    const builtBefore = this.built.get(key)?.client;
+    let client: VaultClient | undefined;
     try {
-      const client = await this.client(ref);
+      client = await this.client(ref);
+      const logins = client.session.stats().logins;
       await client.login();
-      this.opts.requests.inc({ operation: 'login', outcome: 'ok' });
+      // Counted when it asked Vault (a session holding a live token does not).
+      if (client.session.stats().logins !== logins) {
+        this.opts.requests.inc({ operation: 'login', outcome: 'ok' });
+      }
       // A cached token logs in without asking Vault: ask whether it serves (sealed: 503).
       await client.http.request({ method: 'GET', path: 'sys/health' });
       ready = true;
@@ -519,6 +525,11 @@ export class VaultConnections {
     }
     // After the build, so the watches' first list finds the values the client was built with.
     this.watchSecrets(key, conn);
+    // Mirrors read afresh only when it matters: a new client (spec or credentials changed), or
+    // Vault serving again (or not); a periodic check that changes nothing re-reads nothing.
+    if (client !== builtBefore || ready !== (conn.status?.ready ?? false)) {
+      this.opts.onChange(key);
+    }
     const prev = conn.status ?? {};
     const now = new Date(this.clock.now());
     const conditions = setCondition(

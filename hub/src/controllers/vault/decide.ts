@@ -164,9 +164,12 @@ export function pollPeriod(periodsMs: Iterable<number>): number {
   return Math.min(...periodsMs);
 }
 
-/** `ms` spread by +-`fraction`; `random` in [0, 1). */
+/**
+ * `ms` shortened by up to `fraction` (`random` in [0, 1)): spread, but never later than the period,
+ * so a change is seen within one poll period.
+ */
 export function jittered(ms: number, fraction: number, random: number = Math.random()): number {
-  return Math.max(0, Math.round(ms * (1 - fraction + 2 * fraction * random)));
+  return Math.max(0, Math.round(ms * (1 - fraction * random)));
 }
 
 /** After `failures` (>= 1) transient failures: `initialMs` doubling, never later than the period. */

@@ -1,6 +1,7 @@
 // Vault sources: Vault has no watch, so each distinct (connection, path, kvVersion) gets one
 // poller, shared by every mirror that reads it (ref-counted) and stopped when the last lets go.
-// It polls at the smallest pollPeriodSeconds of its mirrors, jittered (+-10 %), and after a
+// It polls at the smallest pollPeriodSeconds of its mirrors, jittered (up to 10 % sooner, never
+// later, so a change is seen within one period), and after a
 // failure sooner, with backoff (1 s doubling, never later than the period), so a recovered Vault
 // is seen quickly.
 //
@@ -18,6 +19,7 @@ import {
   isVaultError,
   OWNER_DATA_KEY,
   VaultKv,
+  type KvLocation,
   type VaultEnvelope,
 } from '../../vault/index.js';
 import type { SourceObservation } from '../mirror/plan.js';
@@ -58,6 +60,8 @@ interface Entry {
   version?: number;
   kv?: VaultKv;
   kvClient?: unknown;
+  /** Where the path is (mount, KV version), once located with this `kv`. */
+  loc?: KvLocation;
   timer?: ReturnType<typeof setTimeout>;
   dueAt?: number;
   polling: boolean;
@@ -126,6 +130,7 @@ export class VaultSources {
       if (connectionKey(e.source.connection) !== connKey) continue;
       delete e.version;
       delete e.kv;
+      delete e.loc;
       e.failures = 0;
       this.schedule(e, 0);
     }
@@ -230,15 +235,20 @@ export class VaultSources {
       );
       e.kvClient = client;
       delete e.version;
+      delete e.loc;
     }
     const kv = e.kv;
-    let loc;
-    try {
-      loc = await kv.locate(e.source.path);
-      if (!e.source.kvVersion) this.count('detect', 'ok');
-    } catch (err) {
-      this.count('detect', outcomeOf(err));
-      throw err;
+    let loc = e.loc;
+    if (!loc) {
+      try {
+        loc = await kv.locate(e.source.path);
+        // Counted only when it asked Vault (a stated kvVersion needs no request).
+        if (!e.source.kvVersion) this.count('detect', 'ok');
+      } catch (err) {
+        this.count('detect', outcomeOf(err));
+        throw err;
+      }
+      e.loc = loc;
     }
     if (loc.key === '') {
       throw new ConnectionConfigError(
