@@ -62,6 +62,18 @@ describe('StatusWriter', () => {
     expect(writer.lastWriteAt('ns/t')).toBeUndefined();
   });
 
+  it('with the status unchanged, still records the Events it is given (news that is no transition)', async () => {
+    api.reply = () => ({ status: 201, body: {} });
+    const t = thing('1', { phase: 'Active' });
+    const out = await writer.writeStatus(t, { phase: 'Active' }, [
+      { type: 'Normal', reason: 'LeaseRotated', message: 'new credentials' },
+    ]);
+    expect(out).toBe(t);
+    expect(api.requests.map((r) => `${r.method} ${r.url.split('?')[0]}`)).toEqual([
+      'POST /apis/events.k8s.io/v1/namespaces/ns/events',
+    ]);
+  });
+
   it('merge-patches the difference, nulls what is no longer reported, then records the Events', async () => {
     api.reply = (r) =>
       r.url.includes('/events')

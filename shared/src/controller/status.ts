@@ -135,7 +135,12 @@ export class StatusWriter<T extends WritableObject> {
     events: readonly ControllerEvent[] = [],
   ): Promise<T | undefined> {
     const prev = obj.status ?? {};
-    if (equalIgnoringTime(prev, next, [])) return obj;
+    if (equalIgnoringTime(prev, next, [])) {
+      // Nothing to write, but an Event that is not a status transition (a rotated lease, a
+      // write to Vault) is still news.
+      if (this.events) for (const e of events) await this.events.record(obj, e);
+      return obj;
+    }
     const updated = await this.patch(obj, `${this.opts.pathOf(obj)}/status`, {
       status: mergePatchBody(prev, next),
     });
