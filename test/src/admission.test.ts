@@ -21,7 +21,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 
-import { HASH_KEY_SECRET } from '@mirrorhub/hub/names';
+import { HASH_KEY_SECRET, LEASES_SECRET } from '@mirrorhub/hub/names';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { chartsDir } from './support/crds.js';
@@ -605,10 +605,11 @@ describe("the hub's identity in a follower (hubAccess): payload Secrets only, in
 });
 
 describe("the hub's ServiceAccount in its own cluster (hub chart)", () => {
-  it('next to the agent: payloads and its hash key, nothing else', async () => {
+  it('next to the agent: payloads, its hash key and its leases, nothing else', async () => {
     const hub = asHubServiceAccount;
     expect(await outcome(createSecret(hub, NS, secret('hub-payload', PAYLOAD_LABEL)))).toEqual(OK);
     expect(await outcome(createSecret(hub, NS, secret(HASH_KEY_SECRET)))).toEqual(OK);
+    expect(await outcome(createSecret(hub, NS, secret(LEASES_SECRET)))).toEqual(OK);
     expect(
       await outcome(updateSecret(hub, NS, HASH_KEY_SECRET, (s) => (s.stringData = { key: 'k2' }))),
     ).toEqual(OK);
@@ -639,13 +640,14 @@ describe("the hub's ServiceAccount in its own cluster (hub chart)", () => {
       await outcome(createSecret(asHubServiceAccount, NS, serviceAccountToken(HASH_KEY_SECRET))),
       HUB_HASH_KEY,
       'hashKey.type',
-      "the hub's hash key is an Opaque Secret, not kubernetes.io/service-account-token",
+      "the hub's hash key and leases are Opaque Secrets, not kubernetes.io/service-account-token",
     );
   });
 
   it('in a namespace of its own: only its hash key there, only payloads in the agent namespace', async () => {
     const hub = asHubApart;
     expect(await outcome(createSecret(hub, HUB_APART_NS, secret(HASH_KEY_SECRET)))).toEqual(OK);
+    expect(await outcome(createSecret(hub, HUB_APART_NS, secret(LEASES_SECRET)))).toEqual(OK);
     expectDenied(
       await outcome(createSecret(hub, HUB_APART_NS, serviceAccountToken('default-token'))),
       HUB_APART_HASH_KEY,

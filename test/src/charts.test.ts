@@ -29,7 +29,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 
-import { DEFAULT_LEASE_NAME, HASH_KEY_SECRET } from '@mirrorhub/hub/names';
+import { DEFAULT_LEASE_NAME, HASH_KEY_SECRET, LEASES_SECRET } from '@mirrorhub/hub/names';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { chartsDir, loadCrds } from './support/crds.js';
@@ -320,14 +320,14 @@ describe('charts, rendered', () => {
     ).toBe(false);
   });
 
-  it('hub: the leader Lease and hash-key Secret it may touch are the names the hub uses', async () => {
+  it('hub: the leader Lease, hash-key and leases Secrets it may touch are the names the hub uses', async () => {
     const role = only<V1Role>(await render(HUB_CHART, HUB_REQUIRED), 'Role', 'mirrorhub-hub');
     const named = (resource: string) =>
       (role.rules ?? [])
         .filter((r) => r.resources?.includes(resource) && r.resourceNames)
         .flatMap((r) => r.resourceNames!);
     expect(named('leases')).toEqual([DEFAULT_LEASE_NAME]);
-    expect(named('secrets')).toEqual([HASH_KEY_SECRET]);
+    expect(named('secrets')).toEqual([HASH_KEY_SECRET, LEASES_SECRET]);
     // Kubernetes auth of ClusterVaultConnections: tokens of its own ServiceAccount only.
     expect(named('serviceaccounts/token')).toEqual(['mirrorhub-hub']);
   });
@@ -575,12 +575,12 @@ describe('charts, rendered', () => {
     const payloads = same.get('mirrorhub-hub-payloads')!.spec!;
     expect(payloads.matchConditions?.map((c) => c.expression.trim())).toEqual([
       user,
-      `!(request.namespace == "${NS}" && request.name == "${HASH_KEY_SECRET}")`,
+      `!(request.namespace == "${NS}" && request.name in ["${HASH_KEY_SECRET}", "${LEASES_SECRET}"])`,
     ]);
-    // Next to the agent, the hash-key policy takes only the hash key.
+    // Next to the agent, the hash-key policy takes only the hash key and the leases.
     expect(
       same.get('mirrorhub-hub-hash-key')!.spec!.matchConditions?.map((c) => c.expression.trim()),
-    ).toEqual([user, `request.name == "${HASH_KEY_SECRET}"`]);
+    ).toEqual([user, `request.name in ["${HASH_KEY_SECRET}", "${LEASES_SECRET}"]`]);
     // In a namespace of its own, it takes every Secret there.
     const apart = admissionPolicies(
       await render(HUB_CHART, HUB_VALUE_SETS['agent elsewhere, editors aggregated, tenancy']),

@@ -11,9 +11,8 @@ import {
   isNotFound,
   type RestClient,
 } from '@mirrorhub/shared/k8s/rest';
+import { LEASES_SECRET } from '../../names.js';
 import { decodeRecord, encodeRecord, recordKey, type LeaseRecord } from './leases.js';
-
-export const LEASES_SECRET = 'mirrorhub-leases';
 
 interface SecretBody {
   metadata?: { resourceVersion?: string };
