@@ -468,7 +468,11 @@ export class MirrorController {
         if (seen.state === 'unknown') return; // its first poll enqueues the mirror again
         source = seen;
       } else {
-        released = await this.dynamicSources.release(key, false);
+        // No longer allowed to read it: stop renewing; its lease goes as deletePolicy says.
+        released = await this.dynamicSources.release(
+          key,
+          mirrorPolicies(mirror.spec).deletePolicy === 'Delete',
+        );
       }
     } else if (this.dynamicSources.has(key) || mirror.status?.lease) {
       // No longer a dynamic source: its lease goes as deletePolicy says.

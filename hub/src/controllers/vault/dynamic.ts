@@ -25,8 +25,6 @@ import type { PlannedEvent, SourceObservation } from '../mirror/plan.js';
 import type { VaultConnections } from './connections.js';
 import {
   ConnectionConfigError,
-  connectionKey,
-  failedObservation,
   fingerprint,
   isTransient,
   jittered,
@@ -35,6 +33,7 @@ import {
   secretOf,
 } from './decide.js';
 import type { LeaseStore } from './lease-store.js';
+import { pollSource } from './poll.js';
 import {
   afterRenewal,
   dueRevocations,
@@ -205,28 +204,19 @@ export class DynamicSources {
     if (e.polling) return this.schedule(e, 100);
     e.polling = true;
     delete e.timer;
-    let retry = false;
-    let observation: SourceObservation;
+    let result;
     try {
-      observation = await this.step(e);
-      e.failures = 0;
-      this.opts.connections.observed(e.ref.connection, undefined);
-    } catch (err) {
-      this.opts.connections.observed(e.ref.connection, err);
-      if (isVaultError(err, 'login-failed')) this.opts.connections.loginFailed(e.ref.connection);
-      ({ observation, retry } = failedObservation(err, e.ref.connection));
-      e.failures++;
-      this.opts.logger.info(
-        {
-          source: e.ref.path,
-          connection: connectionKey(e.ref.connection),
-          err: observation.state === 'unreadable' ? observation.error : '',
-        },
+      result = await pollSource(
+        { connections: this.opts.connections, logger: this.opts.logger },
+        e.ref,
+        () => this.step(e),
         'a dynamic Vault source failed',
       );
     } finally {
       e.polling = false;
     }
+    const { observation, retry } = result;
+    e.failures = result.failed ? e.failures + 1 : 0;
     if (e.stopped) return;
     e.observation = observation;
     const now = this.clock.now();

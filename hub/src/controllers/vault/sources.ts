@@ -16,7 +16,6 @@ import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
 import { realClock, type Clock, type Counter, type Logger } from '@mirrorhub/shared/runtime/index';
 import {
   apiPath,
-  isVaultError,
   OWNER_DATA_KEY,
   VaultKv,
   type KvLocation,
@@ -24,10 +23,10 @@ import {
 } from '../../vault/index.js';
 import type { SourceObservation } from '../mirror/plan.js';
 import type { VaultConnections } from './connections.js';
+import { pollSource } from './poll.js';
 import {
   ConnectionConfigError,
   connectionKey,
-  failedObservation,
   fingerprint,
   jittered,
   outcomeOf,
@@ -185,28 +184,19 @@ export class VaultSources {
     e.polling = true;
     delete e.timer;
     delete e.dueAt;
-    let observation: SourceObservation;
-    let retry = false;
+    let result;
     try {
-      observation = await this.read(e);
-      e.failures = 0;
-      this.opts.connections.observed(e.source.connection, undefined);
-    } catch (err) {
-      this.opts.connections.observed(e.source.connection, err);
-      if (isVaultError(err, 'login-failed')) this.opts.connections.loginFailed(e.source.connection);
-      ({ observation, retry } = failedObservation(err, e.source.connection));
-      e.failures++;
-      this.opts.logger.info(
-        {
-          source: e.source.path,
-          connection: connectionKey(e.source.connection),
-          err: observation.state === 'unreadable' ? observation.error : '',
-        },
+      result = await pollSource(
+        { connections: this.opts.connections, logger: this.opts.logger },
+        e.source,
+        () => this.read(e),
         'reading a Vault source failed',
       );
     } finally {
       e.polling = false;
     }
+    const { observation, retry } = result;
+    e.failures = result.failed ? e.failures + 1 : 0;
     if (e.stopped) return;
     e.observation = observation;
     const fp = fingerprint(observation);
