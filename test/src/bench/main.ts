@@ -233,7 +233,7 @@ function renderVault(r: VaultBenchResult, scale: number, steady: string | undefi
     `| one Vault write -> its copy's content changed, p50 / max (${r.update.samples} single updates to different paths, written at random moments over one poll period) | ${fmtMs(r.update.p50)} / ${fmtMs(r.update.max)} | within a poll period + 1 s (${fmtMs(bound)}): ${ok(r.update.max <= bound)} |`,
     '',
     `On the wire: the hub reaches OpenBao through a TLS proxy in the bench that counts requests by path (OpenBao 2 cannot enable an audit device through its API); the hub opened ${r.connectionsPerMinute.toFixed(1)} TLS connections per minute. The hub's counter by operation/outcome: ${byOutcome || 'nothing'}. ` +
-      `Update latencies (ms): ${r.update.all.map((x) => x.toFixed(0)).join(', ')}; a poll is jittered +-10 % around the period, so one change can wait up to ${(r.pollSeconds * 1.1).toFixed(0)} s for its poll.`,
+      `Update latencies (ms): ${r.update.all.map((x) => x.toFixed(0)).join(', ')}; a poll comes up to 10 % before its period and never after it, so one change waits at most ${r.pollSeconds.toFixed(0)} s for its poll.`,
     ...notes,
     '',
   ].join('\n');
