@@ -27,7 +27,7 @@ import {
   SYSTEM_NS,
 } from '../support/multicluster.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { createObject } from '../support/vault.js';
+import { createObject, enableDatabaseEngine, pgRoleExists } from '../support/vault.js';
 
 const run = promisify(execFile);
 const FOLLOWER_NAMES = ['follower-a', 'follower-b'];
@@ -51,15 +51,6 @@ async function vault(method: 'GET' | 'POST' | 'PUT' | 'LIST', path: string, body
     accept: [404],
   });
   return res.status === 404 ? undefined : res.body;
-}
-
-async function pgRoleExists(name: string): Promise<boolean> {
-  const { stdout } = await run(pg.bins.psql!, [
-    pg.url,
-    '-tAc',
-    `SELECT count(*) FROM pg_roles WHERE rolname = '${name.replace(/'/g, "''")}'`,
-  ]);
-  return stdout.trim() === '1';
 }
 
 /** Logs in to PostgreSQL as the delivered user (a real client connection). */
@@ -121,24 +112,9 @@ beforeAll(async () => {
   root = new VaultClient({ address: bao.address, auth: tokenAuth({ token: bao.rootToken }) });
   proxy = new TcpProxy(Number(new URL(bao.address).port));
   await proxy.open();
-  await vault('POST', 'sys/mounts/db', { type: 'database' });
-  await vault('POST', 'db/config/pg', {
-    plugin_name: 'postgresql-database-plugin',
-    connection_url: `postgresql://{{username}}:{{password}}@${pg.host}:${pg.port}/${pg.database}?sslmode=disable`,
-    username: pg.user,
-    password: pg.password,
-    allowed_roles: ['app'],
-  });
   // Rotation window: grace 5 s + two 10 s polls = 25 s. Issued for 40 s, renewable up to 120 s
   // from issue: renewed at every poll until less than 25 s can be granted (~95 s), then rotated.
-  await vault('POST', 'db/roles/app', {
-    db_name: 'pg',
-    creation_statements: [
-      `CREATE ROLE "{{name}}" WITH LOGIN PASSWORD '{{password}}' VALID UNTIL '{{expiration}}';`,
-    ],
-    default_ttl: '40s',
-    max_ttl: '120s',
-  });
+  await enableDatabaseEngine(root, pg, { defaultTtl: '40s', maxTtl: '120s' });
   await vault('PUT', 'sys/policies/acl/db-creds', {
     policy: `
       path "db/creds/app" { capabilities = ["read"] }
@@ -282,8 +258,8 @@ describe('dynamic database credentials', () => {
       const reasons = (await m.events('default', 'db')).map((e) => e.reason);
       expect(reasons).toContain('LeaseRotated');
     }, WAIT);
-    await eventually(async () => expect(await pgRoleExists(first.username!)).toBe(false), WAIT);
-    expect(await pgRoleExists(next!.username!)).toBe(true);
+    await eventually(async () => expect(await pgRoleExists(pg, first.username!)).toBe(false), WAIT);
+    expect(await pgRoleExists(pg, next!.username!)).toBe(true);
     await eventually(async () => expect((await leaseStatus())?.lease?.retiring).toBe(0), WAIT);
     first = next!;
   }, 150_000);
@@ -325,7 +301,7 @@ describe('dynamic database credentials', () => {
     for (const id of await leases()) {
       await vault('PUT', 'sys/leases/revoke', { lease_id: `db/creds/app/${id}` });
     }
-    expect(await pgRoleExists(before.username!)).toBe(false);
+    expect(await pgRoleExists(pg, before.username!)).toBe(false);
     await proxy.open();
     let after: Record<string, string> | undefined;
     await eventually(async () => {
@@ -346,7 +322,7 @@ describe('dynamic database credentials', () => {
     await m.deleteMirror('ClusterSecretMirror', 'db');
     await eventually(async () => {
       expect(await m.getMirror('ClusterSecretMirror', 'db')).toBeUndefined();
-      expect(await pgRoleExists(current.username!)).toBe(false);
+      expect(await pgRoleExists(pg, current.username!)).toBe(false);
     }, WAIT);
     expect(await leases()).toHaveLength(0);
     const kept = await m.on(HUB).readSecret(SYSTEM_NS, 'mirrorhub-leases');

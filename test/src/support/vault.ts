@@ -1,5 +1,8 @@
 // Vault connections as a test writes and reads them (custom objects of the mirrorhub group),
 // and OpenBao's kubernetes auth method pointed at a kit cluster; shared by the Vault suites.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -8,6 +11,7 @@ import {
 } from '@kubernetes/client-node';
 
 import type { VaultClient, VaultEnvelope } from '@mirrorhub/hub/vault/index';
+import type { Postgres } from '@mirrorhub/infra/components/index';
 import { GROUP, VERSION } from '@mirrorhub/shared/api/index';
 
 import { serviceAccountKubeConfig } from './serviceaccount.js';
@@ -112,4 +116,43 @@ export async function ensureServiceAccount(
     namespace: sa.namespace,
     body: { metadata: { name: sa.name } },
   });
+}
+
+/**
+ * OpenBao's database secrets engine at `db/`, pointed at the kit's PostgreSQL (connection `pg`),
+ * with role `app` issuing login roles valid for `defaultTtl` and renewable up to `maxTtl`.
+ */
+export async function enableDatabaseEngine(
+  root: VaultClient,
+  pg: Postgres,
+  ttl: { defaultTtl: string; maxTtl: string },
+): Promise<void> {
+  const sys = (path: string, body: unknown) =>
+    root.request<VaultEnvelope>({ method: 'POST', path, body });
+  await sys('sys/mounts/db', { type: 'database' });
+  await sys('db/config/pg', {
+    plugin_name: 'postgresql-database-plugin',
+    connection_url: `postgresql://{{username}}:{{password}}@${pg.host}:${pg.port}/${pg.database}?sslmode=disable`,
+    username: pg.user,
+    password: pg.password,
+    allowed_roles: ['app'],
+  });
+  await sys('db/roles/app', {
+    db_name: 'pg',
+    creation_statements: [
+      `CREATE ROLE "{{name}}" WITH LOGIN PASSWORD '{{password}}' VALID UNTIL '{{expiration}}';`,
+    ],
+    default_ttl: ttl.defaultTtl,
+    max_ttl: ttl.maxTtl,
+  });
+}
+
+/** Does PostgreSQL have a role of that name? (asked as its superuser, with psql) */
+export async function pgRoleExists(pg: Postgres, name: string): Promise<boolean> {
+  const { stdout } = await promisify(execFile)(pg.bins.psql!, [
+    pg.url,
+    '-tAc',
+    `SELECT count(*) FROM pg_roles WHERE rolname = '${name.replace(/'/g, "''")}'`,
+  ]);
+  return stdout.trim() === '1';
 }

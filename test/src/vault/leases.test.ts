@@ -1,8 +1,7 @@
 // Leased (dynamic) secrets with the hub's Vault client on a real OpenBao: database credentials
 // from a real PostgreSQL (renewable leases: renewed, capped at the max TTL, revoked, and the
 // database role is really gone), and PKI certificates (a lease that is not renewable).
-import { execFile } from 'node:child_process';
-import { inspect, promisify } from 'node:util';
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {
@@ -22,7 +21,7 @@ import {
 } from '@mirrorhub/infra/components/index';
 import { createLogger } from '@mirrorhub/shared/runtime/log';
 
-const run = promisify(execFile);
+import { enableDatabaseEngine, pgRoleExists } from '../support/vault.js';
 
 let bao: OpenBao;
 let pg: Postgres;
@@ -50,15 +49,6 @@ async function failure(p: Promise<unknown>): Promise<VaultError> {
 }
 
 /** Does PostgreSQL have a role of that name? (asked as its superuser, with psql) */
-async function pgRoleExists(name: string): Promise<boolean> {
-  const { stdout } = await run(pg.bins.psql!, [
-    pg.url,
-    '-tAc',
-    `SELECT count(*) FROM pg_roles WHERE rolname = '${name.replace(/'/g, "''")}'`,
-  ]);
-  return stdout.trim() === '1';
-}
-
 beforeAll(async () => {
   [bao, pg] = await Promise.all([startOpenBao({ tls: true }), startPostgres()]);
   secrets.add(bao.rootToken);
@@ -69,22 +59,7 @@ beforeAll(async () => {
     auth: tokenAuth({ token: bao.rootToken }),
     logger,
   });
-  await sys('POST', 'sys/mounts/db', { type: 'database' });
-  await sys('POST', 'db/config/pg', {
-    plugin_name: 'postgresql-database-plugin',
-    connection_url: `postgresql://{{username}}:{{password}}@${pg.host}:${pg.port}/${pg.database}?sslmode=disable`,
-    username: pg.user,
-    password: pg.password,
-    allowed_roles: ['app'],
-  });
-  await sys('POST', 'db/roles/app', {
-    db_name: 'pg',
-    creation_statements: [
-      `CREATE ROLE "{{name}}" WITH LOGIN PASSWORD '{{password}}' VALID UNTIL '{{expiration}}';`,
-    ],
-    default_ttl: '60s',
-    max_ttl: '300s',
-  });
+  await enableDatabaseEngine(root, pg, { defaultTtl: '60s', maxTtl: '300s' });
   await sys('POST', 'sys/mounts/pki', { type: 'pki' });
   await sys('POST', 'pki/root/generate/internal', { common_name: 'mirrorhub test CA' });
   await sys('POST', 'pki/roles/leased', {
@@ -106,7 +81,7 @@ describe('database credentials (renewable leases)', () => {
     const { username, password } = creds.data;
     secrets.add(password!);
     expect(username).toMatch(/^v-/);
-    expect(await pgRoleExists(username!)).toBe(true);
+    expect(await pgRoleExists(pg, username!)).toBe(true);
     const lease = creds.lease!;
     secrets.add(lease.leaseId);
     expect(lease.leaseId).toMatch(/^db\/creds\/app\//);
@@ -123,7 +98,7 @@ describe('database credentials (renewable leases)', () => {
     expect(capped.leaseDuration).toBeLessThanOrEqual(300);
 
     await revokeLease(root, lease);
-    expect(await pgRoleExists(username!)).toBe(false);
+    expect(await pgRoleExists(pg, username!)).toBe(false);
     const err = await failure(renewLease(root, lease, 60));
     expect(err.kind).toBe('invalid-request');
     expect(err.message).toContain('renewing a lease failed (400): Vault says:');
