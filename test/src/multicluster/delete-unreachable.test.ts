@@ -56,15 +56,19 @@ describe('deleting a mirror while a follower is unreachable', () => {
     const deleted = Date.now();
     await m.deleteMirror(KIND, 'tls');
 
-    // Meanwhile: the reachable follower is cleaned up, and the status says what is waited for.
-    await eventually(async () => expect(await m.copies('follower-b', 'tls')).toEqual([]));
-    const waiting = await m.getMirror(KIND, 'tls');
-    if (waiting) {
-      expect(waiting.metadata.deletionTimestamp).toBeDefined();
-      expect(waiting.status?.message).toMatch(
-        /^deleting: removing deliveries from follower-a; a cluster that cannot be cleaned up by .* is left for later/,
-      );
-    }
+    // Meanwhile: the reachable follower is cleaned up, and the status says what is waited for
+    // (once the hub has seen follower-b's delivery go, which is after its copies went; unless
+    // the grace has already run out and the mirror is gone).
+    await eventually(async () => {
+      expect(await m.copies('follower-b', 'tls')).toEqual([]);
+      const waiting = await m.getMirror(KIND, 'tls');
+      if (waiting) {
+        expect(waiting.metadata.deletionTimestamp).toBeDefined();
+        expect(waiting.status?.message).toMatch(
+          /^deleting: removing deliveries from follower-a; a cluster that cannot be cleaned up by .* is left for later/,
+        );
+      }
+    });
 
     await eventually(async () => expect(await m.getMirror(KIND, 'tls')).toBeUndefined(), {
       timeoutMs: GRACE_MS + 15_000,
@@ -123,6 +127,11 @@ describe('deleting a mirror while a follower is unreachable', () => {
       30_000,
     );
     expect(mc.status?.lastError).toBeUndefined();
-    expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain('CleanupDone');
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
+        'CleanupDone',
+      ),
+    );
   });
 });
