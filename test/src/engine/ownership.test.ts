@@ -143,10 +143,11 @@ describe('deliveries that are not the mirror’s', () => {
 
       // Once it is deleted (it was stale), the mirror delivers.
       await deleteDelivery(name);
-      // Watched: at once. Not watched: when the hub looks again (FOREIGN_RECHECK_MS, 30 s).
+      // Watched: at once. Not watched: when the hub looks again (FOREIGN_RECHECK_MS, 30 s, doubled
+      // when a second write attempt found it still there before it was deleted: up to 60 s).
       await eventually(
         async () => expect(await e.secretData('app-1', mirrorName)).toEqual({ key: 'from-source' }),
-        { timeoutMs: 45_000 },
+        { timeoutMs: 75_000 },
       );
       await e.mirrorStatus('SecretMirror', mirrorName, 'src', (m) => {
         expect(m.status?.phase).toBe('Active');
