@@ -22,6 +22,7 @@ export {
   type ServiceProcess,
   type WaitForOptions,
 } from './cache.js';
+export { DEBIAN_CHROMIUM, ensureChromium, type EnsureChromiumOptions } from './chromium.js';
 export { HELM_VERSION, ensureHelm } from './helm.js';
 export { MOTO_VERSION, ensureMoto, motoDir } from './moto.js';
 export {
