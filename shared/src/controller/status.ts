@@ -65,6 +65,8 @@ export interface StatusWriterOptions<T extends WritableObject> {
   detail?(status: T['status']): Record<string, unknown>;
   /** The object as the cache holds it (e.g. without managedFields), to shadow the cache with. */
   asCached?(obj: T): T;
+  /** Every Event recorded (or attempted), e.g. for the hub dashboard's recent Events. */
+  onEvent?(obj: T, event: ControllerEvent): void;
   clock?: Clock | undefined;
 }
 
@@ -138,7 +140,7 @@ export class StatusWriter<T extends WritableObject> {
     if (equalIgnoringTime(prev, next, [])) {
       // Nothing to write, but an Event that is not a status transition (a rotated lease, a
       // write to Vault) is still news.
-      if (this.events) for (const e of events) await this.events.record(obj, e);
+      await this.record(obj, events);
       return obj;
     }
     const updated = await this.patch(obj, `${this.opts.pathOf(obj)}/status`, {
@@ -146,8 +148,16 @@ export class StatusWriter<T extends WritableObject> {
     });
     if (!updated) return undefined;
     this.logChange(obj, prev, next);
-    if (this.events) for (const e of events) await this.events.record(updated, e);
+    await this.record(updated, events);
     return updated;
+  }
+
+  private async record(obj: T, events: readonly ControllerEvent[]): Promise<void> {
+    if (!this.events) return;
+    for (const e of events) {
+      this.opts.onEvent?.(obj, e);
+      await this.events.record(obj, e);
+    }
   }
 
   /**

@@ -126,6 +126,18 @@ describe('health server', () => {
     expect((await get('/nope')).status).toBe(404);
     expect((await get('/healthz', 'POST')).status).toBe(405);
     expect(await get('/api/summary')).toMatchObject({ status: 200, body: '{"clusters":2}' });
+    expect((await get('/api/summary/more')).status).toBe(404); // exact unless it ends in /
+  });
+
+  it('serves everything under a route ending in /', async () => {
+    const s = await start();
+    s.route('/api/items/', (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(req.url);
+    });
+    expect(await get('/api/items/a/b')).toMatchObject({ status: 200, body: '/api/items/a/b' });
+    expect((await get('/api/items')).status).toBe(404);
+    expect((await get('/healthz')).status).toBe(200); // built-in paths still win
   });
 
   it('closes even with keep-alive clients connected', async () => {

@@ -44,7 +44,10 @@ export interface HealthServer {
   readonly server: http.Server;
   /** Add (or replace) a named readiness check. Returns a function removing it. */
   addReadinessCheck(name: string, check: ReadinessCheck): () => void;
-  /** Serve another exact path (e.g. the hub dashboard's API); `/metrics` etc. win. */
+  /**
+   * Serve another path (e.g. the hub dashboard's API); `/metrics` etc. win. A path ending in
+   * `/` (other than `/` itself) serves everything under it.
+   */
   route(path: string, handler: RouteHandler): void;
   /** Stop listening and drop keep-alive connections. */
   close(): Promise<void>;
@@ -101,10 +104,18 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
     }
   }
 
+  function prefixRoute(path: string): RouteHandler | undefined {
+    for (const [prefix, handler] of routes) {
+      if (prefix.length > 1 && prefix.endsWith('/') && path.startsWith(prefix)) return handler;
+    }
+    return undefined;
+  }
+
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
-    if (req.method !== 'GET' && req.method !== 'HEAD' && !routes.has(path)) {
+    const route = routes.get(path) ?? prefixRoute(path);
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !route) {
       return send(res, 405, 'method not allowed\n');
     }
     switch (path) {
@@ -152,7 +163,6 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
         return send(res, 200, body + 'ok\n');
       }
       default: {
-        const route = routes.get(path);
         if (route) return void (await route(req, res));
         return send(res, 404, 'not found\n');
       }
