@@ -32,6 +32,8 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * chart sets it; Kubernetes auth of ClusterVaultConnections without serviceAccountRef);
  * MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS ("true": the hub may request tokens of the
  * ServiceAccounts connections name; needs cluster-wide serviceaccounts/token create).
+ *
+ * Dashboard: MIRRORHUB_DASHBOARD ("false": do not serve the dashboard on PORT; default true).
  */
 export function configFromEnv(env: Record<string, string | undefined>): EnvConfig {
   const namespace = env['MIRRORHUB_NAMESPACE']?.trim() || 'mirrorhub-system';
@@ -54,7 +56,12 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
       `MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS must be true or false; got "${saTokens}"`,
     );
   }
+  const dashboard = env['MIRRORHUB_DASHBOARD']?.trim().toLowerCase() ?? '';
+  if (dashboard !== '' && dashboard !== 'true' && dashboard !== 'false') {
+    throw new Error(`MIRRORHUB_DASHBOARD must be true or false; got "${dashboard}"`);
+  }
   return {
+    ...(dashboard === 'false' ? { dashboard: false } : {}),
     ...(sa ? { serviceAccount: { namespace, name: sa } } : {}),
     ...(saTokens === 'true' ? { vaultServiceAccountTokens: true } : {}),
     signingKey: signingKeyFrom(env),

@@ -30,6 +30,9 @@ import { createSigner } from '@mirrorhub/shared/mirror/signing';
 import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
 import { USER_AGENT } from '@mirrorhub/shared/contract';
+import { DashboardFeed, RecentEvents } from './dashboard/feed.js';
+import { serveDashboard, type Dashboard } from './dashboard/server.js';
+import type { ViewInput } from './dashboard/view.js';
 
 export interface LeaderElectionConfig {
   /** Lease name in `namespace` (default mirrorhub-hub). */
@@ -59,6 +62,14 @@ export interface HubConfig {
   healthPort?: number;
   /** Address to listen on (default 0.0.0.0). */
   healthHost?: string;
+  /**
+   * Serve the dashboard (page and API) on the health port (default true when healthPort is
+   * set). Viewers sign in with a Kubernetes token: the hub needs create on tokenreviews and
+   * subjectaccessreviews.
+   */
+  dashboard?: boolean;
+  /** Dashboard: how long a token's review is trusted (default 30 s). */
+  dashboardAuthTtlMs?: number;
   /** Mirrors reconciled at once (default 4). */
   concurrency?: number;
   /** Writes in flight at once per cluster (default 4). */
@@ -119,7 +130,7 @@ export interface Hub {
   /** The clusters the hub delivers to: its own, and one per MirrorCluster while leading. */
   readonly registry: ClusterRegistry;
   isLeader(): boolean;
-  /** Port of the health/metrics server, once started (when healthPort was given). */
+  /** Port of the health/metrics server and the dashboard, once started (healthPort given). */
   readonly port: number | undefined;
   readonly metrics: ControllerMetrics;
 }
@@ -167,6 +178,10 @@ export function createHub(config: HubConfig): Hub {
   const registry = new ClusterRegistry([implicitLocal]);
   const pending = new PendingCleanups();
   const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub });
+  const feed = new DashboardFeed();
+  const recentEvents = new RecentEvents();
+  let dashboard: Dashboard | undefined;
+  let leaderIdentity: string | undefined;
 
   let server: HealthServer | undefined;
   let elector: LeaderElector | undefined;
@@ -206,6 +221,7 @@ export function createHub(config: HubConfig): Hub {
       metrics,
       pending,
       holds: (cluster, name) => ref.mirrors?.clusterHolds(cluster, name),
+      onObserved: () => feed.changed(),
       ...(config.aws ? { aws: config.aws } : {}),
       ...(config.clusterHealthIntervalMs !== undefined
         ? { healthIntervalMs: config.clusterHealthIntervalMs }
@@ -237,6 +253,14 @@ export function createHub(config: HubConfig): Hub {
         : {}),
       ...(config.cleanupGraceMs !== undefined ? { cleanupGraceMs: config.cleanupGraceMs } : {}),
       onCleanupAbandoned: (cluster, name, key) => pending.add(cluster, name, key),
+      onObserved: () => feed.changed(),
+      onEvent: (key, e) =>
+        recentEvents.add(key, {
+          type: e.type,
+          reason: e.reason,
+          message: e.message,
+          time: new Date().toISOString(),
+        }),
       vault: {
         serviceAccount: config.serviceAccount,
         tenantServiceAccountTokens: config.vaultServiceAccountTokens,
@@ -260,6 +284,7 @@ export function createHub(config: HubConfig): Hub {
       await c.start();
       if (!signal.aborted) {
         running = true;
+        feed.changed();
         log.info('controllers running');
         markStarted();
         await new Promise<void>((resolve) => {
@@ -271,6 +296,7 @@ export function createHub(config: HubConfig): Hub {
       if (!signal.aborted) throw err;
     } finally {
       running = false;
+      feed.changed();
       signal.removeEventListener('abort', stopController);
       await c.stop();
       await clusters.stop();
@@ -310,6 +336,20 @@ export function createHub(config: HubConfig): Hub {
         logger: log,
       });
       server.addReadinessCheck('leader-election', () => elector?.check() ?? true);
+      if (config.dashboard !== false) {
+        dashboard = serveDashboard({
+          server,
+          rest,
+          feed,
+          hub: { cluster: clusterName, version: config.version },
+          logger: log,
+          viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
+          source: { input: dashboardInput, leader: () => running },
+          ...(config.dashboardAuthTtlMs !== undefined
+            ? { authTtlMs: config.dashboardAuthTtlMs }
+            : {}),
+        });
+      }
       server.addReadinessCheck('caches', () => {
         if (elector && !elector.isLeader()) return true; // standby: nothing to sync
         if (!controller?.hasSynced()) return 'mirror caches not synced';
@@ -340,6 +380,8 @@ export function createHub(config: HubConfig): Hub {
         metrics,
         onStartedLeading: (signal) => track(lead(signal)),
         onNewLeader: (holder) => {
+          leaderIdentity = holder;
+          feed.changed();
           if (holder !== undefined && holder !== config.identity) {
             log.info({ leader: holder }, 'standing by');
             markStarted();
@@ -355,6 +397,30 @@ export function createHub(config: HubConfig): Hub {
   }
 
   let stopLeading: () => Promise<void> = async () => {};
+
+  /** What the dashboard shows: the leader's caches; a standby says where the leader is. */
+  function dashboardInput(): ViewInput | string {
+    const mirrors = controller;
+    const clusters = clusterController;
+    if (!running || !mirrors || !clusters) {
+      // The identity is <pod name>_<random suffix> (config.ts).
+      const leader = leaderIdentity?.replace(/_[0-9a-f]{8}$/, '');
+      if (leader && leaderIdentity !== config.identity) {
+        return (
+          `this hub replica (${config.identity}) is standing by; the dashboard is served by the leader, ` +
+          `${leader}: kubectl -n ${namespace} port-forward pod/${leader} ${server?.port ?? 8080}`
+        );
+      }
+      return 'the hub is starting: its caches are not synced yet';
+    }
+    return {
+      now: Date.now(),
+      clusters: clusters.list(),
+      mirrors: mirrors.mirrors(),
+      deliveries: mirrors.deliveries(),
+      events: recentEvents.map,
+    };
+  }
 
   return {
     registry,
@@ -378,6 +444,8 @@ export function createHub(config: HubConfig): Hub {
         await startPromise?.catch(() => undefined);
         await stopLeading();
         await Promise.all([...work]);
+        dashboard?.close();
+        feed.close();
         await server?.close();
         rest.close();
         log.info('hub stopped');

@@ -90,6 +90,8 @@ export interface HubAwsConfig {
 export interface ClusterControllerOptions {
   /** The hub's own cluster: MirrorClusters, kubeconfig Secrets, status, Events. */
   kubeConfig: KubeAccess;
+  /** A MirrorCluster changed in the cache (the dashboard's live feed). */
+  onObserved?(): void;
   registry: ClusterRegistry;
   /** The hub's own cluster as it is without a MirrorCluster (restored when one goes away). */
   localTarget: ClusterTarget;
@@ -228,6 +230,7 @@ export class ClusterController {
       onAdd: (mc) => this.changed(mc),
       onUpdate: (mc) => this.changed(mc),
       onDelete: (mc) => {
+        this.opts.onObserved?.();
         this.writer.deleted(mc.metadata.name ?? '');
         this.reconciler.add(mc.metadata.name ?? '');
       },
@@ -283,6 +286,11 @@ export class ClusterController {
   }
 
   /** The MirrorCluster cache is synced (readiness). */
+  /** Every MirrorCluster as the cache holds it (read-only: the dashboard's views). */
+  list(): MirrorCluster[] {
+    return this.clusters.list();
+  }
+
   hasSynced(): boolean {
     return this.clusters.hasSynced();
   }
@@ -295,6 +303,7 @@ export class ClusterController {
   // ---- events -> keys ---------------------------------------------------------------------------
 
   private changed(mc: MirrorCluster): void {
+    this.opts.onObserved?.();
     const name = mc.metadata.name ?? '';
     if (this.writer.observed(mc)) return; // our status echo
     this.reconciler.add(name);

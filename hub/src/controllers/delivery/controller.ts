@@ -220,6 +220,11 @@ export class ClusterConnection {
     );
   }
 
+  /** This hub's deliveries in the cluster, as the cache holds them (read-only). */
+  deliveryList(): MirrorDelivery[] {
+    return this.deliveries?.list() ?? [];
+  }
+
   /** Names of the deliveries of every mirror in this cluster's cache (orphan detection). */
   mirrorKeys(): string[] {
     const keys = new Set<string>();

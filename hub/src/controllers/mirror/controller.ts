@@ -17,6 +17,7 @@ import {
   VERSION,
   type AnyMirror,
   type ClusterSecretMirror,
+  type MirrorDelivery,
   type MirrorPhase,
   type SecretMirror,
   type VaultSourceRef,
@@ -37,7 +38,11 @@ import {
 } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import { Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
+import {
+  Reconciler,
+  StatusWriter,
+  type ControllerEvent,
+} from '@mirrorhub/shared/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { ClusterConnection } from '../delivery/controller.js';
@@ -125,6 +130,10 @@ export interface MirrorControllerOptions {
     | undefined;
   /** A mirror's finalizer was released while `cluster` may still hold delivery `name`. */
   onCleanupAbandoned?(cluster: string, name: string, mirrorKey: string, reason: string): void;
+  /** A mirror or a delivery changed in the caches (the dashboard's live feed). */
+  onObserved?(): void;
+  /** An Event was recorded about the mirror with this key (the dashboard's recent Events). */
+  onEvent?(mirrorKey: string, event: ControllerEvent): void;
   clock?: Clock;
 }
 
@@ -178,6 +187,7 @@ export class MirrorController {
       summary: (status) => ({ phase: status?.phase }),
       detail: (status) => ({ message: status?.message }),
       clock: this.clock,
+      onEvent: (mirror, e) => opts.onEvent?.(mirrorKey(identityOf(mirror)), e),
     });
     this.reconciler = new Reconciler({
       name: CONTROLLER,
@@ -294,6 +304,18 @@ export class MirrorController {
     this.rest.close();
   }
 
+  /** Every mirror in the caches (read-only: the dashboard's views). */
+  mirrors(): AnyMirror[] {
+    return [...this.secretMirrors.list(), ...this.clusterMirrors.list()];
+  }
+
+  /** Per cluster: this hub's deliveries there, as the cluster's cache holds them (read-only). */
+  deliveries(): Map<string, MirrorDelivery[]> {
+    const out = new Map<string, MirrorDelivery[]>();
+    for (const [name, conn] of this.connections) out.set(name, conn.deliveryList());
+    return out;
+  }
+
   /** Mirror caches synced (readiness). */
   hasSynced(): boolean {
     return this.secretMirrors.hasSynced() && this.clusterMirrors.hasSynced();
@@ -315,6 +337,7 @@ export class MirrorController {
   // ---- events -> keys ---------------------------------------------------------------------------
 
   private mirrorChanged(obj: MirrorObject, deleted = false): void {
+    this.opts.onObserved?.();
     const key = mirrorKey(identityOf(obj));
     if (deleted) {
       this.writer.deleted(key);
@@ -381,8 +404,12 @@ export class MirrorController {
         ? { requestTimeoutMs: this.opts.requestTimeoutMs }
         : {}),
       clock: this.clock,
-      onMirror: (key) => this.reconciler.add(key),
+      onMirror: (key) => {
+        this.opts.onObserved?.();
+        this.reconciler.add(key);
+      },
       onHealth: () => {
+        this.opts.onObserved?.();
         this.updateClusterGauge();
         this.enqueueAll();
       },
