@@ -234,6 +234,11 @@ describe('dashboard views', () => {
       'SecretMirror/team-a/db': ['none', 'stale'],
     });
     expect(matrix(input, FULL_ACCESS, 'no-such-label').groupBy).toBe('');
+    // a cluster a mirror reaches without a MirrorCluster (the hub's own) gets a column too
+    const local = structuredClone(teamMirror);
+    local.status!.clusters!.push({ name: 'hub', phase: 'Active', namespaces: 2, synced: 2 });
+    const withHub = matrix({ ...input, mirrors: [tls, local] }, FULL_ACCESS);
+    expect(withHub.columns.map((c) => c.cluster)).toEqual(['dev', 'hub', 'prod-eu']);
   });
 
   it('details a mirror per cluster and namespace from the agents reports and recent Events', () => {

@@ -393,9 +393,15 @@ export function matrix(input: ViewInput, access: Access, groupBy = ''): Matrix {
   const clusters = clusterRows(input, access);
   const groupKeys = [...new Set(clusters.flatMap((c) => Object.keys(c.labels)))].sort();
   const key = groupKeys.includes(groupBy) ? groupBy : '';
-  const columns = clusters
-    .map((c) => ({ cluster: c.name, group: key ? (c.labels[key] ?? '') : '' }))
-    .sort((a, b) => a.group.localeCompare(b.group) || a.cluster.localeCompare(b.cluster));
+  // Clusters the mirrors reach without a MirrorCluster (the hub's own, implicitly) too.
+  const named = new Set(clusters.map((c) => c.name));
+  const implicit = [
+    ...new Set(visibleMirrors(input, access).flatMap((m) => mirrorRow(m).clusters)),
+  ].filter((n) => !named.has(n));
+  const columns = [
+    ...clusters.map((c) => ({ cluster: c.name, group: key ? (c.labels[key] ?? '') : '' })),
+    ...implicit.map((cluster) => ({ cluster, group: '' })),
+  ].sort((a, b) => a.group.localeCompare(b.group) || a.cluster.localeCompare(b.cluster));
   const rows = visibleMirrors(input, access)
     .map((m) => {
       const row = mirrorRow(m);
