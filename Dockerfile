@@ -49,9 +49,12 @@ COPY agent/tsconfig.json agent/
 COPY shared/src shared/src
 COPY hub/src hub/src
 COPY agent/src agent/src
+# The dashboard page: type-checked and bundled (preact, esbuild: build-time only) into hub/web/dist.
+COPY hub/web hub/web
 # Test helpers (shared/src/testing: fakes, client-node glue) are compiled with shared but loaded
 # by no production module (shared/src/imports.test.ts proves it); they do not ship.
-RUN ./node_modules/.bin/tsc -b hub agent && rm -rf shared/dist/testing
+RUN ./node_modules/.bin/tsc -b hub agent && rm -rf shared/dist/testing \
+ && node hub/web/build.mjs
 
 # ---- prod: production dependencies only, plus the compiled output ----------------------------
 FROM manifests AS prod
@@ -64,6 +67,7 @@ RUN --mount=type=cache,id=mirrorhub-pnpm-store,target=/pnpm/store \
       --filter "@mirrorhub/hub..." --filter "@mirrorhub/agent..."
 COPY --from=build /app/shared/dist shared/dist
 COPY --from=build /app/hub/dist hub/dist
+COPY --from=build /app/hub/web/dist hub/web/dist
 COPY --from=build /app/agent/dist agent/dist
 # Nothing the runtime reads: type declarations, dependencies' source maps and docs, the lockfile.
 # Kept: package.json files (node reads "exports" and "type"; hub/agent read their version) and
