@@ -1,0 +1,411 @@
+// The hub dashboard in a real browser (Debian's Chromium through playwright-core) against the
+// kit: a hub cluster and two EKS followers with their agents, the hub serving the page and its
+// API from its own caches. Viewers sign in with ServiceAccount tokens of the hub cluster, so
+// TokenReview and SubjectAccessReview are the real API server's.
+//
+// Screenshots are taken on every run (into a temp dir); MIRRORHUB_UPDATE_SCREENSHOTS=1 writes
+// them to docs/images instead, which is how the ones in docs/ were made.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { MirrorDetail, Snapshot, Where } from '@mirrorhub/hub/dashboard/types';
+
+import {
+  launchBrowser,
+  recordResponses,
+  screenshot,
+  type LaunchedBrowser,
+} from './support/browser.js';
+import { eventually } from './support/eventually.js';
+import {
+  clusterSecretMirror,
+  FOLLOWERS,
+  HUB,
+  MultiCluster,
+  secretMirror,
+  SYSTEM_NS,
+} from './support/multicluster.js';
+
+const SECRET = 'dashboard-secret-value-7f3a9c';
+const TEAM_SECRET = 'team-a-password-51e2';
+const SHOTS =
+  process.env['MIRRORHUB_UPDATE_SCREENSHOTS'] === '1'
+    ? join(dirname(fileURLToPath(import.meta.url)), '../../docs/images')
+    : mkdtempSync(join(tmpdir(), 'mirrorhub-shots-'));
+
+async function token(kc: KubeConfig, namespace: string, name: string): Promise<string> {
+  const core = kc.makeApiClient(CoreV1Api);
+  await core
+    .createNamespacedServiceAccount({ namespace, body: { metadata: { name } } })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
+  const tr = await core.createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  return tr.status!.token!;
+}
+
+/** A ClusterRole to list every mirrorhub resource, and a Role to list team-a's SecretMirrors. */
+async function viewerRbac(kc: KubeConfig): Promise<void> {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: 'mirrorhub-viewer' },
+      rules: [
+        {
+          apiGroups: ['mirrorhub.io'],
+          resources: ['secretmirrors', 'clustersecretmirrors', 'mirrorclusters'],
+          verbs: ['get', 'list', 'watch'],
+        },
+      ],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: 'mirrorhub-viewer' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'mirrorhub-viewer',
+      },
+      subjects: [{ kind: 'ServiceAccount', name: 'platform', namespace: SYSTEM_NS }],
+    },
+  });
+  await rbac.createNamespacedRole({
+    namespace: 'team-a',
+    body: {
+      metadata: { name: 'mirror-viewer' },
+      rules: [
+        { apiGroups: ['mirrorhub.io'], resources: ['secretmirrors'], verbs: ['get', 'list'] },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: 'team-a',
+    body: {
+      metadata: { name: 'mirror-viewer' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'mirror-viewer' },
+      subjects: [{ kind: 'ServiceAccount', name: 'lead', namespace: 'team-a' }],
+    },
+  });
+}
+
+describe('the hub dashboard in a browser', () => {
+  let m: MultiCluster;
+  let browser: LaunchedBrowser;
+  let base: string;
+  let platform: string;
+  let lead: string;
+  /** Every event-stream byte the tests read, scanned at the end. */
+  const streamed: string[] = [];
+
+  async function api<T>(
+    path: string,
+    bearer: string | undefined,
+  ): Promise<{ status: number; body: T; headers: Headers }> {
+    const res = await fetch(base + path, {
+      headers: bearer ? { authorization: `Bearer ${bearer}` } : {},
+    });
+    const text = await res.text();
+    streamed.push(text);
+    return {
+      status: res.status,
+      body: (text ? JSON.parse(text) : undefined) as T,
+      headers: res.headers,
+    };
+  }
+
+  async function signIn(page: Page, bearer: string, hash = '#/'): Promise<void> {
+    await page.goto(`${base}/${hash}`);
+    await page.fill('input[name=token]', bearer);
+    await page.click('form#signin button[type=submit]');
+  }
+
+  beforeAll(async () => {
+    m = await MultiCluster.start({
+      followers: FOLLOWERS.slice(0, 2),
+      hub: { healthPort: 0, healthHost: '127.0.0.1', dashboardAuthTtlMs: 5_000 },
+    });
+    base = `http://127.0.0.1:${m.hub!.port}`;
+    await m.ensureNamespace(HUB, 'certs');
+    await m.putSecret(HUB, 'certs', 'wildcard', { 'tls.crt': SECRET, 'tls.key': SECRET });
+    for (const ns of ['app-a', 'app-b']) await m.ensureNamespace('follower-a', ns);
+    for (const ns of ['app-a', 'app-c']) await m.ensureNamespace('follower-b', ns);
+    // Someone else's Secret where a copy would go: a Conflict the matrix must show.
+    await m.putSecret('follower-b', 'app-c', 'wildcard', { mine: 'not mirrorhub' });
+    await m.applyMirror(
+      clusterSecretMirror('wildcard-tls', {
+        source: { kind: 'Secret', name: 'wildcard', namespace: 'certs' },
+        destination: {
+          clusters: { selector: { matchLabels: { env: 'prod' } } },
+          namespaces: ['app-.+'],
+        },
+      }),
+    );
+    for (const team of ['team-a', 'team-b']) {
+      await m.ensureNamespace(HUB, team);
+      await m.ensureNamespace(HUB, `${team}-dev`);
+      await m.putSecret(HUB, team, 'db', { password: TEAM_SECRET });
+      await m.applyMirror(
+        secretMirror(team, 'db', {
+          source: { kind: 'Secret', name: 'db' },
+          destination: { namespaces: [`${team}-.+`] },
+        }),
+      );
+    }
+    await viewerRbac(m.kc(HUB));
+    platform = await token(m.kc(HUB), SYSTEM_NS, 'platform');
+    lead = await token(m.kc(HUB), 'team-a', 'lead');
+    await m.mirrorStatus(
+      'ClusterSecretMirror',
+      'wildcard-tls',
+      undefined,
+      (s) => {
+        expect(s.status?.counts).toMatchObject({ synced: 3, conflicts: 1 });
+      },
+      60_000,
+    );
+    for (const team of ['team-a', 'team-b']) {
+      await m.mirrorStatus('SecretMirror', 'db', team, (s) =>
+        expect(s.status?.phase).toBe('Active'),
+      );
+    }
+    browser = await launchBrowser();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await m?.stop();
+  });
+
+  it('refuses a request without a token, with a garbage token, and with a revoked one', async () => {
+    const none = await api<{ error: string }>('/api/v1/snapshot', undefined);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(none.body.error).toMatch(/Authorization: Bearer/);
+    const garbage = await api<{ error: string }>('/api/v1/snapshot', 'not-a-token');
+    expect(garbage.status).toBe(401);
+    expect(garbage.body.error).toMatch(/not accepted by the hub cluster/);
+    // A bound token stops being valid once its ServiceAccount is gone.
+    const gone = await token(m.kc(HUB), SYSTEM_NS, 'leaver');
+    expect((await api('/api/v1/snapshot', gone)).status).toBe(200);
+    await m.core(HUB).deleteNamespacedServiceAccount({ namespace: SYSTEM_NS, name: 'leaver' });
+    await eventually(async () => expect((await api('/api/v1/snapshot', gone)).status).toBe(401), {
+      timeoutMs: 20_000, // the review of the live token is trusted for dashboardAuthTtlMs
+    });
+
+    const page = await browser.newPage();
+    await signIn(page, 'not-a-token');
+    await expect
+      .poll(() => page.textContent('[data-testid=signin-error]'), { timeout: 10_000 })
+      .toMatch(/not accepted/);
+    await page.close();
+  });
+
+  it('shows the overview numbers the clusters hold', async () => {
+    const snap = (await api<Snapshot>('/api/v1/snapshot', platform)).body;
+    expect(snap.whoami).toMatchObject({ scope: 'cluster', clusters: true });
+    expect(snap.overview.clusters).toEqual({ reachable: 2, total: 2 });
+    expect(snap.overview.agents).toEqual({ healthy: 2, total: 2 });
+    expect(snap.overview.mirrors.total).toBe(3);
+    // What the clusters hold, read directly: 3 copies of wildcard, 1 of each team's db.
+    const copies =
+      (await m.copies('follower-a', 'wildcard')).length +
+      (await m.copies('follower-b', 'wildcard')).length +
+      (await m.copies(HUB, 'db')).length;
+    expect(snap.overview.copies.synced).toBe(copies);
+    expect(snap.overview.copies.conflicts).toBe(1);
+
+    const page = await browser.newPage();
+    await signIn(page, platform);
+    await expect.poll(() => page.textContent('[data-testid=overview-clusters]')).toContain('2/2');
+    expect(await page.textContent('[data-testid=overview-agents]')).toContain('2/2');
+    expect(await page.textContent('[data-testid=overview-mirrors]')).toContain('3');
+    expect(await page.textContent('[data-testid=overview-synced]')).toContain(String(copies));
+    expect(await page.textContent('[data-testid=overview-conflicts]')).toContain('1');
+    await expect
+      .poll(() => page.locator('[data-testid=attention] li[data-kind=Conflict]').count())
+      .toBe(1);
+    await screenshot(page, join(SHOTS, 'dashboard-overview.png'));
+    await page.close();
+  });
+
+  it('shows a namespace created in a follower in the mirror detail without a reload', async () => {
+    const page = await browser.newPage();
+    await signIn(page, platform, '#/mirror/ClusterSecretMirror/_/wildcard-tls');
+    const section = page.locator('[data-testid=mirror-detail] section[data-cluster=follower-a]');
+    await expect
+      .poll(() => section.locator('tr[data-namespace=app-a]').count(), { timeout: 15_000 })
+      .toBe(1);
+    await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
+    await m.ensureNamespace('follower-a', 'app-new');
+    await expect
+      .poll(() => section.locator('tr[data-namespace=app-new][data-state=Synced]').count(), {
+        timeout: 30_000,
+      })
+      .toBe(1);
+    expect(
+      await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded),
+    ).toBe(true);
+    await screenshot(page, join(SHOTS, 'dashboard-mirror.png'));
+    await page.close();
+  });
+
+  it('shows the conflict in the matrix and finds every copy by name', async () => {
+    const page = await browser.newPage();
+    await signIn(page, platform, '#/matrix');
+    const cell = (cluster: string) =>
+      page.locator(`td[data-mirror="ClusterSecretMirror//wildcard-tls"][data-cluster=${cluster}]`);
+    await expect
+      .poll(() => cell('follower-b').getAttribute('data-state'), { timeout: 15_000 })
+      .toBe('conflict');
+    expect(await cell('follower-a').getAttribute('data-state')).toBe('synced');
+    // Cluster columns grouped by a MirrorCluster label, as teams with 20+ clusters group them.
+    await page.selectOption('select', 'env');
+    await expect.poll(() => page.locator('th[data-group=prod]').count()).toBe(1);
+    expect(await cell('follower-b').getAttribute('data-state')).toBe('conflict');
+    await screenshot(page, join(SHOTS, 'dashboard-matrix.png'));
+
+    const w = (await api<Where>('/api/v1/where?name=wildcard', platform)).body;
+    expect(w.items.map((i) => `${i.cluster}/${i.namespace}=${i.state}`)).toEqual([
+      'follower-a/app-a=Synced',
+      'follower-a/app-b=Synced',
+      'follower-a/app-new=Synced',
+      'follower-b/app-a=Synced',
+      'follower-b/app-c=Conflict',
+    ]);
+    await page.goto(`${base}/#/where`);
+    await page.fill('input[name=where]', 'wildcard');
+    await page.press('input[name=where]', 'Enter');
+    await expect.poll(() => page.locator('tr[data-testid=where-row]').count()).toBe(5);
+    expect(
+      await page
+        .locator('tr[data-testid=where-row][data-cluster=follower-b][data-namespace=app-c]')
+        .getAttribute('data-state'),
+    ).toBe('Conflict');
+    await page.close();
+  });
+
+  it('turns an unreachable follower red with its reason, and back when it returns', async () => {
+    const page = await browser.newPage();
+    await signIn(page, platform, '#/clusters');
+    const row = page.locator('tr[data-cluster=follower-a]');
+    await expect.poll(() => row.getAttribute('data-reachable'), { timeout: 15_000 }).toBe('true');
+    await m.kit.cluster('follower-a').stopApiServer();
+    try {
+      await expect
+        .poll(() => row.getAttribute('data-reachable'), { timeout: 30_000 })
+        .toBe('false');
+      expect(await row.getAttribute('class')).toContain('bad');
+      expect(await row.locator('[data-testid=cluster-error]').textContent()).toMatch(
+        /ECONNREFUSED/,
+      );
+      await page.goto(`${base}/#/`);
+      await expect
+        .poll(() =>
+          page.locator('[data-testid=attention] li[data-ref="cluster:follower-a"]').count(),
+        )
+        .toBe(1);
+    } finally {
+      await m.kit.cluster('follower-a').startApiServer();
+    }
+    await page.goto(`${base}/#/clusters`);
+    await expect.poll(() => row.getAttribute('data-reachable'), { timeout: 60_000 }).toBe('true');
+    await page.close();
+  });
+
+  it('shows a namespace-scoped identity only its namespace, and 403 for another', async () => {
+    const snap = (await api<Snapshot>('/api/v1/snapshot', lead)).body;
+    expect(snap.whoami).toMatchObject({
+      scope: 'namespaces',
+      namespaces: ['team-a'],
+      clusters: false,
+    });
+    expect(snap.mirrors.map((r) => r.key)).toEqual(['SecretMirror/team-a/db']);
+    expect(snap.clusters).toEqual([]); // team-a's mirror reaches only the hub's own cluster
+    const own = await api<MirrorDetail>('/api/v1/mirrors/SecretMirror/team-a/db', lead);
+    expect(own.status).toBe(200);
+    expect(own.body.perCluster[0]?.copies).toEqual([{ namespace: 'team-a-dev', state: 'Synced' }]);
+    for (const path of [
+      '/api/v1/mirrors/SecretMirror/team-b/db',
+      '/api/v1/mirrors/ClusterSecretMirror/_/wildcard-tls',
+    ]) {
+      const other = await api<{ error: string }>(path, lead);
+      expect(other.status).toBe(403);
+      expect(other.body.error).toMatch(/may not list/);
+    }
+    expect((await api<Where>('/api/v1/where?name=wildcard', lead)).body.items).toEqual([]);
+
+    const page = await browser.newPage();
+    await signIn(page, lead, '#/mirrors');
+    await expect.poll(() => page.locator('tr[data-mirror]').count(), { timeout: 15_000 }).toBe(1);
+    await page.goto(`${base}/#/mirror/SecretMirror/team-b/db`);
+    await expect.poll(() => page.textContent('body')).toMatch(/may not/);
+    await page.close();
+  });
+
+  it('never lets a secret value reach the page, its responses or its event stream', async () => {
+    const page = await browser.newPage();
+    const rec = recordResponses(page);
+    await signIn(page, platform);
+    const pages: Array<[string, string]> = [
+      ['#/', '[data-testid=overview-clusters]'],
+      ['#/clusters', 'tr[data-cluster]'],
+      ['#/mirrors', 'tr[data-mirror]'],
+      ['#/matrix', 'td[data-cluster]'],
+      ['#/mirror/ClusterSecretMirror/_/wildcard-tls', 'section[data-cluster] tr[data-namespace]'],
+      ['#/where?name=wildcard', 'tr[data-testid=where-row]'],
+    ];
+    for (const [hash, shown] of pages) {
+      await page.goto(`${base}/${hash}`);
+      await page.waitForSelector(shown);
+      streamed.push(await page.content());
+    }
+    // The event stream, read while the source changes (its renewal is news to every viewer).
+    const ctrl = new AbortController();
+    const res = await fetch(`${base}/api/v1/watch`, {
+      headers: { authorization: `Bearer ${platform}` },
+      signal: ctrl.signal,
+    });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let stream = '';
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        stream += decoder.decode(value);
+      }
+    })().catch(() => undefined);
+    await m.putSecret(HUB, 'certs', 'wildcard', { 'tls.crt': SECRET + '-2', 'tls.key': SECRET });
+    await eventually(() => expect(stream.match(/event: changed/g)?.length ?? 0).toBeGreaterThan(1));
+    ctrl.abort();
+    await reading;
+    streamed.push(stream);
+    await rec.settled();
+    rec.stop();
+    expect(rec.responses.length).toBeGreaterThan(5);
+    for (const r of rec.responses) {
+      if (r.url.includes('/api/')) expect(r.headers['cache-control']).toBe('no-store');
+      expect(r.headers['content-security-policy']).toContain("default-src 'none'");
+      streamed.push(r.body);
+    }
+    const everything = streamed.join('\n');
+    for (const value of [SECRET, TEAM_SECRET, Buffer.from(SECRET).toString('base64')]) {
+      expect(everything).not.toContain(value);
+    }
+    expect(everything).not.toContain(platform);
+    expect(everything).not.toContain(lead);
+    await page.close();
+  });
+});
