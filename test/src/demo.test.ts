@@ -40,6 +40,10 @@ describe('the README demo', () => {
       expect(stdout).toMatch(/\/bao kv put secret\/demo\/api api_key=demo-api-key-v2 /);
       expect(stdout).toContain(`export KUBECONFIG=${join(dir, 'hub', 'kubeconfig')}`);
       expect(stdout).toMatch(/\[demo\] demo converged; stopped/);
+      // The dashboard's address and a token to sign in with (the demo checked both answer).
+      expect(stdout).toMatch(
+        /Dashboard: http:\/\/127\.0\.0\.1:\d+\/\n.*dashboard-viewer.*\n {2}eyJ[\w-]+\.[\w-]+\.[\w-]+\n/,
+      );
       // Nothing left running: clusters, hub, agents (all under dir) and the OpenBao dev server.
       const bao = /OpenBao http:\/\/(127\.0\.0\.1:\d+) \(dev server\) ready/.exec(stdout);
       expect(bao).not.toBeNull();

@@ -10,7 +10,12 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 
 import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
 import { findFreePort } from '@mirrorhub/infra/components/cache';
@@ -159,7 +164,18 @@ async function main(): Promise<void> {
       if (table.split('\n').filter((l) => / Active /.test(l)).length < 4)
         throw new Error('not Active yet');
     });
-    printGuide(kit, bao, await ensureBao(), dir, hubPort, [
+    const viewerToken = await dashboardViewer(kc);
+    // The dashboard answers that token with the samples before the guide points at it.
+    await eventually(async () => {
+      const res = await fetch(`http://127.0.0.1:${hubPort}/api/v1/snapshot`, {
+        headers: { authorization: `Bearer ${viewerToken}` },
+      });
+      const snap = (await res.json()) as { mirrors?: unknown[] };
+      if (res.status !== 200 || (snap.mirrors?.length ?? 0) < 4) {
+        throw new Error(`dashboard not ready: ${res.status}`);
+      }
+    });
+    printGuide(kit, bao, await ensureBao(), dir, hubPort, viewerToken, [
       [
         'kubectl get secretmirrors,clustersecretmirrors -A',
         await kubectl(kit, ['get', 'secretmirrors,clustersecretmirrors', '-A']),
@@ -413,12 +429,51 @@ async function kubectl(kit: Kit, args: string[]): Promise<string> {
   return stdout;
 }
 
+/**
+ * A ServiceAccount that may list every mirror and cluster (what a platform engineer's own
+ * identity would grant), and a token of it to sign in to the dashboard with.
+ */
+async function dashboardViewer(kc: KubeConfig): Promise<string> {
+  const name = 'dashboard-viewer';
+  await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({
+    namespace: SYSTEM_NS,
+    body: { metadata: { name } },
+  });
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name },
+      rules: [
+        {
+          apiGroups: ['mirrorhub.io'],
+          resources: ['secretmirrors', 'clustersecretmirrors', 'mirrorclusters'],
+          verbs: ['get', 'list', 'watch'],
+        },
+      ],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: SYSTEM_NS }],
+    },
+  });
+  const tr = await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    namespace: SYSTEM_NS,
+    name,
+    body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } },
+  });
+  return tr.status!.token!;
+}
+
 function printGuide(
   kit: Kit,
   bao: OpenBao,
   baoBinary: string,
   dir: string,
   hubPort: number,
+  viewerToken: string,
   tables: Array<[string, string]>,
 ): void {
   const hub = kit.cluster('hub');
@@ -426,7 +481,13 @@ function printGuide(
   const lines = [''];
   for (const [cmd, out] of tables) lines.push(`$ ${cmd}`, out.trimEnd(), '');
   lines.push(
-    'mirrorhub is running: a hub cluster and two EKS followers in two AWS accounts (emulated). In another terminal:',
+    'mirrorhub is running: a hub cluster and two EKS followers in two AWS accounts (emulated).',
+    '',
+    `  Dashboard: http://127.0.0.1:${hubPort}/`,
+    `  sign in with this token (ServiceAccount ${SYSTEM_NS}/dashboard-viewer, valid 24 h):`,
+    `  ${viewerToken}`,
+    '',
+    'In another terminal:',
     '',
     `  export KUBECONFIG=${hub.kubeconfigPath}`,
     `  alias kubectl=${kit.kubectl}`,
