@@ -12,6 +12,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
+import { openViewers, viewerToken, type ViewerStats } from './dashboard.js';
 import { startOneCluster, until } from './procs.js';
 import {
   apiRequestCounts,
@@ -51,6 +52,8 @@ export interface EngineBenchResult {
   /** Peak resident set over the whole run (VmHWM: start-up, fan-out and bursts included). */
   peakRss: { hub: number; agent: number };
   steadyPerMinute: ApiCounts;
+  /** 5 dashboards open through source updates: what they fetched, and the hub's RSS then. */
+  dashboard: ViewerStats & { hubRssMb: number; updates: number };
 }
 
 const SYSTEM_NS = 'mirrorhub-system';
@@ -237,6 +240,38 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     await addNoise(o.noiseEnd);
     await sleep(10_000);
     await rssAt(`${o.noiseEnd} unrelated Secrets`);
+
+    // The dashboard on the same hub: 5 viewers hold the event stream open and fetch the whole
+    // snapshot (200 mirrors, every count) on each change, while sources change every 2 s.
+    const dashboardUpdates = 10;
+    log(`5 dashboards open through ${dashboardUpdates} source updates`);
+    const viewers = await openViewers(
+      `http://127.0.0.1:${hubPort}`,
+      await viewerToken(kc, SYSTEM_NS),
+      5,
+    );
+    for (let k = 0; k < dashboardUpdates; k++) {
+      const i = k % o.mirrors;
+      const cur = await core.readNamespacedSecret({ name: `src-${i}`, namespace: SRC_NS });
+      await core.replaceNamespacedSecret({
+        name: `src-${i}`,
+        namespace: SRC_NS,
+        body: {
+          ...cur,
+          data: undefined,
+          stringData: { 'tls.crt': certLike(i, 1000 + k), 'tls.key': 'k'.repeat(1700) },
+        },
+      });
+      await sleep(2_000);
+    }
+    await sleep(5_000);
+    const withViewers = `${o.noiseEnd} unrelated Secrets, 5 dashboards open`;
+    await rssAt(withViewers);
+    const viewerStats = await viewers.stop();
+    log(
+      `dashboard: ${viewerStats.fetches} snapshots (${(viewerStats.snapshotBytes / 1024).toFixed(0)} KB each) ` +
+        `p50 ${fmtMs(viewerStats.fetchP50Ms)} p99 ${fmtMs(viewerStats.fetchP99Ms)}, ${viewerStats.changes} changes streamed`,
+    );
     const peakRss = { hub: peakRssMb(hub.pid!), agent: peakRssMb(agent.pid!) };
     log(`peak RSS: hub ${peakRss.hub.toFixed(0)} MB, agent ${peakRss.agent.toFixed(0)} MB`);
 
@@ -259,6 +294,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       rss,
       peakRss,
       steadyPerMinute,
+      dashboard: { ...viewerStats, hubRssMb: rss.hub[withViewers]!, updates: dashboardUpdates },
     };
   } finally {
     for (const p of procs) p.kill('SIGTERM');

@@ -311,6 +311,8 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `| hub RSS, max | ${hubMax.toFixed(0)} MB | < 120 MB: ${ok(hubMax < 120)} |`,
     `| agent RSS, max | ${agentMax.toFixed(0)} MB | < 80 MB: ${ok(agentMax < 80)} |`,
     `| peak RSS during the run (VmHWM: start-up, fan-out and bursts included): hub / agent | ${r.peakRss.hub.toFixed(0)} MB / ${r.peakRss.agent.toFixed(0)} MB | |`,
+    `| hub RSS with the dashboard on and ${r.dashboard.viewers} viewers connected through ${r.dashboard.updates} source updates | ${r.dashboard.hubRssMb.toFixed(0)} MB | < 120 MB: ${ok(r.dashboard.hubRssMb < 120)} |`,
+    `| dashboard snapshot (${o.mirrors} mirrors, ${(r.dashboard.snapshotBytes / 1024).toFixed(0)} KB): fetches p50 / p99 (${r.dashboard.fetches} fetches, ${r.dashboard.changes} changes streamed) | ${fmtMs(r.dashboard.fetchP50Ms)} / ${fmtMs(r.dashboard.fetchP99Ms)} | |`,
     '',
     '| unrelated Secrets in the cluster | hub RSS | agent RSS |',
     '| --- | --- | --- |',
