@@ -207,6 +207,7 @@ describe('charts, rendered', () => {
       MIRRORHUB_REQUIRE_ACCEPTANCE: 'false',
       MIRRORHUB_SERVICE_ACCOUNT: 'mirrorhub-hub',
       MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS: 'false',
+      MIRRORHUB_DASHBOARD: 'true',
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
@@ -346,6 +347,27 @@ describe('charts, rendered', () => {
     expect(deploymentEnv(only(await render(HUB_CHART, on), 'Deployment'), 'p')).toMatchObject({
       MIRRORHUB_VAULT_SERVICE_ACCOUNT_TOKENS: 'true',
     });
+  });
+
+  it('hub: the dashboard may ask TokenReview and SubjectAccessReview, and neither without it', async () => {
+    const reviewRules = async (args: string[]) =>
+      (
+        only<V1ClusterRole>(await render(HUB_CHART, args), 'ClusterRole', 'mirrorhub-hub').rules ??
+        []
+      ).filter((r) => r.resources?.some((x) => x.endsWith('reviews')));
+    expect(await reviewRules(HUB_REQUIRED)).toEqual([
+      { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      {
+        apiGroups: ['authorization.k8s.io'],
+        resources: ['subjectaccessreviews'],
+        verbs: ['create'],
+      },
+    ]);
+    const off = await render(HUB_CHART, [...HUB_REQUIRED, '--set', 'dashboard.enabled=false']);
+    expect(deploymentEnv(only<V1Deployment>(off, 'Deployment'), 'p')['MIRRORHUB_DASHBOARD']).toBe(
+      'false',
+    );
+    expect(await reviewRules([...HUB_REQUIRED, '--set', 'dashboard.enabled=false'])).toEqual([]);
   });
 
   it("the hub has the same rights in its own cluster's agent namespace as in every follower's", async () => {
@@ -909,6 +931,10 @@ describe('charts, installed on real API servers', () => {
 
   it('installs with CRDs, workloads, ServiceAccounts and RBAC, and prints its next steps', async () => {
     expect(installed.hub).toContain('STATUS: deployed');
+    // How to reach the dashboard: the leader pod, named by the Lease.
+    expect(installed.hub).toContain(
+      `kubectl -n ${NS} port-forward pod/$(kubectl -n ${NS} get lease mirrorhub-hub`,
+    );
     expect(installed.hub).toContain(
       `IRSA: the ServiceAccount mirrorhub-hub is annotated with ${ROLE_ARN}`,
     );
@@ -1142,6 +1168,13 @@ describe('charts, installed on real API servers', () => {
           allow('patch', 'vaultconnections', { ...MH, namespace: 'team-a', subresource: 'status' }),
           allow('patch', 'clustervaultconnections', { ...MH, subresource: 'status' }),
           allow('get', 'namespaces', { name: 'team-a' }),
+          // The dashboard: who a viewer is and what it may list; the answers grant nothing.
+          allow('create', 'tokenreviews', { group: 'authentication.k8s.io' }),
+          allow('create', 'subjectaccessreviews', { group: 'authorization.k8s.io' }),
+          deny('create', 'localsubjectaccessreviews', {
+            group: 'authorization.k8s.io',
+            namespace: 'team-a',
+          }),
           allow('create', 'serviceaccounts', {
             subresource: 'token',
             namespace: NS,
