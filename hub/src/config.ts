@@ -34,6 +34,8 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * ServiceAccounts connections name; needs cluster-wide serviceaccounts/token create).
  *
  * Dashboard: MIRRORHUB_DASHBOARD ("false": do not serve the dashboard on PORT; default true).
+ * POD_NAME (the chart sets it from the downward API) also lets a standby find the leader's pod
+ * and pass dashboard requests to it.
  */
 export function configFromEnv(env: Record<string, string | undefined>): EnvConfig {
   const namespace = env['MIRRORHUB_NAMESPACE']?.trim() || 'mirrorhub-system';
@@ -60,8 +62,10 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
   if (dashboard !== '' && dashboard !== 'true' && dashboard !== 'false') {
     throw new Error(`MIRRORHUB_DASHBOARD must be true or false; got "${dashboard}"`);
   }
+  const podName = env['POD_NAME']?.trim();
   return {
     ...(dashboard === 'false' ? { dashboard: false } : {}),
+    ...(podName ? { podName } : {}),
     ...(sa ? { serviceAccount: { namespace, name: sa } } : {}),
     ...(saTokens === 'true' ? { vaultServiceAccountTokens: true } : {}),
     signingKey: signingKeyFrom(env),

@@ -31,6 +31,7 @@ import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
 import { USER_AGENT } from '@mirrorhub/shared/contract';
 import { DashboardFeed, RecentEvents } from './dashboard/feed.js';
+import { podLeaderLocator, type LeaderLocator } from './dashboard/proxy.js';
 import { serveDashboard, type Dashboard } from './dashboard/server.js';
 import type { ViewInput } from './dashboard/view.js';
 
@@ -70,6 +71,13 @@ export interface HubConfig {
   dashboard?: boolean;
   /** Dashboard: how long a token's review is trusted (default 30 s). */
   dashboardAuthTtlMs?: number;
+  /**
+   * This replica's pod (POD_NAME): a standby finds the leader's pod (same Deployment) and passes
+   * dashboard API requests to it, so a Service or Ingress in front of every replica works.
+   */
+  podName?: string;
+  /** Where the leader's dashboard is, by Lease holder (default: from podName's pods). */
+  dashboardLeader?: LeaderLocator;
   /** Mirrors reconciled at once (default 4). */
   concurrency?: number;
   /** Writes in flight at once per cluster (default 4). */
@@ -182,6 +190,16 @@ export function createHub(config: HubConfig): Hub {
   const recentEvents = new RecentEvents();
   let dashboard: Dashboard | undefined;
   let leaderIdentity: string | undefined;
+  const locateLeader: LeaderLocator | undefined =
+    config.dashboardLeader ??
+    (config.podName && config.healthPort
+      ? podLeaderLocator({
+          rest,
+          namespace,
+          selfPod: config.podName,
+          port: config.healthPort,
+        })
+      : undefined);
 
   let server: HealthServer | undefined;
   let elector: LeaderElector | undefined;
@@ -344,7 +362,16 @@ export function createHub(config: HubConfig): Hub {
           hub: { cluster: clusterName, version: config.version },
           logger: log,
           viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
-          source: { input: dashboardInput, leader: () => running },
+          identity: config.identity,
+          source: {
+            input: dashboardInput,
+            leader: () => running,
+            leaderUrl: async () => {
+              const holder = leaderIdentity;
+              if (!holder || holder === config.identity || running) return undefined;
+              return locateLeader?.(holder);
+            },
+          },
           ...(config.dashboardAuthTtlMs !== undefined
             ? { authTtlMs: config.dashboardAuthTtlMs }
             : {}),

@@ -370,6 +370,44 @@ describe('charts, rendered', () => {
     expect(await reviewRules([...HUB_REQUIRED, '--set', 'dashboard.enabled=false'])).toEqual([]);
   });
 
+  it('hub: an Ingress to the dashboard only when asked, with its host and TLS Secret', async () => {
+    expect((await render(HUB_CHART, HUB_REQUIRED)).filter((o) => o.kind === 'Ingress')).toEqual([]);
+    const on = [...HUB_REQUIRED, '--set', 'dashboard.ingress.enabled=true'];
+    expect(await helmFails(['template', 'mirrorhub', HUB_CHART, '--namespace', NS, ...on])).toMatch(
+      /dashboard\.ingress\.host is required/,
+    );
+    const ing = only<{ spec: Record<string, unknown> }>(
+      await render(HUB_CHART, [
+        ...on,
+        '--set',
+        'dashboard.ingress.host=mirrorhub.example.com',
+        '--set',
+        'dashboard.ingress.tlsSecretName=mirrorhub-tls',
+        '--set',
+        'dashboard.ingress.className=nginx',
+      ]),
+      'Ingress',
+    );
+    expect(ing.spec).toEqual({
+      ingressClassName: 'nginx',
+      tls: [{ hosts: ['mirrorhub.example.com'], secretName: 'mirrorhub-tls' }],
+      rules: [
+        {
+          host: 'mirrorhub.example.com',
+          http: {
+            paths: [
+              {
+                path: '/',
+                pathType: 'Prefix',
+                backend: { service: { name: 'mirrorhub-hub', port: { name: 'http' } } },
+              },
+            ],
+          },
+        },
+      ],
+    });
+  });
+
   it("the hub has the same rights in its own cluster's agent namespace as in every follower's", async () => {
     const hubDelivery = only<V1Role>(
       await render(HUB_CHART, HUB_REQUIRED),
@@ -1171,6 +1209,10 @@ describe('charts, installed on real API servers', () => {
           // The dashboard: who a viewer is and what it may list; the answers grant nothing.
           allow('create', 'tokenreviews', { group: 'authentication.k8s.io' }),
           allow('create', 'subjectaccessreviews', { group: 'authorization.k8s.io' }),
+          // A standby finds the leader's pod IP (dashboard behind a Service or Ingress).
+          allow('get', 'pods', { namespace: NS, name: 'mirrorhub-hub-abc' }),
+          deny('list', 'pods', { namespace: NS }),
+          deny('get', 'pods', { namespace: 'team-a', name: 'app' }),
           deny('create', 'localsubjectaccessreviews', {
             group: 'authorization.k8s.io',
             namespace: 'team-a',

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import type { Gauge, HealthServer, Logger } from '@mirrorhub/shared/runtime/index';
 import type { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { bearerToken, ViewerAuth, type AuthResult } from './auth.js';
+import { proxy, VIA_HEADER } from './proxy.js';
 import type { DashboardFeed } from './feed.js';
 import type { ApiError, Snapshot } from './types.js';
 import {
@@ -50,6 +51,8 @@ export interface DashboardSource {
   /** What the views are computed from, or why there is nothing (standing by, not synced). */
   input(): ViewInput | string;
   leader(): boolean;
+  /** A standby: the leader's dashboard to pass API requests to (proxy.ts), if it is known. */
+  leaderUrl?(): Promise<string | undefined>;
 }
 
 export interface DashboardOptions {
@@ -58,6 +61,8 @@ export interface DashboardOptions {
   source: DashboardSource;
   feed: DashboardFeed;
   hub: { cluster: string; version: string };
+  /** This replica, in the header of requests it passes to the leader. */
+  identity: string;
   logger?: Logger;
   /** Open event streams (a gauge, `dashboard_viewers`). */
   viewers?: Gauge;
@@ -157,7 +162,19 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
     }
     const input = opts.source.input();
     if (typeof input === 'string') {
-      json(res, 503, { error: input });
+      // A standby passes the request to the leader (once: never from one standby to another).
+      const leader =
+        req.headers[VIA_HEADER] === undefined
+          ? await opts.source.leaderUrl?.().catch((err: unknown) => {
+              opts.logger?.warn({ err }, 'cannot find the leader for a dashboard request');
+              return undefined;
+            })
+          : undefined;
+      if (leader) {
+        proxy(leader, req, res, opts.identity, (message) => opts.logger?.warn(message));
+      } else {
+        json(res, 503, { error: input });
+      }
       return undefined;
     }
     const namespaces = new Set<string>();

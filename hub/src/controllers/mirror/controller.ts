@@ -38,11 +38,7 @@ import {
 } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import {
-  Reconciler,
-  StatusWriter,
-  type ControllerEvent,
-} from '@mirrorhub/shared/controller/index';
+import { Reconciler, StatusWriter, type ControllerEvent } from '@mirrorhub/shared/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { ClusterConnection } from '../delivery/controller.js';

@@ -1,0 +1,168 @@
+// Two hub replicas behind one Service: whichever answers, the viewer gets the leader's dashboard.
+// The standby passes API requests (the event stream too) to the leader, found from the Lease
+// holder and that pod's IP; a pod that is not one of the Deployment's replicas is never used.
+import { CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createHub, type Hub } from '@mirrorhub/hub/hub';
+import { podLeaderLocator } from '@mirrorhub/hub/dashboard/proxy';
+import type { Snapshot } from '@mirrorhub/hub/dashboard/types';
+import { RestClient } from '@mirrorhub/shared/k8s/rest';
+import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
+
+import { Engine, secretMirror, SYSTEM_NS } from '../support/engine.js';
+import { eventually } from '../support/eventually.js';
+
+const LEADER = 'hub-0_0000aaaa';
+const STANDBY = 'hub-1_0000bbbb';
+const ELECTION = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
+
+describe('the dashboard behind a Service with two hub replicas', () => {
+  let e: Engine;
+  let standby: Hub | undefined;
+  let token: string;
+  const ports = new Map<string, number>();
+  const locate = async (holder: string) => {
+    const port = ports.get(holder);
+    return port ? `http://127.0.0.1:${port}` : undefined;
+  };
+
+  async function snapshot(port: number): Promise<{ status: number; body: Snapshot }> {
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/snapshot`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    return { status: res.status, body: (await res.json()) as Snapshot };
+  }
+
+  beforeAll(async () => {
+    e = await Engine.start({
+      hub: {
+        identity: LEADER,
+        leaderElection: ELECTION,
+        healthPort: 0,
+        healthHost: '127.0.0.1',
+        dashboardLeader: locate,
+      },
+    });
+    ports.set(LEADER, e.hub!.port!);
+    standby = createHub(e.hubConfig({ identity: STANDBY }));
+    await standby.start();
+    ports.set(STANDBY, standby.port!);
+    expect(standby.isLeader()).toBe(false);
+    const core = e.kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedServiceAccount({
+      namespace: SYSTEM_NS,
+      body: { metadata: { name: 'default' } },
+    });
+    // The kit's admin may do anything: its token is a cluster-wide viewer's. A ServiceAccount
+    // bound to cluster-admin stands in for it (bound tokens are what TokenReview checks).
+    await e.kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+      body: {
+        metadata: { name: 'dashboard-standby-viewer' },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: 'cluster-admin',
+        },
+        subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: SYSTEM_NS }],
+      },
+    });
+    token = (
+      await core.createNamespacedServiceAccountToken({
+        namespace: SYSTEM_NS,
+        name: 'default',
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      })
+    ).status!.token!;
+    await e.ensureNamespace('src');
+    await e.ensureNamespace('team-1');
+    await e.putSecret('src', 'app', { k: 'v' });
+    await e.applyMirror(
+      secretMirror('src', 'app', {
+        source: { kind: 'Secret', name: 'app' },
+        destination: { namespaces: ['team-.+'] },
+      }),
+    );
+    await e.mirrorStatus('SecretMirror', 'app', 'src', (m) =>
+      expect(m.status?.phase).toBe('Active'),
+    );
+  });
+
+  afterAll(async () => {
+    await standby?.stop();
+    await e?.stop();
+  });
+
+  it("answers through the standby with the leader's caches, and streams its changes", async () => {
+    const direct = await snapshot(ports.get(LEADER)!);
+    const via = await snapshot(ports.get(STANDBY)!);
+    expect(via.status).toBe(200);
+    expect(via.body.hub.leader).toBe(true); // the leader's answer
+    expect(via.body.mirrors).toEqual(direct.body.mirrors);
+
+    const ctrl = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${ports.get(STANDBY)}/api/v1/watch`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: ctrl.signal,
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let text = '';
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        text += new TextDecoder().decode(value);
+      }
+    })().catch(() => undefined);
+    await e.ensureNamespace('team-2'); // a new copy: news for every open dashboard
+    await eventually(() => expect(text.match(/event: changed/g)?.length ?? 0).toBeGreaterThan(1));
+    ctrl.abort();
+    await reading;
+
+    // Without a token the standby answers itself: nothing is passed on unauthenticated.
+    const anon = await fetch(`http://127.0.0.1:${ports.get(STANDBY)}/api/v1/snapshot`);
+    expect(anon.status).toBe(401);
+  });
+
+  it('serves from its own caches once it leads', async () => {
+    await e.stopHub();
+    await eventually(() => expect(standby!.isLeader()).toBe(true), { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        const s = await snapshot(ports.get(STANDBY)!);
+        expect(s.status).toBe(200);
+        expect(s.body.mirrors.map((m) => m.key)).toEqual(['SecretMirror/src/app']);
+      },
+      { timeoutMs: 30_000 },
+    );
+  });
+
+  it('finds the leader pod only among the replicas of its own Deployment', async () => {
+    const core = e.kc.makeApiClient(CoreV1Api);
+    const app = { 'app.kubernetes.io/name': 'mirrorhub-hub', 'app.kubernetes.io/instance': 'mh' };
+    const pod = async (name: string, labels: Record<string, string>, ip: string) => {
+      const body: V1Pod = {
+        metadata: { name, labels },
+        spec: { containers: [{ name: 'hub', image: 'mirrorhub' }] },
+      };
+      await core.createNamespacedPod({ namespace: SYSTEM_NS, body });
+      await core.patchNamespacedPodStatus(
+        { namespace: SYSTEM_NS, name, body: { status: { podIP: ip, podIPs: [{ ip }] } } },
+        mergePatchOptions(),
+      );
+    };
+    await pod('hub-a', app, '10.1.0.1');
+    await pod('hub-b', app, '10.1.0.2');
+    await pod('intruder', { 'app.kubernetes.io/name': 'mirrorhub-hub' }, '10.9.9.9');
+    const rest = new RestClient(e.kc);
+    try {
+      const locate = podLeaderLocator({ rest, namespace: SYSTEM_NS, selfPod: 'hub-a', port: 8080 });
+      expect(await locate('hub-b_0123abcd')).toBe('http://10.1.0.2:8080');
+      expect(await locate('intruder_0123abcd')).toBeUndefined();
+      expect(await locate('gone_0123abcd')).toBeUndefined();
+    } finally {
+      rest.close();
+    }
+  });
+});
