@@ -4,7 +4,7 @@
 import { constants as fsConstants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { cacheDir, progress, runLogged, which, withFileLock } from './cache.js';
+import { aptInstall } from './apt.js';
 
 const ENV_VAR = 'MIRRORHUB_CHROMIUM';
 /** Where Debian's `chromium` package puts its launcher. */
@@ -58,41 +58,16 @@ export async function ensureChromium(opts: EnsureChromiumOptions = {}): Promise<
   const systemPath = opts.systemPath ?? DEBIAN_CHROMIUM;
   if (await isExecutableFile(systemPath)) return systemPath;
 
-  const install = `apt-get install -y --no-install-recommends ${PACKAGE}`;
-  const aptGet = which('apt-get');
-  if (!aptGet) {
-    throw new Error(
-      `Chromium not found at ${systemPath} and apt-get is not available: install Chromium (or Chrome) and set ${ENV_VAR} to its executable`,
-    );
-  }
-  if (process.getuid?.() !== 0) {
-    throw new Error(
-      `Chromium not found at ${systemPath}: run \`sudo apt-get update && sudo apt-get install -y ${PACKAGE}\` or set ${ENV_VAR} to a Chromium or Chrome executable`,
-    );
-  }
-  await fs.mkdir(cacheDir(), { recursive: true });
-  const logFile = path.join(cacheDir(), 'chromium-apt.log');
-  await withFileLock(
-    path.join(cacheDir(), 'chromium-apt.lock'),
-    'installing Chromium',
-    async () => {
-      if (await isExecutableFile(systemPath)) return;
-      progress(`installing Chromium with apt-get (once, ~1 min; log: ${logFile})...`);
-      const started = Date.now();
-      const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-      const hint = `run \`apt-get update && ${install}\` yourself or set ${ENV_VAR}`;
-      const installArgs = ['install', '-y', '--no-install-recommends', PACKAGE];
-      try {
-        // The package lists are usually fresh enough; only refresh them when that is not so.
-        await runLogged(aptGet, installArgs, { logFile, env, timeoutMs: 15 * 60_000, hint });
-      } catch {
-        progress('apt-get install failed with the current package lists: running apt-get update');
-        await runLogged(aptGet, ['update'], { logFile, env, timeoutMs: 10 * 60_000, hint });
-        await runLogged(aptGet, installArgs, { logFile, env, timeoutMs: 15 * 60_000, hint });
-      }
-      progress(`Chromium installed in ${((Date.now() - started) / 1000).toFixed(0)}s`);
-    },
-  );
+  const logFile = await aptInstall({
+    pkg: PACKAGE,
+    name: 'Chromium',
+    envVar: ENV_VAR,
+    missing: `Chromium not found at ${systemPath}`,
+    manual: `install Chromium (or Chrome) and set ${ENV_VAR} to its executable`,
+    envTarget: 'a Chromium or Chrome executable',
+    installed: () => isExecutableFile(systemPath),
+    base: 'chromium',
+  });
   if (!(await isExecutableFile(systemPath))) {
     throw new Error(
       `apt-get installed ${PACKAGE} but ${systemPath} is not an executable: see ${logFile} or set ${ENV_VAR}`,

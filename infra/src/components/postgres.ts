@@ -7,19 +7,17 @@ import * as fs from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { aptInstall } from './apt.js';
 import {
-  cacheDir,
   findFreePort,
   onExit,
   pickEnv,
-  progress,
   removeDirSync,
   runCapture,
   runLogged,
   startService,
   waitFor,
   which,
-  withFileLock,
 } from './cache.js';
 
 const ENV_VAR = 'MIRRORHUB_PG_BIN';
@@ -91,39 +89,17 @@ export async function ensurePostgres(): Promise<PostgresBins> {
   const found = findDebianPostgres();
   if (found) return describe(found);
 
-  const install = 'apt-get install -y --no-install-recommends postgresql';
-  const aptGet = which('apt-get');
-  if (!aptGet) {
-    throw new Error(
-      `PostgreSQL server binaries not found in ${DEBIAN_ROOT}/<version>/bin and apt-get is not available: install a PostgreSQL server and set ${ENV_VAR} to the directory holding initdb and postgres`,
-    );
-  }
-  if (process.getuid?.() !== 0) {
-    throw new Error(
-      `PostgreSQL server binaries not found in ${DEBIAN_ROOT}/<version>/bin: run \`sudo apt-get update && sudo ${install}\` or set ${ENV_VAR} to the directory holding initdb and postgres`,
-    );
-  }
-  await fs.mkdir(cacheDir(), { recursive: true });
-  const logFile = path.join(cacheDir(), 'postgresql-apt.log');
-  await withFileLock(
-    path.join(cacheDir(), 'postgresql-apt.lock'),
-    'installing PostgreSQL',
-    async () => {
-      if (findDebianPostgres()) return;
-      progress(`installing PostgreSQL with apt-get (once, ~1 min; log: ${logFile})...`);
-      const started = Date.now();
-      const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-      const hint = `run \`apt-get update && ${install}\` yourself or set ${ENV_VAR}`;
-      await runLogged(aptGet, ['update'], { logFile, env, timeoutMs: 10 * 60_000, hint });
-      await runLogged(aptGet, ['install', '-y', '--no-install-recommends', 'postgresql'], {
-        logFile,
-        env,
-        timeoutMs: 15 * 60_000,
-        hint,
-      });
-      progress(`PostgreSQL installed in ${((Date.now() - started) / 1000).toFixed(0)}s`);
-    },
-  );
+  const logFile = await aptInstall({
+    pkg: 'postgresql',
+    name: 'PostgreSQL',
+    envVar: ENV_VAR,
+    missing: `PostgreSQL server binaries not found in ${DEBIAN_ROOT}/<version>/bin`,
+    manual: `install a PostgreSQL server and set ${ENV_VAR} to the directory holding initdb and postgres`,
+    envTarget: 'the directory holding initdb and postgres',
+    userInstall: 'apt-get install -y --no-install-recommends postgresql',
+    installed: () => findDebianPostgres() !== undefined,
+    base: 'postgresql',
+  });
   const installed = findDebianPostgres();
   if (!installed) {
     throw new Error(
