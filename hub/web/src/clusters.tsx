@@ -2,7 +2,7 @@
 
 import { useState } from 'preact/hooks';
 import type { ClusterRow, Snapshot } from '../../src/dashboard/types.js';
-import { Empty, Labels, span, Until, YesNo } from './ui.js';
+import { Empty, LabelKeySelect, Labels, span, Until, YesNo } from './ui.js';
 
 /** Credentials that expire within this are shown amber. */
 const EXPIRY_SOON_MS = 10 * 60_000;
@@ -132,21 +132,7 @@ export function ClustersPage({
         <p class="note">Your identity may not list MirrorClusters: cluster details are limited.</p>
       )}
       <div class="toolbar">
-        <label>
-          Group by{' '}
-          <select
-            name="groupBy"
-            value={groupBy}
-            onChange={(e) => setGroupBy(e.currentTarget.value)}
-          >
-            <option value="">(none)</option>
-            {keys.map((k) => (
-              <option key={k} value={k}>
-                {k}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LabelKeySelect label="Group by" keys={keys} value={groupBy} onChange={setGroupBy} />
         <label>
           Filter{' '}
           <input

@@ -3,7 +3,7 @@
 
 import type { CellState, Matrix, MatrixCell } from '../../src/dashboard/types.js';
 import { mirrorHref } from './route.js';
-import { Empty } from './ui.js';
+import { Empty, LabelKeySelect } from './ui.js';
 
 const LEGEND: [CellState, string][] = [
   ['synced', 'every selected namespace has the current copy'],
@@ -46,21 +46,12 @@ export function MatrixPage({
     <section class="page matrix">
       <h1>Matrix</h1>
       <div class="toolbar">
-        <label>
-          Group clusters by{' '}
-          <select
-            name="groupBy"
-            value={matrix.groupBy}
-            onChange={(e) => onGroupBy(e.currentTarget.value || undefined)}
-          >
-            <option value="">(none)</option>
-            {keys.map((k) => (
-              <option key={k} value={k}>
-                {k}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LabelKeySelect
+          label="Group clusters by"
+          keys={keys}
+          value={matrix.groupBy}
+          onChange={(k) => onGroupBy(k || undefined)}
+        />
         <ul class="legend" data-testid="legend">
           {LEGEND.map(([state, text]) => (
             <li key={state} title={text}>

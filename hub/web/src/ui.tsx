@@ -85,6 +85,33 @@ export function Labels({ labels }: { labels: Record<string, string> }) {
   );
 }
 
+/** `<label>` + `<select name="groupBy">` of label keys, with a "(none)" option for the empty value. */
+export function LabelKeySelect({
+  keys,
+  value,
+  onChange,
+  label,
+}: {
+  keys: readonly string[];
+  value: string;
+  onChange: (key: string) => void;
+  label: string;
+}) {
+  return (
+    <label>
+      {label}{' '}
+      <select name="groupBy" value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">(none)</option>
+        {keys.map((k) => (
+          <option key={k} value={k}>
+            {k}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="empty">{children}</p>;
 }
