@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -31,6 +30,11 @@ import {
   secretMirror,
   SYSTEM_NS,
 } from './support/multicluster.js';
+import {
+  clusterViewerToken,
+  namespaceViewerToken,
+  serviceAccountToken,
+} from './support/viewers.js';
 
 const SECRET = 'dashboard-secret-value-7f3a9c';
 const TEAM_SECRET = 'team-a-password-51e2';
@@ -38,66 +42,6 @@ const SHOTS =
   process.env['MIRRORHUB_UPDATE_SCREENSHOTS'] === '1'
     ? join(dirname(fileURLToPath(import.meta.url)), '../../docs/images')
     : mkdtempSync(join(tmpdir(), 'mirrorhub-shots-'));
-
-async function token(kc: KubeConfig, namespace: string, name: string): Promise<string> {
-  const core = kc.makeApiClient(CoreV1Api);
-  await core
-    .createNamespacedServiceAccount({ namespace, body: { metadata: { name } } })
-    .catch((err: { code?: number }) => {
-      if (err.code !== 409) throw err;
-    });
-  const tr = await core.createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  return tr.status!.token!;
-}
-
-/** A ClusterRole to list every mirrorhub resource, and a Role to list team-a's SecretMirrors. */
-async function viewerRbac(kc: KubeConfig): Promise<void> {
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createClusterRole({
-    body: {
-      metadata: { name: 'mirrorhub-viewer' },
-      rules: [
-        {
-          apiGroups: ['mirrorhub.io'],
-          resources: ['secretmirrors', 'clustersecretmirrors', 'mirrorclusters'],
-          verbs: ['get', 'list', 'watch'],
-        },
-      ],
-    },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name: 'mirrorhub-viewer' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: 'mirrorhub-viewer',
-      },
-      subjects: [{ kind: 'ServiceAccount', name: 'platform', namespace: SYSTEM_NS }],
-    },
-  });
-  await rbac.createNamespacedRole({
-    namespace: 'team-a',
-    body: {
-      metadata: { name: 'mirror-viewer' },
-      rules: [
-        { apiGroups: ['mirrorhub.io'], resources: ['secretmirrors'], verbs: ['get', 'list'] },
-      ],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: 'team-a',
-    body: {
-      metadata: { name: 'mirror-viewer' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'mirror-viewer' },
-      subjects: [{ kind: 'ServiceAccount', name: 'lead', namespace: 'team-a' }],
-    },
-  });
-}
 
 describe('the hub dashboard in a browser', () => {
   let m: MultiCluster;
@@ -162,9 +106,8 @@ describe('the hub dashboard in a browser', () => {
         }),
       );
     }
-    await viewerRbac(m.kc(HUB));
-    platform = await token(m.kc(HUB), SYSTEM_NS, 'platform');
-    lead = await token(m.kc(HUB), 'team-a', 'lead');
+    platform = await clusterViewerToken(m.kc(HUB), SYSTEM_NS, 'platform');
+    lead = await namespaceViewerToken(m.kc(HUB), 'team-a', 'lead');
     await m.mirrorStatus(
       'ClusterSecretMirror',
       'wildcard-tls',
@@ -196,7 +139,7 @@ describe('the hub dashboard in a browser', () => {
     expect(garbage.status).toBe(401);
     expect(garbage.body.error).toMatch(/not accepted by the hub cluster/);
     // A bound token stops being valid once its ServiceAccount is gone.
-    const gone = await token(m.kc(HUB), SYSTEM_NS, 'leaver');
+    const gone = await serviceAccountToken(m.kc(HUB), SYSTEM_NS, 'leaver');
     expect((await api('/api/v1/snapshot', gone)).status).toBe(200);
     await m.core(HUB).deleteNamespacedServiceAccount({ namespace: SYSTEM_NS, name: 'leaver' });
     await eventually(async () => expect((await api('/api/v1/snapshot', gone)).status).toBe(401), {

@@ -3,8 +3,6 @@
  * fetches the snapshot again on every `changed` (one fetch in flight at most). They sign in with
  * a ServiceAccount token that may list every mirror and cluster, so each sees everything.
  */
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-
 import { percentile } from './util.js';
 
 export interface ViewerStats {
@@ -20,39 +18,6 @@ export interface ViewerStats {
 
 export interface Viewers {
   stop(): Promise<ViewerStats>;
-}
-
-/** A token of a ServiceAccount that may list every mirrorhub resource. */
-export async function viewerToken(kc: KubeConfig, namespace: string): Promise<string> {
-  const name = 'bench-dashboard-viewer';
-  const core = kc.makeApiClient(CoreV1Api);
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  await rbac.createClusterRole({
-    body: {
-      metadata: { name },
-      rules: [
-        {
-          apiGroups: ['mirrorhub.io'],
-          resources: ['secretmirrors', 'clustersecretmirrors', 'mirrorclusters'],
-          verbs: ['list'],
-        },
-      ],
-    },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    },
-  });
-  const tr = await core.createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  return tr.status!.token!;
 }
 
 export async function openViewers(base: string, token: string, n: number): Promise<Viewers> {

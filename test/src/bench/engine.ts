@@ -12,7 +12,8 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
-import { openViewers, viewerToken, type ViewerStats } from './dashboard.js';
+import { clusterViewerToken } from '../support/viewers.js';
+import { openViewers, type ViewerStats } from './dashboard.js';
 import { startOneCluster, until } from './procs.js';
 import {
   apiRequestCounts,
@@ -95,6 +96,19 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     noise = upTo;
   };
   await addNoise(o.noiseStart);
+  /** A new certificate in source src-<i>: every copy of it changes. */
+  const updateSource = async (i: number, version: number) => {
+    const cur = await core.readNamespacedSecret({ name: `src-${i}`, namespace: SRC_NS });
+    await core.replaceNamespacedSecret({
+      name: `src-${i}`,
+      namespace: SRC_NS,
+      body: {
+        ...cur,
+        data: undefined,
+        stringData: { 'tls.crt': certLike(i, version), 'tls.key': 'k'.repeat(1700) },
+      },
+    });
+  };
 
   const { hub, agent, hubPort, agentPort, procs } = await startOneCluster(
     o.root,
@@ -211,16 +225,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       const targets = [...seen.entries()].filter(([key]) => key.endsWith(`/src-${i}`));
       const old = new Map(targets.map(([key, v]) => [key, v.hash]));
       const start = Date.now();
-      const cur = await core.readNamespacedSecret({ name: `src-${i}`, namespace: SRC_NS });
-      await core.replaceNamespacedSecret({
-        name: `src-${i}`,
-        namespace: SRC_NS,
-        body: {
-          ...cur,
-          data: undefined,
-          stringData: { 'tls.crt': certLike(i, k + 1), 'tls.key': 'k'.repeat(1700) },
-        },
-      });
+      await updateSource(i, k + 1);
       const changed = () =>
         [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
       await until(
@@ -247,21 +252,11 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     log(`5 dashboards open through ${dashboardUpdates} source updates`);
     const viewers = await openViewers(
       `http://127.0.0.1:${hubPort}`,
-      await viewerToken(kc, SYSTEM_NS),
+      await clusterViewerToken(kc, SYSTEM_NS, 'bench-viewer'),
       5,
     );
     for (let k = 0; k < dashboardUpdates; k++) {
-      const i = k % o.mirrors;
-      const cur = await core.readNamespacedSecret({ name: `src-${i}`, namespace: SRC_NS });
-      await core.replaceNamespacedSecret({
-        name: `src-${i}`,
-        namespace: SRC_NS,
-        body: {
-          ...cur,
-          data: undefined,
-          stringData: { 'tls.crt': certLike(i, 1000 + k), 'tls.key': 'k'.repeat(1700) },
-        },
-      });
+      await updateSource(k % o.mirrors, 1000 + k);
       await sleep(2_000);
     }
     await sleep(5_000);

@@ -10,12 +10,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  RbacAuthorizationV1Api,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 
 import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
 import { findFreePort } from '@mirrorhub/infra/components/cache';
@@ -27,6 +22,7 @@ import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 import { installCrds } from '../support/crds.js';
 import { prepareFollower, type FollowerAccess } from '../support/multicluster.js';
 import { eventually } from '../support/eventually.js';
+import { clusterViewerToken } from '../support/viewers.js';
 import { generateHubKeyPair } from '../support/signing.js';
 
 const root = resolve(import.meta.dirname, '../../..');
@@ -164,7 +160,8 @@ async function main(): Promise<void> {
       if (table.split('\n').filter((l) => / Active /.test(l)).length < 4)
         throw new Error('not Active yet');
     });
-    const viewerToken = await dashboardViewer(kc);
+    // A platform engineer's view: every mirror and cluster.
+    const viewerToken = await clusterViewerToken(kc, SYSTEM_NS, 'dashboard-viewer', 24 * 3600);
     // The dashboard answers that token with the samples before the guide points at it.
     await eventually(async () => {
       const res = await fetch(`http://127.0.0.1:${hubPort}/api/v1/snapshot`, {
@@ -427,44 +424,6 @@ async function kubectl(kit: Kit, args: string[]): Promise<string> {
     ...args,
   ]);
   return stdout;
-}
-
-/**
- * A ServiceAccount that may list every mirror and cluster (what a platform engineer's own
- * identity would grant), and a token of it to sign in to the dashboard with.
- */
-async function dashboardViewer(kc: KubeConfig): Promise<string> {
-  const name = 'dashboard-viewer';
-  await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({
-    namespace: SYSTEM_NS,
-    body: { metadata: { name } },
-  });
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createClusterRole({
-    body: {
-      metadata: { name },
-      rules: [
-        {
-          apiGroups: ['mirrorhub.io'],
-          resources: ['secretmirrors', 'clustersecretmirrors', 'mirrorclusters'],
-          verbs: ['get', 'list', 'watch'],
-        },
-      ],
-    },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: SYSTEM_NS }],
-    },
-  });
-  const tr = await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
-    namespace: SYSTEM_NS,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } },
-  });
-  return tr.status!.token!;
 }
 
 function printGuide(

@@ -1,7 +1,7 @@
 // Two hub replicas behind one Service: whichever answers, the viewer gets the leader's dashboard.
 // The standby passes API requests (the event stream too) to the leader, found from the Lease
 // holder and that pod's IP; a pod that is not one of the Deployment's replicas is never used.
-import { CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createHub, type Hub } from '@mirrorhub/hub/hub';
@@ -12,6 +12,7 @@ import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { Engine, secretMirror, SYSTEM_NS } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
+import { clusterViewerToken, serviceAccountToken } from '../support/viewers.js';
 
 const LEADER = 'hub-0_0000aaaa';
 const STANDBY = 'hub-1_0000bbbb';
@@ -49,31 +50,9 @@ describe('the dashboard behind a Service with two hub replicas', () => {
     await standby.start();
     ports.set(STANDBY, standby.port!);
     expect(standby.isLeader()).toBe(false);
-    const core = e.kc.makeApiClient(CoreV1Api);
-    await core.createNamespacedServiceAccount({
-      namespace: SYSTEM_NS,
-      body: { metadata: { name: 'default' } },
-    });
-    // The kit's admin may do anything: its token is a cluster-wide viewer's. A ServiceAccount
-    // bound to cluster-admin stands in for it (bound tokens are what TokenReview checks).
-    await e.kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
-      body: {
-        metadata: { name: 'dashboard-standby-viewer' },
-        roleRef: {
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'ClusterRole',
-          name: 'cluster-admin',
-        },
-        subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: SYSTEM_NS }],
-      },
-    });
-    token = (
-      await core.createNamespacedServiceAccountToken({
-        namespace: SYSTEM_NS,
-        name: 'default',
-        body: { spec: { audiences: [], expirationSeconds: 3600 } },
-      })
-    ).status!.token!;
+    // Pods need their namespace's default ServiceAccount (the kit runs no controller for it).
+    await serviceAccountToken(e.kc, SYSTEM_NS, 'default');
+    token = await clusterViewerToken(e.kc, SYSTEM_NS, 'viewer');
     await e.ensureNamespace('src');
     await e.ensureNamespace('team-1');
     await e.putSecret('src', 'app', { k: 'v' });
