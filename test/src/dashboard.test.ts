@@ -33,6 +33,7 @@ import {
 import {
   clusterViewerToken,
   namespaceViewerToken,
+  resignToken,
   serviceAccountToken,
 } from './support/viewers.js';
 
@@ -130,7 +131,7 @@ describe('the hub dashboard in a browser', () => {
     await m?.stop();
   });
 
-  it('refuses a request without a token, with a garbage token, and with a revoked one', async () => {
+  it('refuses a request without a token, with a garbage, a revoked or an expired token', async () => {
     const none = await api<{ error: string }>('/api/v1/snapshot', undefined);
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
@@ -145,6 +146,29 @@ describe('the hub dashboard in a browser', () => {
     await eventually(async () => expect((await api('/api/v1/snapshot', gone)).status).toBe(401), {
       timeoutMs: 20_000, // the review of the live token is trusted for dashboardAuthTtlMs
     });
+
+    // An expired token: the same claims signed with the API server's key, first as they are
+    // (accepted: the signing is right), then with an expiry an hour ago.
+    const key = join(m.kit.cluster(HUB).dir, 'pki/sa.key');
+    const live = await serviceAccountToken(m.kc(HUB), SYSTEM_NS, 'platform');
+    expect(
+      (
+        await api(
+          '/api/v1/snapshot',
+          resignToken(live, key, (c) => c),
+        )
+      ).status,
+    ).toBe(200);
+    const past = Math.floor(Date.now() / 1000) - 3600;
+    const expired = resignToken(live, key, (c) => ({
+      ...c,
+      iat: past - 600,
+      nbf: past - 600,
+      exp: past,
+    }));
+    const refused = await api<{ error: string }>('/api/v1/snapshot', expired);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toMatch(/expired/);
 
     const page = await browser.newPage();
     await signIn(page, 'not-a-token');

@@ -1,5 +1,8 @@
 // Identities that look at the hub dashboard: ServiceAccounts of the hub cluster with the RBAC a
 // platform engineer or a team lead would have, and bound tokens of them to sign in with.
+import { sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 
 const LIST_MIRRORHUB = {
@@ -75,4 +78,28 @@ export async function namespaceViewerToken(
     },
   });
   return serviceAccountToken(kc, namespace, name);
+}
+
+/**
+ * `token` (a bound ServiceAccount JWT) with its claims changed by `edit` and signed again with
+ * the API server's ServiceAccount signing key (`keyFile`, PEM): e.g. an expired token, which no
+ * TokenRequest can produce (its shortest lifetime is 10 minutes).
+ */
+export function resignToken(
+  token: string,
+  keyFile: string,
+  edit: (claims: Record<string, unknown>) => Record<string, unknown>,
+): string {
+  const [header, payload] = token.split('.');
+  const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')) as Record<
+    string,
+    unknown
+  >;
+  const body = `${header}.${Buffer.from(JSON.stringify(edit(claims))).toString('base64url')}`;
+  const { alg } = JSON.parse(Buffer.from(header!, 'base64url').toString('utf8')) as { alg: string };
+  if (alg !== 'ES256' && alg !== 'RS256') throw new Error(`resignToken: cannot sign ${alg}`);
+  // JWS ES256 signatures are r || s (IEEE P1363), not DER.
+  const key = { key: readFileSync(keyFile), dsaEncoding: 'ieee-p1363' as const };
+  const signature = sign('sha256', Buffer.from(body), key);
+  return `${body}.${signature.toString('base64url')}`;
 }
