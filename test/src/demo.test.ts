@@ -30,6 +30,7 @@ describe('the README demo', () => {
         /clustersecretmirror\.mirrorhub\.io\/registry-credentials +Secret +registry-credentials +\/team-\.\+\/ on env=prod .* Active +4\/4 /,
         // From OpenBao's KV v2 through the hub to both followers.
         /clustersecretmirror\.mirrorhub\.io\/api-credentials +Vault +secret\/demo\/api +\/team-\.\+\/ on env=prod .* Active +4\/4 /,
+        /^hub +InCluster +true +0\.1\.0 /m,
         /^follower-a +EKS +true +0\.1\.0 /m,
         /^follower-b +EKS +true +0\.1\.0 /m,
         /^openbao +http:\/\/127\.0\.0\.1:\d+ +token +true /m,

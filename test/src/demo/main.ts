@@ -112,6 +112,18 @@ async function main(): Promise<void> {
         MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
       }),
     );
+    // The hub's own cluster, registered as the chart's NOTES say (so the dashboard lists it).
+    await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
+      group: 'mirrorhub.io',
+      version: 'v1alpha1',
+      plural: 'mirrorclusters',
+      body: {
+        apiVersion: 'mirrorhub.io/v1alpha1',
+        kind: 'MirrorCluster',
+        metadata: { name: 'hub', labels: { env: 'management', region: 'eu' } },
+        spec: { inCluster: true, agentNamespace: SYSTEM_NS },
+      },
+    });
     for (const f of followers) {
       const a = access.get(f)!;
       await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
