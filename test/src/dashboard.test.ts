@@ -193,6 +193,10 @@ describe('the hub dashboard in a browser', () => {
     expect(snap.overview.copies.conflicts).toBe(1);
 
     const page = await browser.newPage();
+    // Console errors include CSP refusals: the page must run under its own policy.
+    const errors: string[] = [];
+    page.on('console', (msg) => msg.type() === 'error' && errors.push(msg.text()));
+    page.on('pageerror', (err) => errors.push(err.message));
     await signIn(page, platform);
     await expect.poll(() => page.textContent('[data-testid=overview-clusters]')).toContain('2/2');
     expect(await page.textContent('[data-testid=overview-agents]')).toContain('2/2');
@@ -203,6 +207,7 @@ describe('the hub dashboard in a browser', () => {
       .poll(() => page.locator('[data-testid=attention] li[data-kind=Conflict]').count())
       .toBe(1);
     await screenshot(page, join(SHOTS, 'dashboard-overview.png'));
+    expect(errors).toEqual([]);
     await page.close();
   });
 

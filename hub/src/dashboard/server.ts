@@ -308,6 +308,11 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
       serveAsset(req, res, path);
     });
   }
+  // Browsers ask for it on every page; no icon, and no 404 in their consoles.
+  server.route('/favicon.ico', (_req, res) => {
+    res.writeHead(204, { ...SECURITY_HEADERS, 'cache-control': 'max-age=86400' });
+    res.end();
+  });
   server.route('/api/v1/snapshot', snapshot);
   server.route('/api/v1/where', whereIs);
   server.route('/api/v1/watch', watch);
