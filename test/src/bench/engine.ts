@@ -11,6 +11,8 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
+import { corePath, RestClient } from '@mirrorhub/shared/k8s/rest';
+
 import { installCrds } from '../support/crds.js';
 import { clusterViewerToken } from '../support/viewers.js';
 import { openViewers, type ViewerStats } from './dashboard.js';
@@ -53,11 +55,29 @@ export interface EngineBenchResult {
   /** Peak resident set over the whole run (VmHWM: start-up, fan-out and bursts included). */
   peakRss: { hub: number; agent: number };
   steadyPerMinute: ApiCounts;
+  /**
+   * The API server's own write speed in the same run, at the concurrency mirrorhub writes with:
+   * creates of copy-sized Secrets, and updates of one source's worth of them.
+   */
+  raw: {
+    creates: number;
+    createsPerSecond: number;
+    createConcurrency: number;
+    update: { p50: number; p99: number; samples: number; copiesEach: number };
+    updateConcurrency: number;
+  };
   /** 5 dashboards open through source updates: what they fetched, and the hub's RSS then. */
   dashboard: ViewerStats & { hubRssMb: number; updates: number };
 }
 
 const SYSTEM_NS = 'mirrorhub-system';
+/**
+ * Writes mirrorhub has in flight: the agent's REST client opens at most 32 connections (many
+ * deliveries at once, the initial fan-out) and writes one delivery's copies 16 at a time (one
+ * source's update).
+ */
+const FAN_OUT_CONCURRENCY = 32;
+const DELIVERY_CONCURRENCY = 16;
 const SRC_NS = 'bench-src';
 
 export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<EngineBenchResult> {
@@ -110,6 +130,14 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     });
   };
 
+  // The API server's own speed first, in the state the fan-out meets (before mirrorhub runs).
+  const raw = await rawWrites(
+    kc,
+    Math.min(5000, o.mirrors * (o.namespaces / o.shards)),
+    o.namespaces / o.shards,
+    o.updateSamples,
+    log,
+  );
   const { hub, agent, hubPort, agentPort, procs } = await startOneCluster(
     o.root,
     hubCluster.kubeconfigPath,
@@ -290,10 +318,67 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       peakRss,
       steadyPerMinute,
       dashboard: { ...viewerStats, hubRssMb: rss.hub[withViewers]!, updates: dashboardUpdates },
+      raw,
     };
   } finally {
     for (const p of procs) p.kill('SIGTERM');
   }
+}
+
+/**
+ * A raw create loop and update loop against the same API server, with Secrets shaped like the
+ * copies, at the concurrency mirrorhub uses: what "as fast as the API server" means here.
+ */
+async function rawWrites(
+  kc: KubeConfig,
+  creates: number,
+  copiesEach: number,
+  samples: number,
+  log: (line: string) => void,
+): Promise<EngineBenchResult['raw']> {
+  // The agent's own HTTP client, with the agent's connection limit.
+  const rest = new RestClient(kc, { maxSockets: FAN_OUT_CONCURRENCY });
+  const namespace = 'bench-raw';
+  const secrets = corePath('secrets', namespace);
+  await rest.post(corePath('namespaces'), { metadata: { name: namespace } });
+  const secret = (j: number, version: number) => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: `raw-${j}`, namespace },
+    type: 'kubernetes.io/tls',
+    stringData: { 'tls.crt': certLike(j, version), 'tls.key': 'k'.repeat(1700) },
+  });
+  const ids = Array.from({ length: creates }, (_, j) => j);
+  const t0 = Date.now();
+  await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.post(secrets, secret(j, 0)));
+  const createsPerSecond = creates / ((Date.now() - t0) / 1000);
+  const updates: number[] = [];
+  for (let k = 0; k < samples; k++) {
+    const start = Date.now();
+    await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) =>
+      rest.put(`${secrets}/raw-${j}`, secret(j, k + 1)),
+    );
+    updates.push(Date.now() - start);
+  }
+  // Gone again before mirrorhub starts: the run's unrelated Secrets are the ones it says.
+  await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/raw-${j}`));
+  rest.close();
+  log(
+    `raw API server: ${creates} creates at ${createsPerSecond.toFixed(0)}/s (concurrency ${FAN_OUT_CONCURRENCY}), ` +
+      `${copiesEach} updates p50 ${fmtMs(percentile(updates, 50))} (concurrency ${DELIVERY_CONCURRENCY})`,
+  );
+  return {
+    creates,
+    createsPerSecond,
+    createConcurrency: FAN_OUT_CONCURRENCY,
+    update: {
+      p50: percentile(updates, 50),
+      p99: percentile(updates, 99),
+      samples: updates.length,
+      copiesEach,
+    },
+    updateConcurrency: DELIVERY_CONCURRENCY,
+  };
 }
 
 function certLike(i: number, version: number): string {

@@ -291,6 +291,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
   );
   const ok = (good: boolean) => (good ? 'met' : '**missed**');
   const hubMax = Math.max(...Object.values(r.rss.hub));
+  const fanOutRate = r.copies / (r.initialFanOutMs / 1000);
   const agentMax = Math.max(...Object.values(r.rss.agent));
   return [
     '## Engine: one cluster, hub + agent',
@@ -311,6 +312,8 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `| hub RSS, max | ${hubMax.toFixed(0)} MB | < 120 MB: ${ok(hubMax < 120)} |`,
     `| agent RSS, max | ${agentMax.toFixed(0)} MB | < 80 MB: ${ok(agentMax < 80)} |`,
     `| peak RSS during the run (VmHWM: start-up, fan-out and bursts included): hub / agent | ${r.peakRss.hub.toFixed(0)} MB / ${r.peakRss.agent.toFixed(0)} MB | |`,
+    `| copies per second, initial fan-out: mirrorhub / raw create loop (${r.raw.creates} creates with the agent's HTTP client, concurrency ${r.raw.createConcurrency}, before mirrorhub starts) | ${fanOutRate.toFixed(0)} / ${r.raw.createsPerSecond.toFixed(0)} = **${(fanOutRate / r.raw.createsPerSecond).toFixed(2)}** | >= 0.9: ${ok(fanOutRate / r.raw.createsPerSecond >= 0.9)} |`,
+    `| source update -> ${r.sourceUpdate.copiesEach} copies, p50: mirrorhub / raw update loop of ${r.raw.update.copiesEach} Secrets (concurrency ${r.raw.updateConcurrency}, ${r.raw.update.samples} samples) | ${fmtMs(r.sourceUpdate.p50)} / ${fmtMs(r.raw.update.p50)} = **${(r.raw.update.p50 / r.sourceUpdate.p50).toFixed(2)}** | >= 0.9: ${ok(r.raw.update.p50 / r.sourceUpdate.p50 >= 0.9)} |`,
     `| hub RSS with the dashboard on and ${r.dashboard.viewers} viewers connected through ${r.dashboard.updates} source updates | ${r.dashboard.hubRssMb.toFixed(0)} MB | < 120 MB: ${ok(r.dashboard.hubRssMb < 120)} |`,
     `| dashboard snapshot (${o.mirrors} mirrors, ${(r.dashboard.snapshotBytes / 1024).toFixed(0)} KB): fetches p50 / p99 (${r.dashboard.fetches} fetches, ${r.dashboard.changes} changes streamed) | ${fmtMs(r.dashboard.fetchP50Ms)} / ${fmtMs(r.dashboard.fetchP99Ms)} | |`,
     '',
@@ -319,7 +322,8 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     ...rssRows,
     '',
     "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window). " +
-      'Each RSS row is read once the processes are idle again (5 s after the fan-out; 5 s after the last source update; 10 s after the last unrelated Secret); the peak row shows what bursts cost.',
+      'Each RSS row is read once the processes are idle again (5 s after the fan-out; 5 s after the last source update; 10 s after the last unrelated Secret); the peak row shows what bursts cost. ' +
+      "The raw loops write Secrets shaped like the copies, with the agent's HTTP client and write concurrency, before mirrorhub starts: the ratio is what mirrorhub's path costs on top of the writes themselves (for the fan-out: creating the mirrors, the hub's payload and delivery writes, the agent's plans and status writes; for a source update: the hub's payload write before the agent's copy writes).",
     '',
   ].join('\n');
 }
