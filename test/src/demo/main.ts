@@ -112,34 +112,27 @@ async function main(): Promise<void> {
         MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
       }),
     );
-    // The hub's own cluster, registered as the chart's NOTES say (so the dashboard lists it).
-    await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
-      group: 'mirrorhub.io',
-      version: 'v1alpha1',
-      plural: 'mirrorclusters',
-      body: {
-        apiVersion: 'mirrorhub.io/v1alpha1',
-        kind: 'MirrorCluster',
-        metadata: { name: 'hub', labels: { env: 'management', region: 'eu' } },
-        spec: { inCluster: true, agentNamespace: SYSTEM_NS },
-      },
-    });
-    for (const f of followers) {
-      const a = access.get(f)!;
-      await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
+    const registerCluster = (name: string, labels: Record<string, string>, spec: object) =>
+      kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
         group: 'mirrorhub.io',
         version: 'v1alpha1',
         plural: 'mirrorclusters',
         body: {
           apiVersion: 'mirrorhub.io/v1alpha1',
           kind: 'MirrorCluster',
-          metadata: { name: f, labels: { env: 'prod', region: 'eu' } },
-          spec: {
-            eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
-            agentNamespace: SYSTEM_NS,
-          },
+          metadata: { name, labels },
+          spec: { ...spec, agentNamespace: SYSTEM_NS },
         },
       });
+    // The hub's own cluster, registered as the chart's NOTES say (so the dashboard lists it).
+    await registerCluster('hub', { env: 'management', region: 'eu' }, { inCluster: true });
+    for (const f of followers) {
+      const a = access.get(f)!;
+      await registerCluster(
+        f,
+        { env: 'prod', region: 'eu' },
+        { eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId } },
+      );
       for (const ns of ['team-a', 'team-b']) await ensureNamespace(kit.cluster(f).kubeConfig(), ns);
     }
     await applySamples(kc);
