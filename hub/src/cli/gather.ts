@@ -49,7 +49,7 @@ import type {
 } from '../dashboard/types.js';
 import {
   clusterRows,
-  keyOfMirror,
+  compareWhereRows,
   mirrorRow,
   mirrorRows,
   overview,
@@ -419,7 +419,7 @@ export function whereFromCluster(g: Gathered, name: string): WhereReport {
   for (const m of visibleMirrors(g.input, g.access)) {
     const row = mirrorRow(m);
     if (row.targetName !== name) continue;
-    const key = keyOfMirror(m);
+    const key = row.key;
     const kind = m.spec.source.kind === 'ConfigMap' ? 'ConfigMap' : 'Secret';
     for (const c of m.status?.clusters ?? []) {
       if (c.name === g.hubCluster && g.deliveriesRead) continue;
@@ -448,13 +448,7 @@ export function whereFromCluster(g: Gathered, name: string): WhereReport {
       }
     }
   }
-  // The order of view.ts's where(): cluster, namespace, mirror.
-  items.sort(
-    (a, b) =>
-      a.cluster.localeCompare(b.cluster) ||
-      a.namespace.localeCompare(b.namespace) ||
-      a.mirror.localeCompare(b.mirror),
-  );
+  items.sort(compareWhereRows);
   summaries.sort((a, b) => a.cluster.localeCompare(b.cluster) || a.mirror.localeCompare(b.mirror));
   return { ...local, items, summaries, notes: g.notes };
 }

@@ -17,6 +17,7 @@ import type { Gauge, HealthServer, Logger } from '@mirrorhub/shared/runtime/inde
 import type { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { bearerToken, ViewerAuth, type AuthResult } from './auth.js';
 import { proxy, VIA_HEADER } from './proxy.js';
+import { mirrorRef, parseMirrorRef } from '@mirrorhub/shared/mirror/index';
 import type { DashboardFeed } from './feed.js';
 import type { ApiError, Snapshot } from './types.js';
 import {
@@ -217,25 +218,23 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
       .slice('/api/v1/mirrors/'.length)
       .split('/')
       .map((p) => decodeURIComponent(p));
+    // A ClusterSecretMirror's namespace is `_` in the URL; the key is its mirror reference.
     const [kind, ns, name] = parts;
-    if (
-      parts.length !== 3 ||
-      !name ||
-      !(
-        (kind === 'SecretMirror' && ns && ns !== '_') ||
-        (kind === 'ClusterSecretMirror' && ns === '_')
-      )
-    ) {
+    const id =
+      parts.length === 3 && ns !== ''
+        ? parseMirrorRef(`${kind}/${ns === '_' ? '' : ns}/${name}`)
+        : undefined;
+    if (!id) {
       return json(res, 400, {
         error:
           'expected /api/v1/mirrors/SecretMirror/<namespace>/<name> or /api/v1/mirrors/ClusterSecretMirror/_/<name>',
       });
     }
-    const key =
-      kind === 'SecretMirror' ? `SecretMirror/${ns}/${name}` : `ClusterSecretMirror//${name}`;
+    const key = mirrorRef(id);
     if (!maySee(g.auth.access, key)) {
-      const what =
-        kind === 'SecretMirror' ? `SecretMirrors in namespace ${ns}` : 'ClusterSecretMirrors';
+      const what = id.namespace
+        ? `SecretMirrors in namespace ${id.namespace}`
+        : 'ClusterSecretMirrors';
       return json(res, 403, {
         error: `${g.auth.identity.username} may not list ${what} in the hub cluster, so this mirror is not shown`,
       });
@@ -275,14 +274,10 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
     send('changed', { version: opts.feed.version });
     const unsubscribe = opts.feed.subscribe((version) => send('changed', { version }));
     const heartbeat = setInterval(() => res.write(': ping\n\n'), heartbeatMs);
-    // A token that expires or loses its access ends its stream within one review period.
+    // A token that expires or is revoked ends its stream within one review period (what it may
+    // see is checked by each fetch the stream triggers, not here).
     const recheck = setInterval(() => {
-      const input = opts.source.input();
-      const namespaces =
-        typeof input === 'string'
-          ? []
-          : input.mirrors.flatMap((m) => (m.metadata.namespace ? [m.metadata.namespace] : []));
-      void auth.authorize(token, namespaces).then((r) => {
+      void auth.authorize(token, []).then((r) => {
         if (!r.ok && r.status === 401) {
           send('unauthorized', { error: r.error });
           res.end();

@@ -29,6 +29,7 @@ import type {
   Where,
   WhereRow,
 } from './types.js';
+import { mirrorRef, parseMirrorRef } from '@mirrorhub/shared/mirror/index';
 
 /** What one identity may see (auth.ts asks the API server; the CLI sees what its RBAC lists). */
 export interface Access {
@@ -60,24 +61,20 @@ const PHASES: readonly Phase[] = ['Pending', 'Active', 'Degraded', 'Error'];
 
 // ---- identity ------------------------------------------------------------------------------
 
-export function keyOfMirror(m: AnyMirror): string {
-  return m.kind === 'ClusterSecretMirror'
-    ? `ClusterSecretMirror//${m.metadata.name ?? ''}`
-    : `SecretMirror/${m.metadata.namespace ?? ''}/${m.metadata.name ?? ''}`;
-}
-
-function keyOfDelivery(d: MirrorDelivery): string {
-  const m = d.spec.mirror;
-  return m.kind === 'ClusterSecretMirror'
-    ? `ClusterSecretMirror//${m.name}`
-    : `SecretMirror/${m.namespace ?? ''}/${m.name}`;
+/** A mirror's key: its mirrorhub.io/mirror reference (SecretMirror/<ns>/<name>, ...). */
+function keyOfMirror(m: AnyMirror): string {
+  return mirrorRef({
+    kind: m.kind === 'ClusterSecretMirror' ? 'ClusterSecretMirror' : 'SecretMirror',
+    ...(m.kind === 'ClusterSecretMirror' ? {} : { namespace: m.metadata.namespace ?? '' }),
+    name: m.metadata.name ?? '',
+  });
 }
 
 /** Whether `access` may see the mirror with this key. */
 export function maySee(access: Access, key: string): boolean {
   if (access.allMirrors) return true;
-  const [kind, namespace] = key.split('/');
-  return kind === 'SecretMirror' && namespace !== undefined && access.namespaces.has(namespace);
+  const id = parseMirrorRef(key);
+  return id?.kind === 'SecretMirror' && access.namespaces.has(id.namespace ?? '');
 }
 
 export function visibleMirrors(input: ViewInput, access: Access): AnyMirror[] {
@@ -311,12 +308,16 @@ export function overview(input: ViewInput, access: Access): Overview {
 
 // ---- one mirror ----------------------------------------------------------------------------
 
-/** This mirror's delivery in each cluster. */
-function deliveriesOf(input: ViewInput, key: string): Map<string, MirrorDelivery> {
-  const out = new Map<string, MirrorDelivery>();
+/** Per mirror key, its delivery in each cluster: one pass over every cluster's deliveries. */
+function deliveriesByMirror(input: ViewInput): Map<string, Map<string, MirrorDelivery>> {
+  const out = new Map<string, Map<string, MirrorDelivery>>();
   for (const [cluster, list] of input.deliveries) {
-    const d = list.find((x) => keyOfDelivery(x) === key);
-    if (d) out.set(cluster, d);
+    for (const d of list) {
+      const key = mirrorRef(d.spec.mirror);
+      let byCluster = out.get(key);
+      if (!byCluster) out.set(key, (byCluster = new Map()));
+      byCluster.set(cluster, d);
+    }
   }
   return out;
 }
@@ -339,7 +340,7 @@ export function findMirror(input: ViewInput, key: string): AnyMirror | undefined
 
 export function mirrorDetail(input: ViewInput, m: AnyMirror): MirrorDetail {
   const row = mirrorRow(m);
-  const deliveries = deliveriesOf(input, row.key);
+  const deliveries = deliveriesByMirror(input).get(row.key) ?? new Map<string, MirrorDelivery>();
   const conditions: ConditionRow[] = (m.status?.conditions ?? []).map((c) => ({
     type: c.type,
     status: c.status,
@@ -393,24 +394,25 @@ export function matrix(input: ViewInput, access: Access, groupBy = ''): Matrix {
   const clusters = clusterRows(input, access);
   const groupKeys = [...new Set(clusters.flatMap((c) => Object.keys(c.labels)))].sort();
   const key = groupKeys.includes(groupBy) ? groupBy : '';
+  const visible = visibleMirrors(input, access).map((m) => ({ m, row: mirrorRow(m) }));
   // Clusters the mirrors reach without a MirrorCluster (the hub's own, implicitly) too.
   const named = new Set(clusters.map((c) => c.name));
-  const implicit = [
-    ...new Set(visibleMirrors(input, access).flatMap((m) => mirrorRow(m).clusters)),
-  ].filter((n) => !named.has(n));
+  const implicit = [...new Set(visible.flatMap(({ row }) => row.clusters))].filter(
+    (n) => !named.has(n),
+  );
   const columns = [
     ...clusters.map((c) => ({ cluster: c.name, group: key ? (c.labels[key] ?? '') : '' })),
     ...implicit.map((cluster) => ({ cluster, group: '' })),
   ].sort((a, b) => a.group.localeCompare(b.group) || a.cluster.localeCompare(b.cluster));
-  const rows = visibleMirrors(input, access)
-    .map((m) => {
-      const row = mirrorRow(m);
-      const deliveries = deliveriesOf(input, row.key);
+  const index = deliveriesByMirror(input);
+  const rows = visible
+    .map(({ m, row }) => {
+      const deliveries = index.get(row.key);
       const entries = new Map((m.status?.clusters ?? []).map((c) => [c.name, c]));
       const cells = columns.map((col): MatrixCell => {
         const c = entries.get(col.cluster);
         if (!c) return { state: 'none', synced: 0, namespaces: 0 };
-        return cellOf(c, deliveries.get(col.cluster));
+        return cellOf(c, deliveries?.get(col.cluster));
       });
       return {
         key: row.key,
@@ -431,7 +433,7 @@ export function where(input: ViewInput, access: Access, name: string): Where {
   for (const [cluster, list] of input.deliveries) {
     for (const d of list) {
       if (d.spec.target.name !== name) continue;
-      const mirror = keyOfDelivery(d);
+      const mirror = mirrorRef(d.spec.mirror);
       if (!maySee(access, mirror)) continue;
       if (d.status?.truncated) truncated = true;
       const kind = d.spec.target.kind;
@@ -442,11 +444,15 @@ export function where(input: ViewInput, access: Access, name: string): Where {
       for (const c of copies) items.push({ cluster, ...c, mirror, kind });
     }
   }
-  items.sort(
-    (a, b) =>
-      a.cluster.localeCompare(b.cluster) ||
-      a.namespace.localeCompare(b.namespace) ||
-      a.mirror.localeCompare(b.mirror),
-  );
+  items.sort(compareWhereRows);
   return { name, items, truncated };
+}
+
+/** The order of "where" rows: cluster, namespace, mirror. */
+export function compareWhereRows(a: WhereRow, b: WhereRow): number {
+  return (
+    a.cluster.localeCompare(b.cluster) ||
+    a.namespace.localeCompare(b.namespace) ||
+    a.mirror.localeCompare(b.mirror)
+  );
 }

@@ -285,12 +285,12 @@ export class ClusterController {
     this.rest.close();
   }
 
-  /** The MirrorCluster cache is synced (readiness). */
   /** Every MirrorCluster as the cache holds it (read-only: the dashboard's views). */
   list(): MirrorCluster[] {
     return this.clusters.list();
   }
 
+  /** The MirrorCluster cache is synced (readiness). */
   hasSynced(): boolean {
     return this.clusters.hasSynced();
   }
