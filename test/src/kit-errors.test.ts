@@ -141,6 +141,12 @@ describe('kit input errors are one line that says what to do', () => {
 describe('kit CLI up/status/kubeconfig/down', () => {
   it('keeps a kit running in the background and stops it with nothing left over', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mirrorhub-kit-cli-'));
+    // A failed assertion below must not leave the supervisor and its clusters running: `down` is
+    // idempotent, so this runs whether or not the test got to its own `down`.
+    onTestFinished(async () => {
+      await kitCli(['down', '--dir', dir]);
+      await rm(dir, { recursive: true, force: true });
+    });
     const up = await kitCli(['up', '--clusters', 'hub,follower-a', '--dir', dir]);
     expect(up.code, up.stderr).toBe(0);
     expect(up.stdout).toMatch(/^hub +https:\/\/127\.0\.0\.1:\d+ +account 111111111111/m);
