@@ -139,6 +139,65 @@ describe('StatusWriter', () => {
     expect(writer.current('ns/t', recreated)).toBe(recreated);
   });
 
+  it('queueStatus: shown by current() at once, written in order, a newer one replacing one not sent', async () => {
+    let rv = 1;
+    api.reply = (r) =>
+      r.url.includes('/events')
+        ? { status: 201, body: {} }
+        : {
+            status: 200,
+            body: thing(String(++rv), (r.json as { status: Thing['status'] }).status),
+          };
+    const cached = thing('1', { phase: 'Pending', message: 'waiting' });
+    writer.queueStatus(cached, { phase: 'Active', message: 'first' });
+    // Not sent yet: replaced, and its Events kept.
+    writer.queueStatus(writer.current('ns/t', cached)!, { phase: 'Active', message: 'second' }, [
+      { type: 'Normal', reason: 'Synced', message: 'copies written' },
+    ]);
+    expect(writer.current('ns/t', cached)?.status).toEqual({ phase: 'Active', message: 'second' });
+    await new Promise((r) => setImmediate(r)); // now in flight
+    writer.queueStatus(writer.current('ns/t', cached)!, { phase: 'Error' });
+    expect(writer.current('ns/t', cached)?.status).toEqual({ phase: 'Error' });
+    await writer.flushed();
+    const patches = api.requests.filter((r) => r.method === 'PATCH').map((r) => r.json);
+    // One write per status sent, each the difference from the one before.
+    expect(patches).toEqual([
+      { status: { phase: 'Active', message: 'second' } },
+      { status: { phase: 'Error', message: null } },
+    ]);
+    expect(api.requests.filter((r) => r.url.includes('/events'))).toHaveLength(1);
+    expect(writer.current('ns/t', cached)?.metadata.resourceVersion).toBe('3');
+  });
+
+  it('queueStatus: a failed write drops what was queued behind it and hands the key back', async () => {
+    const failed: string[] = [];
+    const w = new StatusWriter<Thing>({
+      rest,
+      pathOf: () => PATH,
+      keyOf: () => 'ns/t',
+      fieldManager: 'mirrorhub-agent',
+      onQueuedWriteFailed: (key) => failed.push(key),
+    });
+    api.reply = () => ({ status: 500, body: { code: 500, reason: 'InternalError' } });
+    const cached = thing('1', { phase: 'Pending' });
+    w.queueStatus(cached, { phase: 'Active' });
+    await new Promise((r) => setImmediate(r));
+    // Planned on top of the write that is about to fail: never sent.
+    w.queueStatus(w.current('ns/t', cached)!, { phase: 'Active', message: 'more' });
+    await w.flushed();
+    expect(api.requests.filter((r) => r.method === 'PATCH')).toHaveLength(1);
+    expect(failed).toEqual(['ns/t']);
+    // The cache is the truth again, and a new status is sent from it.
+    expect(w.current('ns/t', cached)).toBe(cached);
+    api.reply = () => ({ status: 200, body: thing('2', { phase: 'Active' }) });
+    w.queueStatus(cached, { phase: 'Active' });
+    await w.flushed();
+    expect(api.requests.filter((r) => r.method === 'PATCH').map((r) => r.json)).toEqual([
+      { status: { phase: 'Active' } },
+      { status: { phase: 'Active' } },
+    ]);
+  });
+
   it('adds and removes a finalizer conditionally on the resourceVersion', async () => {
     api.reply = () => ({ status: 200, body: thing('2', undefined, ['other', 'mine']) });
     const t = thing('1', undefined, ['other']);

@@ -13,9 +13,14 @@
 // - The Events a plan decided are recorded after the status write that carries the transition,
 //   so a failed write (retried) does not announce a transition twice.
 // - Every write is counted (writes_total / write_errors_total by kind and verb).
+// - `queueStatus` is `writeStatus` without the wait, for a controller whose status writes must
+//   not hold a worker that could be writing what users wait for (the agent's copies): writes
+//   are sent in order per key, a newer status replaces one not yet sent, `current()` shows the
+//   queued status until it is written, and a failed write drops what was queued behind it and
+//   hands the key back (`onQueuedWriteFailed`) to be reconciled from the cache again.
 
 import { realClock, type Clock } from '../runtime/clock.js';
-import { httpStatusOf } from '../runtime/errors.js';
+import { errorMessage, httpStatusOf } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import type { WriteMetrics } from '../runtime/metrics.js';
 import { equalIgnoringTime, mergePatchBody } from '../mirror/status.js';
@@ -67,12 +72,30 @@ export interface StatusWriterOptions<T extends WritableObject> {
   asCached?(obj: T): T;
   /** Every Event recorded (or attempted), e.g. for the hub dashboard's recent Events. */
   onEvent?(obj: T, event: ControllerEvent): void;
+  /** A `queueStatus` write failed (it was logged): reconcile `key` again. */
+  onQueuedWriteFailed?(key: string, err: unknown): void;
   clock?: Clock | undefined;
+}
+
+/** A status `queueStatus` has not written yet. */
+interface QueuedStatus<T extends WritableObject> {
+  /** The object as the caller planned from, with the status the API server holds. */
+  obj: T;
+  next: NonNullable<T['status']>;
+  events: ControllerEvent[];
+  sent: boolean;
+  /** The key's `queueEpoch` when queued: a failed write before it cancels it. */
+  epoch: number;
 }
 
 export class StatusWriter<T extends WritableObject> {
   private readonly overlay = new WriteOverlay<T>();
   private readonly writtenAt = new Map<string, number>();
+  /** The newest queued status per key, until written. */
+  private readonly queued = new Map<string, QueuedStatus<T>>();
+  /** The last queued write per key: the next one is sent after it. */
+  private readonly sending = new Map<string, Promise<void>>();
+  private readonly queueEpoch = new Map<string, number>();
   private readonly clock: Clock;
   private readonly events: EventRecorder | undefined;
 
@@ -101,10 +124,11 @@ export class StatusWriter<T extends WritableObject> {
     return this.overlay.observed(this.opts.keyOf(obj), obj.metadata.resourceVersion);
   }
 
-  /** The object was deleted: forget what we wrote. */
+  /** The object was deleted: forget what we wrote, and what was queued for it. */
   deleted(key: string): void {
     this.overlay.deleted(key);
     this.writtenAt.delete(key);
+    this.cancelQueued(key);
   }
 
   /** A fresh list replaced the cache: it is the truth now. */
@@ -116,7 +140,9 @@ export class StatusWriter<T extends WritableObject> {
   current(key: string, cached: T | undefined): T | undefined {
     if (!cached) return undefined;
     const w = this.overlay.get(key);
-    return w && w.metadata.uid === cached.metadata.uid ? w : cached;
+    const base = w && w.metadata.uid === cached.metadata.uid ? w : cached;
+    const q = this.queued.get(key);
+    return q && q.obj.metadata.uid === base.metadata.uid ? { ...base, status: q.next } : base;
   }
 
   /** When we last wrote the object under `key` (clock ms), for coalescing status writes. */
@@ -150,6 +176,77 @@ export class StatusWriter<T extends WritableObject> {
     this.logChange(obj, prev, next);
     await this.record(updated, events);
     return updated;
+  }
+
+  /**
+   * `writeStatus` without waiting for it: see the header. `obj` is what the caller planned from
+   * (`current()`, so a queued status counts as written).
+   */
+  queueStatus(
+    obj: T,
+    next: NonNullable<T['status']>,
+    events: readonly ControllerEvent[] = [],
+  ): void {
+    const key = this.opts.keyOf(obj);
+    const waiting = this.queued.get(key);
+    if (waiting && !waiting.sent && waiting.obj.metadata.uid === obj.metadata.uid) {
+      // Not sent yet: send the newer status instead, from the status the server holds.
+      waiting.next = next;
+      waiting.events.push(...events);
+      return;
+    }
+    const entry: QueuedStatus<T> = {
+      obj,
+      next,
+      events: [...events],
+      sent: false,
+      epoch: this.queueEpoch.get(key) ?? 0,
+    };
+    this.queued.set(key, entry);
+    const send = (this.sending.get(key) ?? Promise.resolve()).then(() =>
+      this.sendQueued(key, entry),
+    );
+    this.sending.set(key, send);
+    void send.finally(() => {
+      if (this.sending.get(key) === send) this.sending.delete(key);
+    });
+  }
+
+  /**
+   * Resolves when what is queued for `key` has been written (or has failed): a conditional
+   * metadata write after it then carries the resourceVersion the status write produced.
+   */
+  async sent(key: string): Promise<void> {
+    while (this.sending.has(key)) await this.sending.get(key);
+  }
+
+  /** Resolves when every queued status has been written (or has failed). */
+  async flushed(): Promise<void> {
+    while (this.sending.size > 0) await Promise.all([...this.sending.values()]);
+  }
+
+  private async sendQueued(key: string, entry: QueuedStatus<T>): Promise<void> {
+    if (entry.epoch !== (this.queueEpoch.get(key) ?? 0)) return; // a write before it failed
+    entry.sent = true;
+    try {
+      await this.writeStatus(entry.obj, entry.next, entry.events);
+    } catch (err) {
+      this.opts.logger?.warn(
+        { key, err: errorMessage(err) },
+        'status write failed; reconciling again',
+      );
+      this.cancelQueued(key);
+      this.opts.onQueuedWriteFailed?.(key, err);
+    } finally {
+      if (this.queued.get(key) === entry) this.queued.delete(key);
+    }
+  }
+
+  /** Drop what is queued for `key` (what follows was planned on a write that did not happen). */
+  private cancelQueued(key: string): void {
+    if (!this.queued.has(key) && !this.sending.has(key)) return;
+    this.queued.delete(key);
+    this.queueEpoch.set(key, (this.queueEpoch.get(key) ?? 0) + 1);
   }
 
   private async record(obj: T, events: readonly ControllerEvent[]): Promise<void> {

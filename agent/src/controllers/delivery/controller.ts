@@ -5,7 +5,8 @@
 // - notes.ts: what we remember of each delivery between reconciles (failures, conflicts);
 // - verify.ts: the bulk check of every copy at the start of a term;
 // - plan.ts decides, apply.ts writes copies, events.ts picks the Events of a transition;
-// - the kit's StatusWriter writes status and finalizers, its Reconciler runs the queue.
+// - the kit's StatusWriter writes status (queued, so a report never holds up copies) and
+//   finalizers; its Reconciler runs the queue.
 
 import type { V1Secret } from '@kubernetes/client-node';
 // Subpath imports only: the root of @mirrorhub/shared also loads client-node, which the agent
@@ -111,6 +112,8 @@ export class DeliveryController {
       logger: log,
       // As the cache holds deliveries: without managedFields, namespace entries shared.
       asCached: this.watches.asCached,
+      // Status is queued, not awaited (reconcile): a write that fails reconciles again.
+      onQueuedWriteFailed: (key) => this.reconciler.add(key),
       clock,
     });
     this.reconciler = new Reconciler({
@@ -165,12 +168,17 @@ export class DeliveryController {
   async stop(): Promise<void> {
     this.compactor.stop();
     await this.reconciler.stop();
+    await this.writer.flushed();
     this.rest.close();
   }
 
-  /** Resolves when no delivery is queued or being reconciled (tests, benchmarks). */
+  /**
+   * Resolves when no delivery is queued or being reconciled and every status is written (tests,
+   * benchmarks).
+   */
   async idle(): Promise<void> {
     await this.reconciler.idle();
+    await this.writer.flushed();
   }
 
   /** The bulk check of every copy at the start of a term (verify.ts). */
@@ -213,7 +221,7 @@ export class DeliveryController {
     // Plan, then apply: the finalizer goes on before any copy is written.
     const p = plan(input);
     if (p.addFinalizer) {
-      const updated = await this.writer.setFinalizer(delivery, AGENT_FINALIZER, true);
+      const updated = await this.setFinalizer(name, true);
       if (!updated) return;
       input.delivery = delivery = updated;
     }
@@ -224,7 +232,7 @@ export class DeliveryController {
     // Settle what the writes did into the status, and report it.
     const s = settle(input, p, outcomes);
     if (p.removeFinalizer && s.clean) {
-      await this.writer.setFinalizer(delivery, AGENT_FINALIZER, false);
+      await this.setFinalizer(name, false);
       log.info(
         { copies: outcomes.length },
         'delivery deleted: copies cleaned up, finalizer removed',
@@ -232,7 +240,9 @@ export class DeliveryController {
       return;
     }
     if (s.statusChanged) {
-      await this.writer.writeStatus(delivery, s.status, deliveryEvents(delivery.status, s.status));
+      // Queued: the worker goes on to the next delivery's copies (what users wait for) while
+      // the report is written; current() shows it to the next reconcile meanwhile.
+      this.writer.queueStatus(delivery, s.status, deliveryEvents(delivery.status, s.status));
     }
     const retry = outcomes.filter((o) => o.result === 'failed' || o.result === 'retry');
     if (retry.length > 0) {
@@ -242,6 +252,16 @@ export class DeliveryController {
     }
     // Copies not yet checked against a payload that just changed: look again once it settled.
     return { requeueAfterMs: deferred ? settling : this.resyncMs };
+  }
+
+  /**
+   * Add or remove the agent's finalizer, after this delivery's queued status write: the patch is
+   * conditional on the resourceVersion, which that write moves.
+   */
+  private async setFinalizer(name: string, present: boolean): Promise<MirrorDelivery | undefined> {
+    await this.writer.sent(name);
+    const delivery = this.writer.current(name, this.watches.delivery(name));
+    return delivery && this.writer.setFinalizer(delivery, AGENT_FINALIZER, present);
   }
 
   /** Everything the plan decides from, out of the caches and what we know and remember. */
