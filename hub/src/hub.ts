@@ -90,6 +90,11 @@ export interface HubConfig {
   clusterHealthIntervalMs?: number;
   /** An agent heartbeat older than this makes the cluster's AgentHealthy Unknown (default 90 s). */
   agentHeartbeatGraceMs?: number;
+  /**
+   * A healthy agent's heartbeat is written to MirrorCluster status this often, not on every
+   * renewal (default 5 min).
+   */
+  agentHeartbeatReportMs?: number;
   /** Deadline of every request to a delivery cluster: writes, list pages, probes (default 10 s). */
   clusterRequestTimeoutMs?: number;
   /**
@@ -246,6 +251,9 @@ export function createHub(config: HubConfig): Hub {
         : {}),
       ...(config.agentHeartbeatGraceMs !== undefined
         ? { heartbeatGraceMs: config.agentHeartbeatGraceMs }
+        : {}),
+      ...(config.agentHeartbeatReportMs !== undefined
+        ? { heartbeatReportMs: config.agentHeartbeatReportMs }
         : {}),
       ...(config.clusterRequestTimeoutMs !== undefined
         ? { requestTimeoutMs: config.clusterRequestTimeoutMs }

@@ -75,6 +75,7 @@ export const HEARTBEAT_MS = 2_000;
 export const FAST: Partial<HubConfig> = {
   clusterHealthIntervalMs: 1_000,
   agentHeartbeatGraceMs: 3 * HEARTBEAT_MS,
+  agentHeartbeatReportMs: 2 * HEARTBEAT_MS,
   unreachableAfterMs: 3_000,
   clusterRequestTimeoutMs: 3_000,
 };

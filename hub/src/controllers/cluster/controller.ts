@@ -60,6 +60,7 @@ import {
 } from './plan.js';
 import { probeCluster, type ProbeContext } from './probe.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+import { k8sTime } from '@mirrorhub/shared/mirror/index';
 
 const CONTROLLER = 'cluster';
 
@@ -108,6 +109,11 @@ export interface ClusterControllerOptions {
   healthIntervalMs?: number;
   /** An agent heartbeat older than this makes AgentHealthy Unknown (default 90 s). */
   heartbeatGraceMs?: number;
+  /**
+   * A healthy agent's heartbeat is written to status this often, not on every renewal (default
+   * 5 min; see planClusterStatus). The dashboard shows the latest one read.
+   */
+  heartbeatReportMs?: number;
   /** Deadline of each probe request (default 10 s). */
   requestTimeoutMs?: number;
   /** MirrorClusters reconciled at once (default 4). */
@@ -118,6 +124,7 @@ export interface ClusterControllerOptions {
 export const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
 /** 3 x the agent's default 30 s heartbeat. */
 export const DEFAULT_HEARTBEAT_GRACE_MS = 90_000;
+export const DEFAULT_HEARTBEAT_REPORT_MS = 300_000;
 
 interface Entry {
   name: string;
@@ -134,6 +141,8 @@ interface Entry {
   reportError: (err: unknown) => void;
   target?: ClusterTarget;
   probe?: ProbeResult;
+  /** The latest heartbeat renewTime any probe read (clock ms). */
+  renewedAt?: number;
   loop?: Promise<void>;
   seeded: boolean;
 }
@@ -159,6 +168,7 @@ export class ClusterController {
   private readonly requestErrors: Counter<'cluster' | 'code'>;
   private readonly intervalMs: number;
   private readonly graceMs: number;
+  private readonly reportMs: number;
   private readonly timeoutMs: number;
   private started = false;
   private stopped = false;
@@ -168,6 +178,7 @@ export class ClusterController {
     this.clock = opts.clock ?? realClock;
     this.intervalMs = opts.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS;
     this.graceMs = opts.heartbeatGraceMs ?? DEFAULT_HEARTBEAT_GRACE_MS;
+    this.reportMs = opts.heartbeatReportMs ?? DEFAULT_HEARTBEAT_REPORT_MS;
     this.timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.rest = new RestClient(opts.kubeConfig, { userAgent: USER_AGENT.hub });
     const m = opts.metrics;
@@ -286,8 +297,21 @@ export class ClusterController {
   }
 
   /** Every MirrorCluster as the cache holds it (read-only: the dashboard's views). */
+  /**
+   * Every MirrorCluster as cached, with the latest heartbeat a probe read in place of the one
+   * in status, which is written only every heartbeatReportMs (the dashboard's heartbeat age).
+   */
   list(): MirrorCluster[] {
-    return this.clusters.list();
+    return this.clusters.list().map((mc) => {
+      const agent = mc.status?.agent;
+      const renewedAt = this.entries.get(mc.metadata.name ?? '')?.renewedAt;
+      if (!agent?.lastHeartbeat || renewedAt === undefined) return mc;
+      if (!(renewedAt > Date.parse(agent.lastHeartbeat))) return mc;
+      return {
+        ...mc,
+        status: { ...mc.status, agent: { ...agent, lastHeartbeat: k8sTime(new Date(renewedAt)) } },
+      };
+    });
   }
 
   /** The MirrorCluster cache is synced (readiness). */
@@ -392,6 +416,8 @@ export class ClusterController {
       pending: this.opts.pending.list(name),
       agentNamespace: entry?.access.agentNamespace ?? mc.spec?.agentNamespace ?? 'mirrorhub-system',
       heartbeatGraceMs: this.graceMs,
+      heartbeatReportMs: this.reportMs,
+      lastRenewedAt: entry?.renewedAt,
       now: new Date(this.clock.now()),
     };
   }
@@ -626,6 +652,9 @@ export class ClusterController {
       );
       if (signal.aborted) return;
       entry.probe = result;
+      const renewTime = result.lease?.ok ? result.lease.lease?.renewTime : undefined;
+      const renewed = renewTime ? Date.parse(renewTime) : NaN;
+      if (Number.isFinite(renewed)) entry.renewedAt = Math.max(renewed, entry.renewedAt ?? 0);
       this.reconciler.add(entry.name);
       const jittered = this.intervalMs * (0.9 + 0.2 * Math.random());
       await new Promise<void>((resolve) => {

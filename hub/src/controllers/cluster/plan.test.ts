@@ -11,6 +11,7 @@ import {
 
 const NOW = new Date('2026-01-02T03:04:05Z');
 const GRACE = 90_000;
+const REPORT = 300_000;
 const ROLE = 'arn:aws:iam::222222222222:role/mirrorhub-follower';
 
 function mc(
@@ -116,6 +117,7 @@ function plan(probe: ProbeResult | undefined, o: Partial<ClusterStatusInput> = {
     probe,
     agentNamespace: 'mirrorhub-system',
     heartbeatGraceMs: GRACE,
+    heartbeatReportMs: REPORT,
     now: NOW,
     ...o,
   });
@@ -270,6 +272,55 @@ describe('planClusterStatus', () => {
       status: 'Unknown',
       reason: 'Unreachable',
     });
+  });
+
+  it("a healthy agent's renewals are written once per report period, not each time", () => {
+    const before = plan(healthy).status;
+    const at = (iso: string, now: string, status = before) =>
+      plan({ ...healthy, lease: lease(iso) }, { cluster: { ...eks(), status }, now: new Date(now) })
+        .status;
+    // 30 s later, renewed again: nothing in status changes, so nothing is written.
+    expect(at('2026-01-02T03:04:20Z', '2026-01-02T03:04:35Z')).toEqual(before);
+    // A report period after the recorded heartbeat: the new time is written.
+    const later = at('2026-01-02T03:08:51Z', '2026-01-02T03:08:55Z');
+    expect(later.agent?.lastHeartbeat).toBe('2026-01-02T03:08:51Z');
+    // A new agent version, or an agent coming back from stale, is written at once.
+    const upgraded = plan(
+      {
+        ...healthy,
+        lease: { ok: true, lease: { renewTime: '2026-01-02T03:04:20Z', version: '0.2.0' } },
+      },
+      { cluster: { ...eks(), status: before }, now: new Date('2026-01-02T03:04:35Z') },
+    ).status;
+    expect(upgraded.agent).toEqual({
+      present: true,
+      version: '0.2.0',
+      lastHeartbeat: '2026-01-02T03:04:20Z',
+    });
+    const stale = { ...before, agent: { ...before.agent, present: false } };
+    expect(at('2026-01-02T03:04:20Z', '2026-01-02T03:04:35Z', stale).agent).toEqual({
+      present: true,
+      version: '0.1.0',
+      lastHeartbeat: '2026-01-02T03:04:20Z',
+    });
+  });
+
+  it('unreachable after unwritten renewals: the last renewal read decides staleness', () => {
+    const down: ProbeResult = {
+      at: 0,
+      version: { ok: false, failure: { kind: 'unreachable', message: 'down' } },
+    };
+    const before = plan(healthy).status; // heartbeat 03:03:50 recorded
+    const now = new Date(NOW.getTime() + GRACE + 60_000);
+    const renewedSince = Date.parse('2026-01-02T03:05:30Z');
+    const r = plan(down, {
+      cluster: { ...eks(), status: before },
+      now,
+      lastRenewedAt: renewedSince,
+    });
+    expect(r.status.agent?.present).toBe(true);
+    const without = plan(down, { cluster: { ...eks(), status: before }, now });
+    expect(without.status.agent?.present).toBe(false);
   });
 
   it('recovering announces Ready again', () => {

@@ -9,7 +9,9 @@
 //   or 403). Absent while unknown (the cluster did not answer).
 // - agent: the heartbeat Lease mirrorhub-agent in the agent namespace: present = it exists and
 //   was renewed within the grace period (default 3 x the agent's 30 s interval); version from
-//   its mirrorhub.io/agent-version annotation; lastHeartbeat = its renewTime. While the cluster
+//   its mirrorhub.io/agent-version annotation; lastHeartbeat = its renewTime, written when it
+//   is a report period (5 min) newer than the recorded one or the agent's health or version
+//   changes, not on every renewal (the probe judges freshness each time). While the cluster
 //   cannot be read, the last known agent fields stay and present turns false once the last
 //   heartbeat is older than the grace period.
 // - conditions: Reachable, Authenticated, AgentHealthy (True / False / Unknown) and Ready (all
@@ -228,6 +230,15 @@ export interface ClusterStatusInput {
   pending?: readonly PendingCleanup[];
   agentNamespace: string;
   heartbeatGraceMs: number;
+  /**
+   * How often a healthy agent's heartbeat is written to status (agent.lastHeartbeat). Renewals
+   * in between change nothing a reader acts on (AgentHealthy is judged on every probe), so they
+   * are not written: one status write per cluster per this period, not per renewal, as the
+   * kubelet reports an unchanged node status only every 5 minutes.
+   */
+  heartbeatReportMs: number;
+  /** The latest renewTime read from the heartbeat Lease by any probe (clock ms). */
+  lastRenewedAt?: number | undefined;
   now: Date;
 }
 
@@ -405,10 +416,23 @@ export function planClusterStatus(input: ClusterStatusInput): {
     } else {
       const renewed = l.renewTime ? Date.parse(l.renewTime) : NaN;
       const fresh = Number.isFinite(renewed) && now.getTime() - renewed <= input.heartbeatGraceMs;
+      // A healthy agent that keeps heartbeating: the recorded time stands until it is a report
+      // period old (see heartbeatReportMs).
+      const recorded = prev.agent?.lastHeartbeat ? Date.parse(prev.agent.lastHeartbeat) : NaN;
+      const keep =
+        fresh &&
+        prev.agent?.present === true &&
+        (prev.agent.version ?? '') === (l.version ?? '') &&
+        renewed >= recorded &&
+        renewed - recorded < input.heartbeatReportMs;
       agent = {
         present: fresh,
         ...(l.version ? { version: l.version } : {}),
-        ...(Number.isFinite(renewed) ? { lastHeartbeat: k8sTime(new Date(renewed)) } : {}),
+        ...(keep
+          ? { lastHeartbeat: prev.agent!.lastHeartbeat! }
+          : Number.isFinite(renewed)
+            ? { lastHeartbeat: k8sTime(new Date(renewed)) }
+            : {}),
       };
       const who = `agent${l.version ? ` ${l.version}` : ''}`;
       if (fresh) {
@@ -422,7 +446,8 @@ export function planClusterStatus(input: ClusterStatusInput): {
   } else {
     // Not read: keep what was known, and let it go stale.
     if (agent?.lastHeartbeat) {
-      const renewed = Date.parse(agent.lastHeartbeat);
+      // The status may hold an older time than the last probe read (heartbeatReportMs).
+      const renewed = Math.max(Date.parse(agent.lastHeartbeat), input.lastRenewedAt ?? -Infinity);
       if (!(now.getTime() - renewed <= input.heartbeatGraceMs)) agent.present = false;
     }
     const why =
