@@ -169,6 +169,44 @@ describe('StatusWriter', () => {
     expect(writer.current('ns/t', cached)?.metadata.resourceVersion).toBe('3');
   });
 
+  it('queueStatus: waits for beforeQueuedWrite, replaced meanwhile; sent() does not wait', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const w = new StatusWriter<Thing>({
+      rest,
+      pathOf: () => PATH,
+      keyOf: () => 'ns/t',
+      fieldManager: 'mirrorhub-agent',
+      beforeQueuedWrite: () => gate,
+    });
+    api.reply = (r) => ({
+      status: 200,
+      body: thing('2', (r.json as { status: Thing['status'] }).status),
+    });
+    const cached = thing('1', { phase: 'Pending' });
+    w.queueStatus(cached, { phase: 'Progressing' });
+    await new Promise((r) => setImmediate(r));
+    expect(api.requests).toEqual([]); // held
+    w.queueStatus(w.current('ns/t', cached)!, { phase: 'Active' });
+    release();
+    await w.flushed();
+    expect(api.requests.map((r) => r.json)).toEqual([{ status: { phase: 'Active' } }]);
+
+    // Someone waiting for the key (a finalizer write) does not wait for the gate.
+    const closed = new StatusWriter<Thing>({
+      rest,
+      pathOf: () => PATH,
+      keyOf: () => 'ns/t',
+      fieldManager: 'mirrorhub-agent',
+      beforeQueuedWrite: () => new Promise<void>(() => {}),
+    });
+    closed.queueStatus(cached, { phase: 'Error' });
+    await new Promise((r) => setImmediate(r)); // waiting for the gate
+    expect(api.requests).toHaveLength(1);
+    await closed.sent('ns/t');
+    expect(api.requests).toHaveLength(2);
+  });
+
   it('queueStatus: a failed write drops what was queued behind it and hands the key back', async () => {
     const failed: string[] = [];
     const w = new StatusWriter<Thing>({

@@ -74,6 +74,11 @@ export interface StatusWriterOptions<T extends WritableObject> {
   onEvent?(obj: T, event: ControllerEvent): void;
   /** A `queueStatus` write failed (it was logged): reconcile `key` again. */
   onQueuedWriteFailed?(key: string, err: unknown): void;
+  /**
+   * Awaited before each queued write is sent, e.g. until the controller's other writes are done
+   * (the agent: its copies, at most 250 ms). A newer status for the key replaces it meanwhile.
+   */
+  beforeQueuedWrite?(): Promise<void>;
   clock?: Clock | undefined;
 }
 
@@ -96,6 +101,10 @@ export class StatusWriter<T extends WritableObject> {
   /** The last queued write per key: the next one is sent after it. */
   private readonly sending = new Map<string, Promise<void>>();
   private readonly queueEpoch = new Map<string, number>();
+  /** Keys whose queued writes someone waits for (`sent`). */
+  private readonly urgent = new Set<string>();
+  /** Ends the beforeQueuedWrite wait of a key's queued write. */
+  private readonly hurry = new Map<string, () => void>();
   private readonly clock: Clock;
   private readonly events: EventRecorder | undefined;
 
@@ -217,7 +226,14 @@ export class StatusWriter<T extends WritableObject> {
    * metadata write after it then carries the resourceVersion the status write produced.
    */
   async sent(key: string): Promise<void> {
-    while (this.sending.has(key)) await this.sending.get(key);
+    // What is queued goes without waiting for beforeQueuedWrite (or stops waiting).
+    this.urgent.add(key);
+    this.hurry.get(key)?.();
+    try {
+      while (this.sending.has(key)) await this.sending.get(key);
+    } finally {
+      this.urgent.delete(key);
+    }
   }
 
   /** Resolves when every queued status has been written (or has failed). */
@@ -226,6 +242,11 @@ export class StatusWriter<T extends WritableObject> {
   }
 
   private async sendQueued(key: string, entry: QueuedStatus<T>): Promise<void> {
+    const hold = this.opts.beforeQueuedWrite;
+    if (hold && !this.urgent.has(key)) {
+      await Promise.race([hold(), new Promise<void>((r) => this.hurry.set(key, r))]);
+      this.hurry.delete(key);
+    }
     if (entry.epoch !== (this.queueEpoch.get(key) ?? 0)) return; // a write before it failed
     entry.sent = true;
     try {

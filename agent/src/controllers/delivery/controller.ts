@@ -20,7 +20,7 @@ import { RestClient, groupPath } from '@mirrorhub/shared/k8s/rest';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import { Reconciler } from '@mirrorhub/shared/controller/reconciler';
 import { StatusWriter } from '@mirrorhub/shared/controller/status';
-import { realClock, type Clock } from '@mirrorhub/shared/runtime/clock';
+import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
 import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
 import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
@@ -36,6 +36,11 @@ import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { DeliveryWatches } from './watches.js';
 
 export const CONTROLLER_NAME = 'delivery';
+/**
+ * How long a delivery's status report may wait for the copy writes in hand (the new namespace's
+ * other deliveries): the API server serves those first, and reports follow.
+ */
+const STATUS_HOLD_MS = 250;
 
 export interface DeliveryControllerOptions {
   /** Any KubeAccess (shared/src/k8s/access.ts), or client-node's KubeConfig. */
@@ -114,6 +119,13 @@ export class DeliveryController {
       asCached: this.watches.asCached,
       // Status is queued, not awaited (reconcile): a write that fails reconciles again.
       onQueuedWriteFailed: (key) => this.reconciler.add(key),
+      // Copies first: a report goes out once the deliveries in hand are written (at most
+      // STATUS_HOLD_MS later), not in the middle of a burst of copy writes.
+      beforeQueuedWrite: async () => {
+        const held = new AbortController();
+        await Promise.race([this.reconciler.idle(), sleep(clock, STATUS_HOLD_MS, held.signal)]);
+        held.abort();
+      },
       clock,
     });
     this.reconciler = new Reconciler({
