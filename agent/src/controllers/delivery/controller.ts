@@ -286,7 +286,12 @@ export class DeliveryController {
     const payloadVersion = payloadSecret?.metadata?.resourceVersion;
     const settling = this.knowledge.payloadSettling(delivery.spec.payloadSecretName, now);
     const name = delivery.metadata.name ?? '';
-    const { copies, deferred } = this.knowledge.copyViews(name, payloadVersion, settling > 0);
+    const { copies, deferred } = this.knowledge.copyViews(
+      name,
+      payloadVersion,
+      settling > 0,
+      delivery.metadata.generation,
+    );
     const { verifier, clusterName: cluster, namespace } = this.opts;
     const input: PlanInput = {
       delivery,
@@ -316,7 +321,7 @@ export class DeliveryController {
       // Adopt only where the cluster's policy allows it (the plan reports the rest).
       adopt: this.opts.policy.allowAdopt && (delivery.spec.conflictPolicy ?? 'Skip') === 'Adopt',
       observer: {
-        ...this.knowledge.observer(payloadVersion),
+        ...this.knowledge.observer(payloadVersion, delivery.metadata.generation),
         ...countWrites(this.opts.metrics, () => this.compactor.worked()),
       },
     };

@@ -67,13 +67,32 @@ describe('CopyKnowledge', () => {
 
     const written = { uid: 'uid-a', name: 'tls', namespace: 'a', resourceVersion: '11' };
     knowledge.observer('p1').wrote('Secret', { metadata: written });
-    expect(verified('d-1', 'p1')).toEqual({ a: false }); // the cache still shows rv 10
+    // The cache still shows rv 10, but we wrote rv 11 from this payload (its echo is on the way).
+    expect(verified('d-1', 'p1')).toEqual({ a: true });
     const echo = copy('a', '11');
     expect(update(echo, a)).toBe(true); // our own write coming back: not news
     expect(verified('d-1', 'p1')).toEqual({ a: true });
 
     expect(update(copy('a', '12'), echo)).toBe(false); // kubectl edit: news
     expect(verified('d-1', 'p1')).toEqual({ a: false });
+  });
+
+  it('a copy written but not yet echoed is up to date for the same payload and spec', () => {
+    const { knowledge, add, update } = setup();
+    const a = copy('a', '10');
+    add(a);
+    const written = { uid: 'uid-a', name: 'tls', namespace: 'a', resourceVersion: '11' };
+    knowledge.observer('p1', 3).wrote('Secret', { metadata: written });
+    const view = () => knowledge.copyViews('d-1', 'p1', false, 3).copies[0];
+    // The cache still shows rv 10: planning from it would write again, conditional on rv 10.
+    expect(view()).toMatchObject({ resourceVersion: '11', verified: true, echoPending: true });
+    // Another spec (generation) or payload since: planned from the cache as usual.
+    expect(knowledge.copyViews('d-1', 'p1', false, 4).copies[0]?.echoPending).toBeUndefined();
+    expect(knowledge.copyViews('d-1', 'p2', false, 3).copies[0]?.echoPending).toBeUndefined();
+    // The echo arrives: the cache is the truth again.
+    update(copy('a', '11'), a);
+    expect(view()).toMatchObject({ resourceVersion: '11', verified: true });
+    expect(view()?.echoPending).toBeUndefined();
   });
 
   it('a write answered before its watch event makes the event an echo', () => {

@@ -58,6 +58,12 @@ export class CopyKnowledge {
   private readonly known = new Map<string, string>();
   /** uids of copies we are deleting or releasing (their watch events are our own doing). */
   private readonly removing = new Map<string, number>();
+  /**
+   * copy uid -> `<resourceVersion> <delivery generation>` of a write whose watch event has not
+   * arrived yet: until it does, the cache shows the copy as it was (see `copyViews`). Entries
+   * live for the milliseconds between a write's answer and its echo.
+   */
+  private readonly echoes = new Map<string, string>();
   /** payload Secret name -> when its data last changed (see `payloadSettling`). */
   private readonly payloadChangedAt = new Map<string, number>();
 
@@ -89,6 +95,8 @@ export class CopyKnowledge {
       this.index(old, -1);
       this.index(c, +1);
     }
+    // Our write's echo, or something after it: the cache has caught up.
+    if (c.metadata.uid !== undefined) this.echoes.delete(c.metadata.uid);
     return this.isOurWrite(c);
   }
 
@@ -98,6 +106,7 @@ export class CopyKnowledge {
     const uid = c.metadata.uid;
     if (!uid) return false;
     this.known.delete(uid);
+    this.echoes.delete(uid);
     return this.removing.delete(uid);
   }
 
@@ -126,11 +135,27 @@ export class CopyKnowledge {
     this.removing.set(ref.uid, now);
   }
 
-  /** What apply tells us about the copies it writes for a payload of `payloadVersion`. */
-  observer(payloadVersion: string | undefined): Pick<WriteObserver, 'wrote' | 'removing'> {
+  /**
+   * What apply tells us about the copies it writes for a payload of `payloadVersion`, rendered
+   * from the delivery at `generation`.
+   */
+  observer(
+    payloadVersion: string | undefined,
+    generation?: number,
+  ): Pick<WriteObserver, 'wrote' | 'removing'> {
     return {
       wrote: (kind, obj: Written) => {
-        if (obj.metadata) this.holds(kind, obj.metadata, payloadVersion);
+        const m = obj.metadata;
+        if (!m) return;
+        this.holds(kind, m, payloadVersion);
+        const cached =
+          m.name && m.namespace ? this.copies[kind].get(m.name, m.namespace) : undefined;
+        // Answered before the watch showed it: remember the write until its echo arrives.
+        if (m.uid && m.resourceVersion && cached?.metadata.resourceVersion !== m.resourceVersion)
+          this.echoes.set(
+            cached?.metadata.uid ?? m.uid,
+            `${m.resourceVersion} ${generation ?? ''}`,
+          );
       },
       removing: (_kind, ref) => this.removingCopy(ref),
     };
@@ -174,6 +199,7 @@ export class CopyKnowledge {
     delivery: string,
     payloadVersion: string | undefined,
     payloadSettling: boolean,
+    generation?: number,
   ): { copies: CopyView[]; deferred: boolean } {
     let deferred = false;
     const out: CopyView[] = [];
@@ -181,6 +207,30 @@ export class CopyKnowledge {
       const c = this.copies.Secret.getByUid(uid) ?? this.copies.ConfigMap.getByUid(uid);
       if (!c) continue;
       const k = this.known.get(uid);
+      // Written from this payload and this delivery spec, its watch event still on its way:
+      // the copy is what we would write now (the cache's older version would mean a second,
+      // conditional write on a stale resourceVersion: 409).
+      const echo = this.echoes.get(uid);
+      if (
+        echo !== undefined &&
+        k !== undefined &&
+        echo === `${knownVersion(k)} ${generation ?? ''}` &&
+        knownPayload(k) === (payloadVersion ?? '') &&
+        newerVersion(knownVersion(k), c.metadata.resourceVersion ?? '')
+      ) {
+        out.push({
+          kind: c.kind,
+          namespace: c.metadata.namespace,
+          name: c.metadata.name,
+          uid: c.metadata.uid,
+          resourceVersion: knownVersion(k),
+          labels: c.metadata.labels,
+          annotations: c.metadata.annotations,
+          verified: true,
+          echoPending: true,
+        });
+        continue;
+      }
       const untouched = k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
       const onlyPayloadMoved = untouched && knownPayload(k) !== (payloadVersion ?? '');
       if (onlyPayloadMoved && payloadSettling) deferred = true;
@@ -220,6 +270,15 @@ export class CopyKnowledge {
       if (keys.size === 0) this.copyIndex.delete(delivery);
     }
   }
+}
+
+/**
+ * Whether resourceVersion `a` is later than `b`. They are etcd revisions here (the agent writes
+ * to a kube-apiserver); anything else compares as not newer, so a copy is planned from the cache.
+ */
+function newerVersion(a: string, b: string): boolean {
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return a.length !== b.length ? a.length > b.length : a > b;
 }
 
 /** The delivery a copy says it belongs to (its mirrorhub.io/delivery label). */

@@ -159,6 +159,11 @@ describe('plan: actions', () => {
       ['update team-a'],
     ],
     [
+      'no second write of a copy just written (its watch event on the way, the cache older)',
+      { copies: [copy('team-a', { ...withHash('h-old'), echoPending: true }), copy('team-b')] },
+      [],
+    ],
+    [
       'verifies a copy someone else changed (resourceVersion we did not write)',
       { copies: [copy('team-a', { verified: false }), copy('team-b')] },
       ['verify team-a'],

@@ -77,6 +77,11 @@ export interface CopyView {
    * or read and compared it). False after anyone else changed the copy.
    */
   verified?: boolean | undefined;
+  /**
+   * We wrote this copy from the current payload and delivery spec and its watch event has not
+   * arrived yet: it is up to date, whatever the cache's older version says.
+   */
+  echoPending?: boolean | undefined;
 }
 
 /** A create that found the target name taken by an object this delivery does not own. */
@@ -407,8 +412,9 @@ export function plan(input: PlanInput): Plan {
 
     if (current) {
       const upToDate =
-        current.annotations?.[ANNOTATION_CONTENT_HASH] === spec.contentHash &&
-        marksMatch(current, marks);
+        current.echoPending === true ||
+        (current.annotations?.[ANNOTATION_CONTENT_HASH] === spec.contentHash &&
+          marksMatch(current, marks));
       if (!upToDate) {
         const recreate =
           kind === 'Secret' && current.type !== undefined && current.type !== desiredType;
