@@ -31,7 +31,7 @@ import { CopyKnowledge } from './knowledge.js';
 import { countWrites, logOutcomes, registerGauges } from './metrics.js';
 import { DeliveryNotes, type DeliveryNote } from './notes.js';
 import { hubMidWrite, plan, settle, type Action, type Outcome, type PlanInput } from './plan.js';
-import { checkSignatures } from './signature.js';
+import { checkSignatures, SignatureCache } from './signature.js';
 import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { DeliveryWatches } from './watches.js';
 
@@ -89,6 +89,7 @@ export class DeliveryController {
   private readonly watches: DeliveryWatches;
   private readonly knowledge: CopyKnowledge;
   private readonly notes = new DeliveryNotes();
+  private readonly signatures = new SignatureCache();
   private readonly writer: StatusWriter<MirrorDelivery>;
   private readonly reconciler: Reconciler;
   private readonly compactor: Compactor;
@@ -304,7 +305,13 @@ export class DeliveryController {
       now: new Date(now),
       matcher: this.notes.matcherFor(delivery),
       policy: this.opts.policy,
-      signature: checkSignatures(verifier, { cluster, namespace }, delivery, payloadSecret),
+      signature: checkSignatures(
+        verifier,
+        { cluster, namespace },
+        delivery,
+        payloadSecret,
+        this.signatures,
+      ),
     };
     return { input, payloadVersion, settling, deferred };
   }

@@ -9,7 +9,7 @@ import {
   payloadMessage,
 } from '@mirrorhub/shared/mirror/signing';
 import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/contract';
-import { checkSignatures } from './signature.js';
+import { checkSignatures, SignatureCache } from './signature.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('ed25519');
 const signer = createSigner(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
@@ -67,6 +67,34 @@ describe('checkSignatures', () => {
       ok: false,
       reason: expect.stringMatching(/^payload Secret d-1: /),
     });
+  });
+
+  it('with a cache, verifies each cached object once; a new object or signature is verified again', () => {
+    let verified = 0;
+    const counting = {
+      ...verifier,
+      verify: (m: Buffer, a: string | undefined) => (verified++, verifier.verify(m, a)),
+    };
+    const cache = new SignatureCache();
+    const d = signedDelivery();
+    const p = signedPayload();
+    expect(checkSignatures(counting, where, d, p, cache).ok).toBe(true);
+    expect(checkSignatures(counting, where, d, p, cache).ok).toBe(true);
+    expect(verified).toBe(2); // one delivery, one payload
+    // The watch replaced the payload (a change): verified again, and refused.
+    const tampered = { ...p, data: { k: 'eA==' } };
+    expect(checkSignatures(counting, where, d, tampered, cache).ok).toBe(false);
+    expect(verified).toBe(3);
+    // The same spec object under another signature annotation: verified again.
+    const resigned = {
+      ...d,
+      metadata: { ...d.metadata, annotations: { [ANNOTATION_SIGNATURE]: 'x' } },
+    };
+    expect(checkSignatures(counting, where, resigned, p, cache).ok).toBe(false);
+    // Checked for another place (cluster or namespace): verified again.
+    expect(checkSignatures(counting, { ...where, cluster: 'follower-b' }, d, p, cache).ok).toBe(
+      false,
+    );
   });
 
   it('a delivery being deleted needs only its own signature', () => {

@@ -69,6 +69,8 @@ export class DeliveryWatches {
   /** A delivery as the cache holds it (for our writes' answers). */
   readonly asCached = slimDelivery(this.intern);
   private readonly namespace: string;
+  /** namespaceViews(), until the namespace cache changes. */
+  private nsViews: NamespaceView[] | undefined;
 
   constructor(opts: WatchesOptions) {
     const ns = (this.namespace = opts.namespace);
@@ -133,12 +135,17 @@ export class DeliveryWatches {
     return this.payloads.get(name, this.namespace);
   }
 
-  namespaceViews(): NamespaceView[] {
-    return this.namespaces.list().map((n) => ({
+  /**
+   * Every namespace as the plan sees it. Built once per change of the namespace cache, not per
+   * reconcile: a new namespace reconciles every delivery selecting it, over all namespaces.
+   */
+  namespaceViews(): readonly NamespaceView[] {
+    this.nsViews ??= this.namespaces.list().map((n) => ({
       name: n.metadata.name,
       labels: n.metadata.labels,
       terminating: Boolean(n.metadata.deletionTimestamp),
     }));
+    return this.nsViews;
   }
 
   /** Start every watcher on `reconciler`, each change routed to the deliveries it concerns. */
@@ -184,8 +191,12 @@ export class DeliveryWatches {
     });
 
     reconciler.watch(this.namespaces, {
-      onAdd: (ns) => this.namespaceChanged(ns, undefined, deps, enqueue),
+      onAdd: (ns) => {
+        this.nsViews = undefined;
+        this.namespaceChanged(ns, undefined, deps, enqueue);
+      },
       onUpdate: (ns, old) => {
+        this.nsViews = undefined;
         if (
           sameMap(ns.metadata.labels, old.metadata.labels) &&
           Boolean(ns.metadata.deletionTimestamp) === Boolean(old.metadata.deletionTimestamp)
@@ -194,7 +205,11 @@ export class DeliveryWatches {
         }
         this.namespaceChanged(ns, old, deps, enqueue);
       },
-      onDelete: (ns) => this.namespaceChanged(ns, undefined, deps, enqueue),
+      onDelete: (ns) => {
+        this.nsViews = undefined;
+        this.namespaceChanged(ns, undefined, deps, enqueue);
+      },
+      onListed: () => (this.nsViews = undefined),
     });
 
     for (const kind of ['Secret', 'ConfigMap'] as const) {
