@@ -11,7 +11,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
-import { corePath, RestClient } from '@mirrorhub/shared/k8s/rest';
+import { CONTENT_TYPE, corePath, RestClient } from '@mirrorhub/shared/k8s/rest';
 
 import { installCrds } from '../support/crds.js';
 import { clusterViewerToken } from '../support/viewers.js';
@@ -22,7 +22,9 @@ import {
   fmtMs,
   peakRssMb,
   percentile,
+  phaseCost,
   pool,
+  type PhaseCost,
   rssMb,
   watchCopies,
   type ApiCounts,
@@ -49,8 +51,22 @@ export interface EngineBenchResult {
   options: Omit<EngineBenchOptions, 'log' | 'root'>;
   initialFanOutMs: number;
   copies: number;
-  newNamespace: { p50: number; p99: number; samples: number };
-  sourceUpdate: { p50: number; p99: number; samples: number; copiesEach: number };
+  /** `cost`: where the phase's time went (CPU per process, API requests), see `phaseCost`. */
+  newNamespace: {
+    p50: number;
+    p99: number;
+    samples: number;
+    cost: PhaseCost;
+    /** The same, with the namespaces created back to back. */
+    burst: { p50: number; p99: number };
+  };
+  sourceUpdate: {
+    p50: number;
+    p99: number;
+    samples: number;
+    copiesEach: number;
+    cost: PhaseCost;
+  };
   rss: { hub: Record<string, number>; agent: Record<string, number> };
   /** Peak resident set over the whole run (VmHWM: start-up, fan-out and bursts included). */
   peakRss: { hub: number; agent: number };
@@ -62,8 +78,12 @@ export interface EngineBenchResult {
   raw: {
     creates: number;
     createsPerSecond: number;
+    /** The same creates as server-side apply, as the agent creates copies. */
+    appliedCreatesPerSecond: number;
     createConcurrency: number;
     update: { p50: number; p99: number; samples: number; copiesEach: number };
+    /** The same updates as server-side apply with force, as the agent writes copies. */
+    applyUpdate: { p50: number; p99: number };
     updateConcurrency: number;
   };
   /** 5 dashboards open through source updates: what they fetched, and the hub's RSS then. */
@@ -220,33 +240,61 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       watches: perMin(before.watches, after.watches),
     };
 
-    log(`new namespace -> copy, ${o.newNamespaceSamples} samples`);
-    // Mirror i selects shard i % shards: a shard gets ceil or floor of mirrors / shards.
-    const mirrorsOf = (shard: number) =>
-      Math.floor(o.mirrors / o.shards) + (shard < o.mirrors % o.shards ? 1 : 0);
-    const newNs: number[] = [];
-    for (let k = 0; k < o.newNamespaceSamples; k++) {
-      const name = `bench-new-${k}`;
-      const perNs = mirrorsOf(k % o.shards);
-      const start = Date.now();
-      await core.createNamespace({
-        body: { metadata: { name, labels: { shard: String(k % o.shards) } } },
-      });
-      const count = () => [...seen.keys()].filter((key) => key.startsWith(`${name}/`)).length;
-      await until(
-        () => count() >= perNs,
-        listeners,
-        60_000,
-        () => `${count()}/${perNs} copies in ${name}`,
+    // Mirror i selects shard i % shards: a namespace in shard h gets a copy of each src-i.
+    const copiesIn = (name: string, shard: number) =>
+      Array.from({ length: o.mirrors }, (_, i) => i)
+        .filter((i) => i % o.shards === shard)
+        .map((i) => `${name}/src-${i}`);
+    const [etcdPid, apiServerPid] = kit.pids();
+    const costOf = () =>
+      phaseCost(
+        {
+          'kube-apiserver': apiServerPid!,
+          etcd: etcdPid!,
+          hub: hub.pid!,
+          agent: agent.pid!,
+          benchmark: process.pid,
+        },
+        hubCluster.server,
+        tls,
+        { hub: hubPort, agent: agentPort },
       );
-      newNs.push(
-        Math.max(
-          ...[...seen.entries()].filter(([key]) => key.startsWith(`${name}/`)).map(([, v]) => v.at),
-        ) - start,
-      );
-    }
+    /** Creates `samples` namespaces, `gapMs` apart; ms from each create to its last copy. */
+    const newNamespaces = async (prefix: string, samples: number, gapMs: number) => {
+      const out: number[] = [];
+      for (let k = 0; k < samples; k++) {
+        await sleep(gapMs);
+        const name = `${prefix}-${k}`;
+        const expected = copiesIn(name, k % o.shards);
+        const start = Date.now();
+        await core.createNamespace({
+          body: { metadata: { name, labels: { shard: String(k % o.shards) } } },
+        });
+        const count = () => expected.filter((key) => seen.has(key)).length;
+        await until(
+          () => count() >= expected.length,
+          listeners,
+          60_000,
+          () => `${count()}/${expected.length} copies in ${name}`,
+        );
+        const at = expected.map((key) => seen.get(key)!.at - start).sort((a, b) => a - b);
+        if (process.env.MIRRORHUB_BENCH_TRACE) log(`${name}: ${at.join(' ')}`);
+        out.push(at.at(-1)!);
+      }
+      return out;
+    };
+    // One at a time on a quiet system (as a namespace is created), then back to back (a burst
+    // of new namespaces: each meets the previous one's status writes).
+    log(`new namespace -> copy, ${o.newNamespaceSamples} samples 1 s apart`);
+    let cost = await costOf();
+    const newNs = await newNamespaces('bench-new', o.newNamespaceSamples, 1_000);
+    const newNsCost = await cost();
+    logCost(log, 'new namespaces', newNsCost);
+    log(`new namespace -> copy, ${o.newNamespaceSamples} samples back to back`);
+    const burst = await newNamespaces('bench-burst', o.newNamespaceSamples, 0);
 
     log(`source update -> all copies, ${o.updateSamples} samples`);
+    cost = await costOf();
     const updates: number[] = [];
     for (let k = 0; k < o.updateSamples; k++) {
       const i = k % o.mirrors;
@@ -264,6 +312,9 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       );
       updates.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - start);
     }
+
+    const updateCost = await cost();
+    logCost(log, 'source updates', updateCost);
 
     // As after the fan-out: the resident set once the processes are idle again, not in the
     // middle of the last update's writes (peakRss shows the bursts).
@@ -307,12 +358,15 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         p50: percentile(newNs, 50),
         p99: percentile(newNs, 99),
         samples: newNs.length,
+        cost: newNsCost,
+        burst: { p50: percentile(burst, 50), p99: percentile(burst, 99) },
       },
       sourceUpdate: {
         p50: percentile(updates, 50),
         p99: percentile(updates, 99),
         samples: updates.length,
         copiesEach: o.namespaces / o.shards,
+        cost: updateCost,
       },
       rss,
       peakRss,
@@ -323,6 +377,18 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
   } finally {
     for (const p of procs) p.kill('SIGTERM');
   }
+}
+
+function logCost(log: (line: string) => void, phase: string, c: PhaseCost): void {
+  const cpu = Object.entries(c.cpuSeconds)
+    .map(([name, s]) => `${name} ${s.toFixed(1)} s`)
+    .join(', ');
+  const top = c.requests
+    .slice(0, 6)
+    .map((r) => `${r.verb} ${r.resource} ${r.count} (${r.seconds.toFixed(1)} s)`)
+    .join(', ');
+  const writes = c.writes.map((w) => `${w.process} ${w.series} ${w.count}`).join(', ');
+  log(`${phase}: CPU ${cpu}; API requests by time served: ${top}; mirrorhub's writes: ${writes}`);
 }
 
 /**
@@ -360,16 +426,42 @@ async function rawWrites(
     );
     updates.push(Date.now() - start);
   }
+  // The same updates as the agent writes them: server-side apply with force (apply.ts), so the
+  // ratio above splits into what apply costs the API server and what mirrorhub adds.
+  const apply = (j: number, version: number) =>
+    rest.patch(`${secrets}/raw-${j}`, secret(j, version), CONTENT_TYPE.apply, {
+      fieldManager: 'bench-raw',
+      force: true,
+    });
+  await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) => apply(j, samples + 1));
+  const applies: number[] = [];
+  for (let k = 0; k < samples; k++) {
+    const start = Date.now();
+    await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) => apply(j, samples + k + 2));
+    applies.push(Date.now() - start);
+  }
+  const a0 = Date.now();
+  await pool(ids, FAN_OUT_CONCURRENCY, (j) =>
+    rest.patch(
+      `${secrets}/rawa-${j}`,
+      { ...secret(j, 0), metadata: { name: `rawa-${j}`, namespace } },
+      CONTENT_TYPE.apply,
+      { fieldManager: 'bench-raw', force: true },
+    ),
+  );
+  const appliedCreatesPerSecond = creates / ((Date.now() - a0) / 1000);
   // Gone again before mirrorhub starts: the run's unrelated Secrets are the ones it says.
   await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/raw-${j}`));
+  await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/rawa-${j}`));
   rest.close();
   log(
-    `raw API server: ${creates} creates at ${createsPerSecond.toFixed(0)}/s (concurrency ${FAN_OUT_CONCURRENCY}), ` +
-      `${copiesEach} updates p50 ${fmtMs(percentile(updates, 50))} (concurrency ${DELIVERY_CONCURRENCY})`,
+    `raw API server: ${creates} creates at ${createsPerSecond.toFixed(0)}/s, as apply ${appliedCreatesPerSecond.toFixed(0)}/s (concurrency ${FAN_OUT_CONCURRENCY}), ` +
+      `${copiesEach} updates p50 ${fmtMs(percentile(updates, 50))}, as apply ${fmtMs(percentile(applies, 50))} (concurrency ${DELIVERY_CONCURRENCY})`,
   );
   return {
     creates,
     createsPerSecond,
+    appliedCreatesPerSecond,
     createConcurrency: FAN_OUT_CONCURRENCY,
     update: {
       p50: percentile(updates, 50),
@@ -377,6 +469,7 @@ async function rawWrites(
       samples: updates.length,
       copiesEach,
     },
+    applyUpdate: { p50: percentile(applies, 50), p99: percentile(applies, 99) },
     updateConcurrency: DELIVERY_CONCURRENCY,
   };
 }

@@ -36,7 +36,11 @@ export function startMain(
   name: 'hub' | 'agent',
   env: Record<string, string>,
 ): ChildProcess {
-  const args = [...chartV8Flags(root, name), join(root, name, 'dist/main.js')];
+  // MIRRORHUB_BENCH_CPU_PROFILE=<dir>: each process writes a V8 CPU profile there when it exits
+  // (open it in Chrome DevTools); how the agent's reconcile cost was found.
+  const profileDir = process.env.MIRRORHUB_BENCH_CPU_PROFILE;
+  const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const args = [...chartV8Flags(root, name), ...profile, join(root, name, 'dist/main.js')];
   return spawn(process.execPath, args, {
     env: {
       ...process.env,

@@ -68,20 +68,8 @@ export interface ApiCounts {
  * Requests the API server has served, from its own apiserver_request_total counter, split into
  * reads (GET/LIST), writes (POST/PUT/PATCH/DELETE; Lease writes apart) and WATCH.
  */
-export async function apiRequestCounts(
-  server: string,
-  tls: { ca: string; cert: Buffer; key: Buffer },
-): Promise<ApiCounts> {
-  const text = await new Promise<string>((resolve, reject) => {
-    const req = request(`${server}/metrics`, tls, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve(body));
-    });
-    req.once('error', reject);
-    req.end();
-  });
+export async function apiRequestCounts(server: string, tls: ApiServerTls): Promise<ApiCounts> {
+  const text = await apiServerMetrics(server, tls);
   const counts: ApiCounts = { reads: 0, writes: 0, leaseWrites: 0, watches: 0 };
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
@@ -95,6 +83,109 @@ export async function apiRequestCounts(
     }
   }
   return counts;
+}
+
+export interface ApiServerTls {
+  ca: string;
+  cert: Buffer;
+  key: Buffer;
+}
+
+/** The API server's /metrics text (as the kit's admin). */
+export function apiServerMetrics(server: string, tls: ApiServerTls): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const req = request(`${server}/metrics`, tls, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve(body));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Where a phase of a benchmark spent its time: CPU seconds of each process, and the API
+ * server's requests (count and seconds served) by verb and resource. `start()` takes the first
+ * reading; the returned function the second, and gives the differences.
+ */
+export interface PhaseCost {
+  cpuSeconds: Record<string, number>;
+  requests: { verb: string; resource: string; count: number; seconds: number }[];
+  /** mirrorhub's own count of its writes and failed writes, per process and series. */
+  writes: { process: string; series: string; count: number }[];
+}
+
+export async function phaseCost(
+  pids: Record<string, number>,
+  server: string,
+  tls: ApiServerTls,
+  metricsPorts: Record<string, number> = {},
+): Promise<() => Promise<PhaseCost>> {
+  const ownWrites = async () => {
+    const out = new Map<string, number>();
+    for (const [name, port] of Object.entries(metricsPorts)) {
+      for (const metric of ['mirrorhub_writes_total', 'mirrorhub_write_errors_total']) {
+        for (const [series, n] of await scrapeSeries(port, metric)) {
+          const label = metric.includes('errors') ? `failed ${series}` : series;
+          out.set(`${name}\t${label}`, n);
+        }
+      }
+    }
+    return out;
+  };
+  const read = async () => {
+    const writes = await ownWrites();
+    const text = await apiServerMetrics(server, tls);
+    const cpu = Object.fromEntries(
+      Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]),
+    );
+    const byRequest = (metric: string) => {
+      const out = new Map<string, number>();
+      for (const line of text.split('\n')) {
+        if (!line.startsWith(`${metric}{`)) continue;
+        const verb = /verb="(\w+)"/.exec(line)?.[1] ?? '';
+        const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
+        const sub = /subresource="([^"]*)"/.exec(line)?.[1];
+        const key = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
+        out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+      }
+      return out;
+    };
+    return {
+      cpu,
+      writes,
+      counts: byRequest('apiserver_request_total'),
+      seconds: byRequest('apiserver_request_duration_seconds_sum'),
+    };
+  };
+  const before = await read();
+  return async () => {
+    const after = await read();
+    const requests = [...after.counts]
+      .map(([key, n]) => {
+        const [verb = '', resource = ''] = key.split(' ');
+        return {
+          verb,
+          resource,
+          count: n - (before.counts.get(key) ?? 0),
+          seconds: (after.seconds.get(key) ?? 0) - (before.seconds.get(key) ?? 0),
+        };
+      })
+      .filter((r) => r.count > 0 && r.verb !== 'WATCH')
+      .sort((a, b) => b.seconds - a.seconds);
+    const cpuSeconds = Object.fromEntries(
+      Object.keys(pids).map((name) => [name, after.cpu[name]! - before.cpu[name]!]),
+    );
+    const writes = [...after.writes]
+      .map(([key, n]) => {
+        const [process = '', series = ''] = key.split('\t');
+        return { process, series, count: n - (before.writes.get(key) ?? 0) };
+      })
+      .filter((w) => w.count > 0);
+    return { cpuSeconds, requests, writes };
+  };
 }
 
 /** Every series of a counter in Prometheus text format, keyed by its label values. */
