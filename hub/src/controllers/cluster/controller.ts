@@ -54,13 +54,13 @@ import {
   parsePendingCleanups,
   planClusterStatus,
   resolveAccess,
+  withLatestHeartbeat,
   type AccessSpec,
   type ClusterEvent,
   type ProbeResult,
 } from './plan.js';
 import { probeCluster, type ProbeContext } from './probe.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
-import { k8sTime } from '@mirrorhub/shared/mirror/index';
 
 const CONTROLLER = 'cluster';
 
@@ -302,16 +302,9 @@ export class ClusterController {
    * in status, which is written only every heartbeatReportMs (the dashboard's heartbeat age).
    */
   list(): MirrorCluster[] {
-    return this.clusters.list().map((mc) => {
-      const agent = mc.status?.agent;
-      const renewedAt = this.entries.get(mc.metadata.name ?? '')?.renewedAt;
-      if (!agent?.lastHeartbeat || renewedAt === undefined) return mc;
-      if (!(renewedAt > Date.parse(agent.lastHeartbeat))) return mc;
-      return {
-        ...mc,
-        status: { ...mc.status, agent: { ...agent, lastHeartbeat: k8sTime(new Date(renewedAt)) } },
-      };
-    });
+    return this.clusters
+      .list()
+      .map((mc) => withLatestHeartbeat(mc, this.entries.get(mc.metadata.name ?? '')?.renewedAt));
   }
 
   /** The MirrorCluster cache is synced (readiness). */

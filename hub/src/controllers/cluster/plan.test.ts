@@ -5,6 +5,7 @@ import {
   parsePendingCleanups,
   planClusterStatus,
   resolveAccess,
+  withLatestHeartbeat,
   type ClusterStatusInput,
   type ProbeResult,
 } from './plan.js';
@@ -303,6 +304,22 @@ describe('planClusterStatus', () => {
       version: '0.1.0',
       lastHeartbeat: '2026-01-02T03:04:20Z',
     });
+  });
+
+  it('the dashboard sees the latest renewal read, not the one status holds', () => {
+    const recorded = { ...eks(), status: plan(healthy).status }; // 03:03:50.123456Z recorded
+    const later = Date.parse('2026-01-02T03:05:20Z');
+    expect(withLatestHeartbeat(recorded, later).status?.agent).toEqual({
+      present: true,
+      version: '0.1.0',
+      lastHeartbeat: '2026-01-02T03:05:20Z',
+    });
+    expect(recorded.status.agent?.lastHeartbeat).toBe('2026-01-02T03:03:50Z'); // not changed
+    // Nothing newer read, or no agent recorded: the object as it is.
+    expect(withLatestHeartbeat(recorded, Date.parse('2026-01-02T03:03:00Z'))).toBe(recorded);
+    expect(withLatestHeartbeat(recorded, undefined)).toBe(recorded);
+    const none = eks();
+    expect(withLatestHeartbeat(none, later)).toBe(none);
   });
 
   it('unreachable after unwritten renewals: the last renewal read decides staleness', () => {

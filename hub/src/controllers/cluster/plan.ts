@@ -253,6 +253,24 @@ const MAX_MESSAGE = LIMITS.MirrorClusterStatus.lastError;
 const MAX_CONDITION_MESSAGE = 1024;
 const MAX_PENDING_LISTED = 50;
 
+/**
+ * `mc` with the latest heartbeat a probe read (`renewedAt`, clock ms) in place of the one in its
+ * status, which is written only every heartbeatReportMs: what the dashboard shows. The same
+ * object when the status is as new.
+ */
+export function withLatestHeartbeat(
+  mc: MirrorCluster,
+  renewedAt: number | undefined,
+): MirrorCluster {
+  const agent = mc.status?.agent;
+  if (!agent?.lastHeartbeat || renewedAt === undefined) return mc;
+  if (!(renewedAt > Date.parse(agent.lastHeartbeat))) return mc;
+  return {
+    ...mc,
+    status: { ...mc.status, agent: { ...agent, lastHeartbeat: k8sTime(new Date(renewedAt)) } },
+  };
+}
+
 export function planClusterStatus(input: ClusterStatusInput): {
   status: MirrorClusterStatus;
   events: ClusterEvent[];
