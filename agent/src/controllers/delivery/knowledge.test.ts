@@ -89,10 +89,17 @@ describe('CopyKnowledge', () => {
     // Another spec (generation) or payload since: planned from the cache as usual.
     expect(knowledge.copyViews('d-1', 'p1', false, 4).copies[0]?.echoPending).toBeUndefined();
     expect(knowledge.copyViews('d-1', 'p2', false, 3).copies[0]?.echoPending).toBeUndefined();
-    // The echo arrives: the cache is the truth again.
+    // The echo arrives: the cache is the truth again, and nothing is kept of the write.
     update(copy('a', '11'), a);
     expect(view()).toMatchObject({ resourceVersion: '11', verified: true });
     expect(view()?.echoPending).toBeUndefined();
+    expect(knowledge.pendingEchoes).toBe(0);
+    // A create answered before its watch event: forgotten when the event arrives.
+    const created = { uid: 'uid-b', name: 'tls', namespace: 'b', resourceVersion: '12' };
+    knowledge.observer('p1', 3).wrote('Secret', { metadata: created });
+    expect(knowledge.pendingEchoes).toBe(1);
+    expect(add(copy('b', '12'))).toBe(true);
+    expect(knowledge.pendingEchoes).toBe(0);
   });
 
   it('a write answered before its watch event makes the event an echo', () => {

@@ -64,6 +64,11 @@ export class CopyKnowledge {
    * live for the milliseconds between a write's answer and its echo.
    */
   private readonly echoes = new Map<string, string>();
+
+  /** Writes still waiting for their watch event (tests: none are left behind). */
+  get pendingEchoes(): number {
+    return this.echoes.size;
+  }
   /** payload Secret name -> when its data last changed (see `payloadSettling`). */
   private readonly payloadChangedAt = new Map<string, number>();
 
@@ -86,6 +91,8 @@ export class CopyKnowledge {
       this.known.delete(uid);
       this.known.set(uid, k);
     }
+    // A create's echo: the cache has caught up.
+    if (uid !== undefined) this.echoes.delete(uid);
     return this.isOurWrite(c);
   }
 
