@@ -71,14 +71,13 @@ export interface ApiCounts {
 export async function apiRequestCounts(server: string, tls: ApiServerTls): Promise<ApiCounts> {
   const text = await apiServerMetrics(server, tls);
   const counts: ApiCounts = { reads: 0, writes: 0, leaseWrites: 0, watches: 0 };
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const verb = /verb="(\w+)"/.exec(line)?.[1] ?? '';
-    const n = Number(line.slice(line.lastIndexOf(' ') + 1));
+  const series = metricSeries(text, 'apiserver_request_total', (l) => `${l.verb} ${l.resource}`);
+  for (const [key, n] of series) {
+    const [verb = '', resource] = key.split(' ');
     if (verb === 'WATCH') counts.watches += n;
     else if (verb === 'GET' || verb === 'LIST') counts.reads += n;
     else if (['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'].includes(verb)) {
-      if (/resource="leases"/.test(line)) counts.leaseWrites += n;
+      if (resource === 'leases') counts.leaseWrites += n;
       else counts.writes += n;
     }
   }
@@ -106,9 +105,8 @@ export function apiServerMetrics(server: string, tls: ApiServerTls): Promise<str
 }
 
 /**
- * Where a phase of a benchmark spent its time: CPU seconds of each process, and the API
- * server's requests (count and seconds served) by verb and resource. `start()` takes the first
- * reading; the returned function the second, and gives the differences.
+ * Where a phase of a benchmark spent its time: CPU seconds of each process, the API server's
+ * requests (count and seconds served) by verb and resource, and mirrorhub's own writes.
  */
 export interface PhaseCost {
   cpuSeconds: Record<string, number>;
@@ -117,6 +115,10 @@ export interface PhaseCost {
   writes: { process: string; series: string; count: number }[];
 }
 
+/**
+ * Takes the first reading of a PhaseCost; the function it returns takes the second and gives
+ * the differences.
+ */
 export async function phaseCost(
   pids: Record<string, number>,
   server: string,
@@ -141,18 +143,12 @@ export async function phaseCost(
     const cpu = Object.fromEntries(
       Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]),
     );
-    const byRequest = (metric: string) => {
-      const out = new Map<string, number>();
-      for (const line of text.split('\n')) {
-        if (!line.startsWith(`${metric}{`)) continue;
-        const verb = /verb="(\w+)"/.exec(line)?.[1] ?? '';
-        const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
-        const sub = /subresource="([^"]*)"/.exec(line)?.[1];
-        const key = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
-        out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-      }
-      return out;
-    };
+    const byRequest = (metric: string) =>
+      metricSeries(
+        text,
+        metric,
+        (l) => `${l.verb} ${l.resource ?? ''}${l.subresource ? `/${l.subresource}` : ''}`,
+      );
     return {
       cpu,
       writes,
@@ -188,13 +184,22 @@ export async function phaseCost(
   };
 }
 
-/** Every series of a counter in Prometheus text format, keyed by its label values. */
-export function metricSeries(text: string, name: string): Map<string, number> {
+/**
+ * Every series of a counter in Prometheus text format, keyed by its label values (or by
+ * `keyOf` of its labels; series with the same key are summed).
+ */
+export function metricSeries(
+  text: string,
+  name: string,
+  keyOf: (labels: Record<string, string>) => string = (l) => Object.values(l).join(' '),
+): Map<string, number> {
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
     const labels = /\{(.*)\}/.exec(line)?.[1] ?? '';
-    const key = [...labels.matchAll(/\w+="([^"]*)"/g)].map((m) => m[1]).join(' ');
+    const key = keyOf(
+      Object.fromEntries([...labels.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!])),
+    );
     out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
   }
   return out;
