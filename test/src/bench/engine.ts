@@ -23,6 +23,7 @@ import {
   peakRssMb,
   percentile,
   phaseCost,
+  phaseCostText,
   pool,
   type PhaseCost,
   rssMb,
@@ -380,15 +381,10 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
 }
 
 function logCost(log: (line: string) => void, phase: string, c: PhaseCost): void {
-  const cpu = Object.entries(c.cpuSeconds)
-    .map(([name, s]) => `${name} ${s.toFixed(1)} s`)
-    .join(', ');
-  const top = c.requests
-    .slice(0, 6)
-    .map((r) => `${r.verb} ${r.resource} ${r.count} (${r.seconds.toFixed(1)} s)`)
-    .join(', ');
-  const writes = c.writes.map((w) => `${w.process} ${w.series} ${w.count}`).join(', ');
-  log(`${phase}: CPU ${cpu}; API requests by time served: ${top}; mirrorhub's writes: ${writes}`);
+  const { cpu, requests, writes } = phaseCostText(c, 6);
+  log(
+    `${phase}: CPU seconds ${cpu}; API requests by time served: ${requests}; mirrorhub's writes: ${writes}`,
+  );
 }
 
 /**
@@ -407,49 +403,47 @@ async function rawWrites(
   const namespace = 'bench-raw';
   const secrets = corePath('secrets', namespace);
   await rest.post(corePath('namespaces'), { metadata: { name: namespace } });
-  const secret = (j: number, version: number) => ({
+  const secret = (name: string, j: number, version: number) => ({
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: `raw-${j}`, namespace },
+    metadata: { name, namespace },
     type: 'kubernetes.io/tls',
     stringData: { 'tls.crt': certLike(j, version), 'tls.key': 'k'.repeat(1700) },
   });
-  const ids = Array.from({ length: creates }, (_, j) => j);
-  const t0 = Date.now();
-  await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.post(secrets, secret(j, 0)));
-  const createsPerSecond = creates / ((Date.now() - t0) / 1000);
-  const updates: number[] = [];
-  for (let k = 0; k < samples; k++) {
-    const start = Date.now();
-    await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) =>
-      rest.put(`${secrets}/raw-${j}`, secret(j, k + 1)),
-    );
-    updates.push(Date.now() - start);
-  }
-  // The same updates as the agent writes them: server-side apply with force (apply.ts), so the
-  // ratio above splits into what apply costs the API server and what mirrorhub adds.
-  const apply = (j: number, version: number) =>
-    rest.patch(`${secrets}/raw-${j}`, secret(j, version), CONTENT_TYPE.apply, {
+  // The agent's write: server-side apply with force (apply.ts), so each ratio splits into what
+  // apply costs the API server and what mirrorhub adds.
+  const apply = (name: string, j: number, version: number) =>
+    rest.patch(`${secrets}/${name}`, secret(name, j, version), CONTENT_TYPE.apply, {
       fieldManager: 'bench-raw',
       force: true,
     });
-  await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) => apply(j, samples + 1));
-  const applies: number[] = [];
-  for (let k = 0; k < samples; k++) {
-    const start = Date.now();
-    await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) => apply(j, samples + k + 2));
-    applies.push(Date.now() - start);
-  }
-  const a0 = Date.now();
-  await pool(ids, FAN_OUT_CONCURRENCY, (j) =>
-    rest.patch(
-      `${secrets}/rawa-${j}`,
-      { ...secret(j, 0), metadata: { name: `rawa-${j}`, namespace } },
-      CONTENT_TYPE.apply,
-      { fieldManager: 'bench-raw', force: true },
-    ),
+  const ids = Array.from({ length: creates }, (_, j) => j);
+  /** Creates per second: one write for each id, FAN_OUT_CONCURRENCY at a time. */
+  const createRate = async (write: (j: number) => Promise<unknown>) => {
+    const t0 = Date.now();
+    await pool(ids, FAN_OUT_CONCURRENCY, write);
+    return creates / ((Date.now() - t0) / 1000);
+  };
+  /** ms per round of rewriting one source's worth of Secrets, DELIVERY_CONCURRENCY at a time. */
+  const updateRounds = async (write: (j: number, round: number) => Promise<unknown>) => {
+    const out: number[] = [];
+    for (let k = 0; k < samples; k++) {
+      const start = Date.now();
+      await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) => write(j, k));
+      out.push(Date.now() - start);
+    }
+    return out;
+  };
+  const createsPerSecond = await createRate((j) => rest.post(secrets, secret(`raw-${j}`, j, 0)));
+  const updates = await updateRounds((j, k) =>
+    rest.put(`${secrets}/raw-${j}`, secret(`raw-${j}`, j, k + 1)),
   );
-  const appliedCreatesPerSecond = creates / ((Date.now() - a0) / 1000);
+  // Apply takes the fields over from the PUTs once, outside the timed rounds.
+  await pool(ids.slice(0, copiesEach), DELIVERY_CONCURRENCY, (j) =>
+    apply(`raw-${j}`, j, samples + 1),
+  );
+  const applies = await updateRounds((j, k) => apply(`raw-${j}`, j, samples + k + 2));
+  const appliedCreatesPerSecond = await createRate((j) => apply(`rawa-${j}`, j, 0));
   // Gone again before mirrorhub starts: the run's unrelated Secrets are the ones it says.
   await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/raw-${j}`));
   await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/rawa-${j}`));

@@ -30,7 +30,7 @@ import {
   chartV8Flags,
 } from './node-options.js';
 import { runSigningBench, type SigningBenchResult } from './signing.js';
-import { fmtMs } from './util.js';
+import { fmtMs, phaseCostText } from './util.js';
 import { runVaultBench, type VaultBenchResult } from './vault.js';
 
 const root = resolve(import.meta.dirname, '../../..');
@@ -369,14 +369,7 @@ function costTable(r: EngineBenchResult): string[] {
     [`${r.sourceUpdate.samples} source updates`, r.sourceUpdate.cost],
   ] as const;
   const rows = phases.map(([label, c]) => {
-    const cpu = Object.entries(c.cpuSeconds)
-      .map(([name, sec]) => `${name} ${sec.toFixed(1)}`)
-      .join(', ');
-    const requests = c.requests
-      .slice(0, 5)
-      .map((q) => `${q.verb} ${q.resource} ${q.count} (${q.seconds.toFixed(1)} s)`)
-      .join(', ');
-    const writes = c.writes.map((w) => `${w.process}: ${w.series} ${w.count}`).join(', ');
+    const { cpu, requests, writes } = phaseCostText(c, 5);
     return `| ${label} | ${cpu} | ${requests} | ${writes} |`;
   });
   return [

@@ -116,6 +116,26 @@ export interface PhaseCost {
 }
 
 /**
+ * A PhaseCost in words, as the log line and the docs table both print it: CPU seconds by
+ * process, the `top` requests by time served, and mirrorhub's writes.
+ */
+export function phaseCostText(
+  c: PhaseCost,
+  top: number,
+): { cpu: string; requests: string; writes: string } {
+  return {
+    cpu: Object.entries(c.cpuSeconds)
+      .map(([name, sec]) => `${name} ${sec.toFixed(1)}`)
+      .join(', '),
+    requests: c.requests
+      .slice(0, top)
+      .map((q) => `${q.verb} ${q.resource} ${q.count} (${q.seconds.toFixed(1)} s)`)
+      .join(', '),
+    writes: c.writes.map((w) => `${w.process}: ${w.series} ${w.count}`).join(', '),
+  };
+}
+
+/**
  * Takes the first reading of a PhaseCost; the function it returns takes the second and gives
  * the differences.
  */
