@@ -86,6 +86,11 @@ export interface WatchHandle {
 /** The two calls a watcher needs. Implemented over HTTP below, and by fakes in tests. */
 export interface ListerWatcher<T> {
   list(opts: ListOptions): Promise<ListPage<T>>;
+  /**
+   * The same list as metadata only (PartialObjectMetadata): what a periodic re-list compares
+   * resourceVersions with before reading whole objects. Absent when `list` already is that.
+   */
+  listMetadata?(opts: ListOptions): Promise<ListPage<KubernetesObject>>;
   watch(opts: WatchOptions, callbacks: WatchCallbacks<T>): WatchHandle;
 }
 
@@ -164,39 +169,44 @@ export function kubeListerWatcher<T extends KubernetesObject>(
     return (u.protocol === 'http:' ? http : https).request(u, reqOpts as http.RequestOptions);
   }
 
+  async function list<O>(o: ListOptions, accept: string): Promise<ListPage<O>> {
+    const u = url({ limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion });
+    const req = await open(u, accept);
+    const timeout = opts.listTimeoutMs ?? 60_000;
+    const { status, body } = await new Promise<{ status: number; body: string }>(
+      (resolve, reject) => {
+        req.setTimeout(timeout, () =>
+          req.destroy(new Error(`list ${path}: no response in ${timeout}ms`)),
+        );
+        req.on('error', reject);
+        req.on('response', (res) => {
+          res.setEncoding('utf8');
+          let data = '';
+          res.on('data', (c: string) => (data += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+          res.on('error', reject);
+        });
+        req.end();
+      },
+    );
+    if (status !== 200) throw new K8sHttpError(status, parseStatus(body), `list ${path}`);
+    const parsed = JSON.parse(body) as {
+      items?: O[] | null;
+      metadata?: { resourceVersion?: string; continue?: string };
+    };
+    const page: ListPage<O> = {
+      items: parsed.items ?? [],
+      resourceVersion: parsed.metadata?.resourceVersion ?? '',
+    };
+    if (parsed.metadata?.continue) page.continue = parsed.metadata.continue;
+    return page;
+  }
+
   return {
-    async list(o) {
-      const u = url({ limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion });
-      const req = await open(u, target.metadataOnly ? ACCEPT_META_LIST : ACCEPT_JSON);
-      const timeout = opts.listTimeoutMs ?? 60_000;
-      const { status, body } = await new Promise<{ status: number; body: string }>(
-        (resolve, reject) => {
-          req.setTimeout(timeout, () =>
-            req.destroy(new Error(`list ${path}: no response in ${timeout}ms`)),
-          );
-          req.on('error', reject);
-          req.on('response', (res) => {
-            res.setEncoding('utf8');
-            let data = '';
-            res.on('data', (c: string) => (data += c));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
-            res.on('error', reject);
-          });
-          req.end();
-        },
-      );
-      if (status !== 200) throw new K8sHttpError(status, parseStatus(body), `list ${path}`);
-      const parsed = JSON.parse(body) as {
-        items?: T[] | null;
-        metadata?: { resourceVersion?: string; continue?: string };
-      };
-      const page: ListPage<T> = {
-        items: parsed.items ?? [],
-        resourceVersion: parsed.metadata?.resourceVersion ?? '',
-      };
-      if (parsed.metadata?.continue) page.continue = parsed.metadata.continue;
-      return page;
-    },
+    list: (o) => list<T>(o, target.metadataOnly ? ACCEPT_META_LIST : ACCEPT_JSON),
+    ...(target.metadataOnly
+      ? {}
+      : { listMetadata: (o: ListOptions) => list<KubernetesObject>(o, ACCEPT_META_LIST) }),
 
     watch(o, cb) {
       let aborted = false;

@@ -275,7 +275,8 @@ describe('Watcher', () => {
     });
 
     it('rewatches at once after a clean server-side timeout', async () => {
-      const { fake, w, clock, ofType } = setup();
+      // (the fake sends no bookmarks: no progress deadline here)
+      const { fake, w, clock, ofType } = setup({ progressDeadlineMs: 0 });
       w.start();
       await w.synced;
       await settle();
@@ -378,6 +379,111 @@ describe('Watcher', () => {
     await clock.advance(60_000);
     expect(fake.lists).toHaveLength(3);
     await w.stop();
+  });
+
+  describe('a fresh look', () => {
+    it('ends a watch that passes nothing within the progress deadline and resumes it where it stopped', async () => {
+      const { fake, w, clock, calls, ofType } = setup({ progressDeadlineMs: 10_000 });
+      fake.create(cm('a'));
+      w.start();
+      await w.synced;
+      await settle();
+      calls.length = 0;
+      fake.stall();
+      fake.create(cm('missed'));
+      await clock.advance(9_999);
+      expect(ofType('restarted')).toHaveLength(0);
+      expect(calls).toEqual([]);
+      await clock.advance(1);
+      await settle();
+      expect(ofType('restarted').map((e) => e.reason)).toEqual(['stalled']);
+      expect(calls).toEqual(['add missed']);
+      // resumed from the resourceVersion it had, without re-listing or counting an error
+      expect(fake.watches.map((x) => x.opts.resourceVersion)).toEqual(['101', '101']);
+      expect(fake.lists).toHaveLength(1);
+      expect(ofType('error')).toHaveLength(0);
+      await w.stop();
+    });
+
+    it('counts bookmarks as progress, so a quiet healthy watch is left alone', async () => {
+      const { fake, w, clock, ofType } = setup({ progressDeadlineMs: 10_000 });
+      w.start();
+      await w.synced;
+      await settle();
+      for (let i = 0; i < 5; i++) {
+        await clock.advance(6_000);
+        fake.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '100' } } });
+      }
+      expect(ofType('restarted')).toHaveLength(0);
+      await clock.advance(10_000);
+      expect(ofType('restarted').map((e) => e.reason)).toEqual(['stalled']);
+      await w.stop();
+    });
+
+    it('reads only metadata at a periodic re-list while the cache is current', async () => {
+      const { fake, w, clock, calls, ofType } = setup({ resyncPeriodMs: 60_000, pageSize: 2 });
+      fake.withMetadataLists();
+      for (const n of ['a', 'b', 'c']) fake.create(cm(n));
+      w.start();
+      await w.synced;
+      await settle();
+      calls.length = 0;
+      await clock.advance(60_000);
+      await settle();
+      expect(fake.lists).toHaveLength(2); // the initial list's two pages, nothing more
+      expect(fake.metadataLists).toHaveLength(2);
+      expect(ofType('listed').at(-1)).toMatchObject({ reason: 'checked', total: 3 });
+      expect(calls).toEqual([]);
+
+      // The watch missed a change: the next look reads in full and hands out what it missed.
+      fake.silently(() => fake.update(cm('b', 'ns', { v: '2' })));
+      await clock.advance(60_000);
+      await settle();
+      expect(fake.lists).toHaveLength(4);
+      expect(ofType('listed').at(-1)).toMatchObject({ reason: 'periodic', updated: 1 });
+      expect(calls).toEqual(['update b 102->104']);
+      expect(w.get('b', 'ns')?.data).toEqual({ v: '2' });
+      await w.stop();
+    });
+
+    it('notices a missed delete by count, even when every remaining object is current', async () => {
+      const { fake, w, clock, calls, ofType } = setup({ resyncPeriodMs: 60_000 });
+      fake.withMetadataLists();
+      for (const n of ['a', 'b']) fake.create(cm(n));
+      w.start();
+      await w.synced;
+      await settle();
+      calls.length = 0;
+      fake.silently(() => fake.delete('b', 'ns'));
+      await clock.advance(60_000);
+      await settle();
+      expect(ofType('listed').at(-1)).toMatchObject({ reason: 'periodic', deleted: 1 });
+      expect(calls).toEqual(['delete b (unknown)']);
+      await w.stop();
+    });
+
+    it('takes a new re-list period while running, counted from the last list', async () => {
+      const { fake, w, clock, ofType } = setup();
+      w.start();
+      await w.synced;
+      await settle();
+      await clock.advance(100_000);
+      expect(fake.lists).toHaveLength(1);
+      w.setResyncPeriod(30_000); // already overdue: at once
+      await clock.advance(0);
+      await settle();
+      expect(fake.lists).toHaveLength(2);
+      await clock.advance(29_999);
+      expect(fake.lists).toHaveLength(2);
+      await clock.advance(1);
+      await settle();
+      expect(fake.lists).toHaveLength(3);
+      w.setResyncPeriod(undefined);
+      await clock.advance(300_000);
+      expect(fake.lists).toHaveLength(3);
+      expect(ofType('listed').map((e) => e.reason)).toEqual(['initial', 'periodic', 'periodic']);
+      await w.stop();
+    });
   });
 
   it('drops managedFields by default and applies a custom transform', async () => {

@@ -9,7 +9,17 @@
  *   and diff against the store, so handlers see exactly the adds/updates/deletes they missed.
  * - Any other failure -> retry with jittered exponential backoff (never a hot loop, never
  *   giving up unless `maxConsecutiveErrors` says so, which emits `gaveUp`).
- * - Optional periodic re-list (`resyncPeriodMs`, jittered) as a safety net.
+ * - A watch that delivers nothing, not even a bookmark, within `progressDeadlineMs` is stalled
+ *   (a proxy or load balancer that keeps the connection open but passes nothing): it is ended
+ *   and resumed at once from the last resourceVersion, so whatever it missed is replayed (or a
+ *   410 makes it re-list). The API server's watch cache sends every watcher a bookmark about
+ *   once a minute (k8s.io/apiserver cacher, `nextBookmarkTime`), so a healthy quiet watch never
+ *   trips the default of 150 s.
+ * - Optional periodic re-list (`resyncPeriodMs`, jittered, changeable while running with
+ *   `setResyncPeriod`): a fresh look that repairs whatever the watch missed. When the
+ *   lister-watcher can list metadata only (`listMetadata`), the re-list first compares every
+ *   object's resourceVersion with the store and reads the objects in full only when something
+ *   differs, so a poll of an unchanged cache costs one metadata list.
  * - Store keyed by uid (a Secret deleted and re-created under the same name is a delete and an
  *   add, not an update), with a namespace/name index for `get()`. It holds only what the
  *   selectors select, after `transform` (which by default drops `managedFields`), so memory is
@@ -37,8 +47,9 @@ import {
   type WatchHandle,
 } from './listwatch.js';
 
-export type ListReason = 'initial' | 'gone' | 'periodic';
-export type RestartReason = 'closed' | 'gone' | 'resync' | 'error';
+/** Why the store was listed. `checked`: a periodic re-list's metadata check found it current. */
+export type ListReason = 'initial' | 'gone' | 'periodic' | 'checked';
+export type RestartReason = 'closed' | 'gone' | 'resync' | 'error' | 'stalled';
 
 export type WatcherEvent =
   | {
@@ -81,8 +92,13 @@ export interface WatcherOptions<T> {
   pageSize?: number;
   /** Each watch asks the server to end it after [t, 2t) seconds (default t = 300). */
   watchTimeoutSeconds?: number;
-  /** Re-list this often (jittered up to +20%); 0/undefined = never. */
+  /** Re-list this often (jittered up to +20%); 0/undefined = never. See `setResyncPeriod`. */
   resyncPeriodMs?: number;
+  /**
+   * End a watch that delivered nothing (no event, no bookmark) for this long and resume it
+   * (default 150 s: two and a half of the API server's one-minute bookmarks); 0 = never.
+   */
+  progressDeadlineMs?: number;
   /** Retry backoff (default 500 ms doubling to 30 s, equal jitter). */
   backoff?: { initialMs?: number; maxMs?: number };
   /** Stop after this many consecutive failures (default: never). */
@@ -99,9 +115,12 @@ export function stripManagedFields<T extends KubernetesObject>(obj: T): T {
   return obj;
 }
 
+/** See `WatcherOptions.progressDeadlineMs`. */
+export const DEFAULT_PROGRESS_DEADLINE_MS = 150_000;
+
 type WatchOutcome =
   | { kind: 'stopped' }
-  | { kind: 'closed' | 'gone' | 'resync'; durationMs: number; events: number }
+  | { kind: 'closed' | 'gone' | 'resync' | 'stalled'; durationMs: number; events: number }
   | { kind: 'error'; err: unknown; durationMs: number; events: number };
 
 function keyOf(obj: KubernetesObject): string {
@@ -154,6 +173,9 @@ export class Watcher<T extends KubernetesObject> {
   private endWatch: ((o: WatchOutcome) => void) | undefined;
   private resyncTimer: Timer | undefined;
   private resyncDue = false;
+  private resyncPeriodMs: number | undefined;
+  /** When the store was last listed (or checked current). */
+  private listedAt = 0;
   private goneStreak = 0;
 
   constructor(private readonly opts: WatcherOptions<T>) {
@@ -162,6 +184,7 @@ export class Watcher<T extends KubernetesObject> {
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
     this.transform = opts.transform ?? stripManagedFields;
+    this.resyncPeriodMs = opts.resyncPeriodMs;
     this.backoff = new Backoff({
       initialMs: opts.backoff?.initialMs ?? 500,
       maxMs: opts.backoff?.maxMs ?? 30_000,
@@ -250,6 +273,16 @@ export class Watcher<T extends KubernetesObject> {
     return () => this.handlers.delete(h);
   }
 
+  /**
+   * Re-list this often from now on (undefined or 0: never), counted from the last list: a
+   * shorter period than before can make a re-list due at once.
+   */
+  setResyncPeriod(ms: number | undefined): void {
+    if ((ms || undefined) === (this.resyncPeriodMs || undefined)) return;
+    this.resyncPeriodMs = ms;
+    if (this.isSynced) this.scheduleResync();
+  }
+
   /** Listen to lifecycle events. Returns an unregister function. */
   onEvent(listener: (e: WatcherEvent) => void): () => void {
     this.listeners.add(listener);
@@ -290,6 +323,10 @@ export class Watcher<T extends KubernetesObject> {
         continue;
       }
       this.goneStreak = 0;
+      if (o.kind === 'stalled') {
+        // Resume at once from where it stopped: the server replays what the stall withheld.
+        continue;
+      }
       if (o.kind === 'resync') {
         needList = true;
         listReason = 'periodic';
@@ -331,6 +368,25 @@ export class Watcher<T extends KubernetesObject> {
 
   private async listAndReplace(reason: ListReason): Promise<void> {
     const began = this.clock.now();
+    if (reason === 'periodic' && this.lw.listMetadata) {
+      const rv = await this.currentAt();
+      if (this.stopped) return;
+      if (rv !== undefined) {
+        this.rv = rv;
+        this.listed();
+        this.emit({
+          type: 'listed',
+          reason: 'checked',
+          resourceVersion: rv,
+          total: this.byUid.size,
+          added: 0,
+          updated: 0,
+          deleted: 0,
+          durationMs: this.clock.now() - began,
+        });
+        return;
+      }
+    }
     const pageSize = this.opts.pageSize ?? 500;
     let items: T[] = [];
     let rv = '';
@@ -357,13 +413,7 @@ export class Watcher<T extends KubernetesObject> {
     }
     const counts = this.replace(items);
     this.rv = rv;
-    this.resyncDue = false;
-    this.succeeded();
-    this.scheduleResync();
-    if (!this.isSynced) {
-      this.isSynced = true;
-      this.resolveSynced();
-    }
+    this.listed();
     this.emit({
       type: 'listed',
       reason,
@@ -372,6 +422,46 @@ export class Watcher<T extends KubernetesObject> {
       ...counts,
       durationMs: this.clock.now() - began,
     });
+  }
+
+  private listed(): void {
+    this.resyncDue = false;
+    this.listedAt = this.clock.now();
+    this.succeeded();
+    this.scheduleResync();
+    if (!this.isSynced) {
+      this.isSynced = true;
+      this.resolveSynced();
+    }
+  }
+
+  /**
+   * The resourceVersion of a metadata list that shows the store exactly as it is (the same
+   * objects at the same resourceVersions), or undefined when anything differs.
+   */
+  private async currentAt(): Promise<string | undefined> {
+    const listMetadata = this.lw.listMetadata!;
+    let seen = 0;
+    let cont: string | undefined;
+    for (;;) {
+      let page;
+      try {
+        page = await listMetadata({
+          limit: this.opts.pageSize ?? 500,
+          ...(cont ? { continue: cont } : {}),
+        });
+      } catch (err) {
+        if (isGoneError(err)) return undefined; // a continue token expired: read in full
+        throw err;
+      }
+      for (const m of page.items) {
+        const stored = this.get(m.metadata?.name ?? '', m.metadata?.namespace);
+        if (!stored || rvOf(stored) !== m.metadata?.resourceVersion) return undefined;
+        seen++;
+      }
+      cont = page.continue;
+      if (!cont) return seen === this.byUid.size ? page.resourceVersion : undefined;
+    }
   }
 
   /** Make the store equal `items`, then tell handlers what changed (deletes first). */
@@ -408,9 +498,19 @@ export class Watcher<T extends KubernetesObject> {
       const began = this.clock.now();
       let events = 0;
       let done = false;
+      let progressAt = began;
+      let stallTimer: Timer | undefined;
+      const deadline = this.opts.progressDeadlineMs ?? DEFAULT_PROGRESS_DEADLINE_MS;
+      const checkProgress = (): void => {
+        if (done) return;
+        const quiet = this.clock.now() - progressAt;
+        if (quiet >= deadline) end({ kind: 'stalled', ...stats() });
+        else stallTimer = this.clock.setTimer(checkProgress, deadline - quiet);
+      };
       const end = (o: WatchOutcome): void => {
         if (done) return;
         done = true;
+        stallTimer?.cancel();
         this.currentWatch?.abort();
         this.currentWatch = undefined;
         this.endWatch = undefined;
@@ -422,6 +522,7 @@ export class Watcher<T extends KubernetesObject> {
       });
       this.endWatch = end;
       if (this.resyncDue) return end({ kind: 'resync', ...stats() });
+      if (deadline > 0) stallTimer = this.clock.setTimer(checkProgress, deadline);
 
       const base = this.opts.watchTimeoutSeconds ?? 300;
       const timeoutSeconds = Math.max(1, Math.floor(base * (1 + this.random())));
@@ -434,6 +535,7 @@ export class Watcher<T extends KubernetesObject> {
             },
             onEvent: (ev) => {
               if (done) return;
+              progressAt = this.clock.now();
               events++;
               if (events === 1) this.succeeded();
               const r = this.handleEvent(ev);
@@ -540,16 +642,14 @@ export class Watcher<T extends KubernetesObject> {
   private scheduleResync(): void {
     this.resyncTimer?.cancel();
     this.resyncTimer = undefined;
-    const period = this.opts.resyncPeriodMs;
+    const period = this.resyncPeriodMs;
     if (!period || period <= 0 || this.stopped) return;
-    this.resyncTimer = this.clock.setTimer(
-      () => {
-        this.resyncTimer = undefined;
-        this.resyncDue = true;
-        this.endWatch?.({ kind: 'resync', durationMs: 0, events: 0 });
-      },
-      jitterUp(period, 0.2, this.random),
-    );
+    const due = this.listedAt + jitterUp(period, 0.2, this.random);
+    this.resyncTimer = this.clock.setTimer(() => {
+      this.resyncTimer = undefined;
+      this.resyncDue = true;
+      this.endWatch?.({ kind: 'resync', durationMs: 0, events: 0 });
+    }, due - this.clock.now());
   }
 
   // ---- dispatch ---------------------------------------------------------------------------------
@@ -645,7 +745,8 @@ export function instrumentWatcher(
       case 'listed':
         m?.watchRelistsTotal.inc({ resource, reason: e.reason });
         m?.watchObjects.set({ resource }, e.total);
-        (e.reason === 'initial' ? log?.debug : log?.info)?.call(
+        // A periodic check that found the cache current is routine; any other re-list is news.
+        (e.reason === 'initial' || e.reason === 'checked' ? log?.debug : log?.info)?.call(
           log,
           {
             resource,
@@ -665,6 +766,13 @@ export function instrumentWatcher(
       case 'restarted':
         m?.watchRestartsTotal.inc({ resource, reason: e.reason });
         m?.watchObjects.set({ resource }, w.size);
+        if (e.reason === 'stalled') {
+          log?.warn(
+            { resource, durationMs: e.durationMs, events: e.events },
+            'watch stalled: nothing arrived, not even a bookmark, within the progress deadline; resuming from the last resourceVersion',
+          );
+          return;
+        }
         log?.debug(
           { resource, reason: e.reason, durationMs: e.durationMs, events: e.events },
           'watch ended',

@@ -100,6 +100,32 @@ export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatc
     return [...this.watches].reverse().find((w) => w.ready && !w.closed && !w.aborted);
   }
 
+  /**
+   * Stall the open watch: it stays open but passes nothing more (a proxy that stopped
+   * forwarding), and learns nothing of it.
+   */
+  stall(): void {
+    const w = this.active();
+    if (w) w.closed = true;
+  }
+
+  /** Every metadata list call (see `withMetadataLists`), in order. */
+  readonly metadataLists: ListOptions[] = [];
+  listMetadata?: (opts: ListOptions) => Promise<ListPage<KubernetesObject>>;
+
+  /** Also answer metadata-only lists, as the HTTP lister-watcher does for full objects. */
+  withMetadataLists(): this {
+    this.listMetadata = async (opts) => {
+      this.metadataLists.push(opts);
+      const page = await this.page(opts);
+      return {
+        ...page,
+        items: page.items.map((o) => ({ metadata: { ...o.metadata } })),
+      };
+    };
+    return this;
+  }
+
   /** Send a raw event to the open watch (e.g. a BOOKMARK or an ERROR Status). */
   send(event: WatchEvent<T>): void {
     const w = this.active();
@@ -123,8 +149,12 @@ export class FakeListerWatcher<T extends KubernetesObject> implements ListerWatc
     this.closeWatch();
   }
 
-  async list(opts: ListOptions): Promise<ListPage<T>> {
+  list(opts: ListOptions): Promise<ListPage<T>> {
     this.lists.push(opts);
+    return this.page(opts);
+  }
+
+  private async page(opts: ListOptions): Promise<ListPage<T>> {
     await Promise.resolve();
     const err = this.listErrors.shift();
     if (err !== undefined) throw err;
