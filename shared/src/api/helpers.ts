@@ -34,6 +34,9 @@ export interface MirrorPolicies {
   suspend: boolean;
 }
 
+/** A mirror's pollPeriodSeconds when it sets none, in ms: also how often caches no mirror asks anything of re-list. */
+export const DEFAULT_POLL_PERIOD_MS = DEFAULTS.SecretMirrorSpec.pollPeriodSeconds * 1000;
+
 export function mirrorPolicies(spec: MirrorSpec): MirrorPolicies {
   const d = DEFAULTS.SecretMirrorSpec;
   return {

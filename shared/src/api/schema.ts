@@ -610,8 +610,10 @@ const mirrorSpec = (tsType: string, kindDescription: string, rules: ValidationRu
       deletePolicy,
       conflictPolicy,
       pollPeriodSeconds: integer(
-        'Seconds between full resyncs of the source and every copy. Changes are picked up from ' +
-          'watches at once; this is only the safety net. A Vault source (no watch) is polled at ' +
+        'Seconds between fresh looks at the source and every copy. Changes are picked up from ' +
+          'watches at once; this is the safety net: the caches this mirror depends on re-list ' +
+          '(comparing resourceVersions before reading data) at least this often, so whatever a ' +
+          'watch missed is repaired within one period. A Vault source (no watch) is polled at ' +
           'this period, jittered.',
         { format: 'int32', default: 300, minimum: 10, maximum: 86400 },
       ),
@@ -1100,6 +1102,12 @@ export const mirrorDelivery: KindDefinition = {
       deletePolicy,
       conflictPolicy,
       suspend,
+      pollPeriodSeconds: integer(
+        "The mirror's pollPeriodSeconds: the agent's caches take a fresh look at the cluster at " +
+          'least this often, so a copy change a watch missed is repaired within it. Absent from ' +
+          "deliveries of older hubs (then the agent's own resync period).",
+        { format: 'int32', minimum: 10, maximum: 86400 },
+      ),
       contentHash: string(
         'Keyed hash of payload data + type + labels + annotations + target kind. The agent skips ' +
           'every copy whose mirrorhub.io/content-hash annotation already equals it.',

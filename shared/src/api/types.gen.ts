@@ -233,9 +233,10 @@ export interface SecretMirrorSpec {
   conflictPolicy?: ConflictPolicy;
 
   /**
-   * Seconds between full resyncs of the source and every copy. Changes are picked up from watches
-   * at once; this is only the safety net. A Vault source (no watch) is polled at this period,
-   * jittered.
+   * Seconds between fresh looks at the source and every copy. Changes are picked up from watches at
+   * once; this is the safety net: the caches this mirror depends on re-list (comparing
+   * resourceVersions before reading data) at least this often, so whatever a watch missed is
+   * repaired within one period. A Vault source (no watch) is polled at this period, jittered.
    *
    * @default 300
    */
@@ -804,9 +805,10 @@ export interface ClusterSecretMirrorSpec {
   conflictPolicy?: ConflictPolicy;
 
   /**
-   * Seconds between full resyncs of the source and every copy. Changes are picked up from watches
-   * at once; this is only the safety net. A Vault source (no watch) is polled at this period,
-   * jittered.
+   * Seconds between fresh looks at the source and every copy. Changes are picked up from watches at
+   * once; this is the safety net: the caches this mirror depends on re-list (comparing
+   * resourceVersions before reading data) at least this often, so whatever a watch missed is
+   * repaired within one period. A Vault source (no watch) is polled at this period, jittered.
    *
    * @default 300
    */
@@ -1081,6 +1083,13 @@ export interface MirrorDeliverySpec {
    * @default false
    */
   suspend?: boolean;
+
+  /**
+   * The mirror's pollPeriodSeconds: the agent's caches take a fresh look at the cluster at least
+   * this often, so a copy change a watch missed is repaired within it. Absent from deliveries of
+   * older hubs (then the agent's own resync period).
+   */
+  pollPeriodSeconds?: number;
 
   /**
    * Keyed hash of payload data + type + labels + annotations + target kind. The agent skips every

@@ -3,7 +3,9 @@
 // - Reconciler: watchers -> keys -> work queue -> reconcile, observed (reconciler.ts, observe.ts)
 // - StatusWriter: status and finalizer writes, remembering our own writes (status.ts, overlay.ts)
 // - EventRecorder: Events on transitions (events.ts)
+// - ShortestPeriod: how often the caches take a fresh look (freshness.ts)
 export * from './events.js';
+export * from './freshness.js';
 export * from './observe.js';
 export * from './overlay.js';
 export * from './reconciler.js';

@@ -18,6 +18,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import {
+  DEFAULT_POLL_PERIOD_MS,
   GROUP,
   MIRROR_CLUSTER,
   VERSION,
@@ -223,11 +224,11 @@ export class ClusterController {
       shutdownTimeoutMs: 10_000,
       clock: this.clock,
     });
-    this.clusters = createWatcher<MirrorCluster>(opts.kubeConfig, {
-      group: GROUP,
-      version: VERSION,
-      plural: MIRROR_CLUSTER.plural,
-    });
+    this.clusters = createWatcher<MirrorCluster>(
+      opts.kubeConfig,
+      { group: GROUP, version: VERSION, plural: MIRROR_CLUSTER.plural },
+      { resyncPeriodMs: DEFAULT_POLL_PERIOD_MS },
+    );
   }
 
   /**
@@ -544,7 +545,7 @@ export class ClusterController {
           namespace: access.secret.namespace,
           fieldSelector: `metadata.name=${access.secret.name}`,
         },
-        { resource: 'kubeconfig-secrets' },
+        { resource: 'kubeconfig-secrets', resyncPeriodMs: DEFAULT_POLL_PERIOD_MS },
       );
       w = { watcher, clusters };
       this.secretWatches.set(key, w);

@@ -127,6 +127,8 @@ export class ClusterConnection {
   private readonly legacyNames = new Map<string, string>();
   private deliveries: Watcher<MirrorDelivery> | undefined;
   private payloads: Watcher<KubernetesObject> | undefined;
+  /** How often both caches take a fresh look (see setResyncPeriod). */
+  private resyncMs: number | undefined;
   private rest: RestClient | undefined;
   private readonly unsubscribe: (() => void)[] = [];
   private running: Promise<void> | undefined;
@@ -172,6 +174,16 @@ export class ClusterConnection {
    */
   retarget(target: ClusterTarget): void {
     this.current = target;
+  }
+
+  /**
+   * Re-list the cluster's deliveries and payloads at least this often: the shortest poll period
+   * of the mirrors, so whatever the watches missed is repaired within one.
+   */
+  setResyncPeriod(ms: number): void {
+    this.resyncMs = ms;
+    this.deliveries?.setResyncPeriod(ms);
+    this.payloads?.setResyncPeriod(ms);
   }
 
   /** Connect in the background (retrying with backoff until stopped), then write. */
@@ -316,6 +328,7 @@ export class ClusterConnection {
     if (!kc || signal.aborted) return;
     this.rest = timedRestClient(kc, this.timeoutMs);
     const transport = { listTimeoutMs: this.timeoutMs };
+    const resync = this.resyncMs ? { resyncPeriodMs: this.resyncMs } : {};
     const origin = `${LABEL_ORIGIN_CLUSTER}=${this.opts.originCluster}`;
     const deliveries = createWatcher<MirrorDelivery>(
       kc,
@@ -326,7 +339,7 @@ export class ClusterConnection {
         namespace: this.agentNamespace,
         labelSelector: origin,
       },
-      { resource: `mirrordeliveries@${this.name}`, transport },
+      { resource: `mirrordeliveries@${this.name}`, transport, ...resync },
     );
     const payloads = createWatcher<KubernetesObject>(
       kc,
@@ -337,7 +350,7 @@ export class ClusterConnection {
         labelSelector: `${LABEL_PAYLOAD}=true,${origin}`,
         metadataOnly: true,
       },
-      { resource: `payloads@${this.name}`, transport },
+      { resource: `payloads@${this.name}`, transport, ...resync },
     );
     this.deliveries = deliveries;
     this.payloads = payloads;

@@ -9,6 +9,7 @@
 // everything from the caches.
 import {
   CLUSTER_SECRET_MIRROR,
+  DEFAULT_POLL_PERIOD_MS,
   GROUP,
   mirrorPolicies,
   resolveSource,
@@ -38,7 +39,12 @@ import {
 } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import { Reconciler, StatusWriter, type ControllerEvent } from '@mirrorhub/shared/controller/index';
+import {
+  Reconciler,
+  ShortestPeriod,
+  StatusWriter,
+  type ControllerEvent,
+} from '@mirrorhub/shared/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { ClusterConnection } from '../delivery/controller.js';
@@ -155,6 +161,11 @@ export class MirrorController {
   private readonly secretMirrors: Watcher<SecretMirror>;
   private readonly clusterMirrors: Watcher<ClusterSecretMirror>;
   private readonly connections = new Map<string, ClusterConnection>();
+  /**
+   * The shortest pollPeriodSeconds of the mirrors: how often the mirror caches and every
+   * cluster's delivery caches take a fresh look (each source's cache follows its own mirrors).
+   */
+  private readonly freshness: ShortestPeriod;
   private readonly phases = new Map<string, MirrorPhase>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly phaseGauge: Gauge<'phase'>;
@@ -242,15 +253,21 @@ export class MirrorController {
       connections: this.vaultConnections,
       requests: vaultRequests,
     });
-    this.secretMirrors = createWatcher<SecretMirror>(kc, {
-      group: GROUP,
-      version: VERSION,
-      plural: SECRET_MIRROR.plural,
-    });
-    this.clusterMirrors = createWatcher<ClusterSecretMirror>(kc, {
-      group: GROUP,
-      version: VERSION,
-      plural: CLUSTER_SECRET_MIRROR.plural,
+    const fresh = { resyncPeriodMs: DEFAULT_POLL_PERIOD_MS };
+    this.secretMirrors = createWatcher<SecretMirror>(
+      kc,
+      { group: GROUP, version: VERSION, plural: SECRET_MIRROR.plural },
+      fresh,
+    );
+    this.clusterMirrors = createWatcher<ClusterSecretMirror>(
+      kc,
+      { group: GROUP, version: VERSION, plural: CLUSTER_SECRET_MIRROR.plural },
+      fresh,
+    );
+    this.freshness = new ShortestPeriod(DEFAULT_POLL_PERIOD_MS, (ms) => {
+      this.secretMirrors.setResyncPeriod(ms);
+      this.clusterMirrors.setResyncPeriod(ms);
+      for (const conn of this.connections.values()) conn.setResyncPeriod(ms);
     });
   }
 
@@ -410,6 +427,7 @@ export class MirrorController {
         this.enqueueAll();
       },
     });
+    conn.setResyncPeriod(this.freshness.ms);
     conn.start();
     return conn;
   }
@@ -470,7 +488,9 @@ export class MirrorController {
     const resolved = resolveSource(mirror);
     const kube = resolved.ok && resolved.source.kind !== 'Vault' ? resolved.source : undefined;
     const vault = resolved.ok && resolved.source.kind === 'Vault' ? resolved.source : undefined;
-    this.sources.set(key, kube);
+    const pollMs = mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000;
+    this.freshness.set(key, pollMs);
+    this.sources.set(key, kube, pollMs);
     let source: SourceObservation = { state: 'missing' };
     let sourceError: string | undefined;
     if (kube) {
@@ -781,6 +801,7 @@ export class MirrorController {
   ): Promise<ProcessResult | void> {
     this.sources.set(key, undefined);
     this.vaultSources.set(key, undefined);
+    this.freshness.set(key, undefined);
     this.setPhase(key, undefined);
     if (!mirror || !mirror.metadata.finalizers?.includes(HUB_FINALIZER)) {
       // Gone before it delivered anything: a lease it read is still revoked (best effort).

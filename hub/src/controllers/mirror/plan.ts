@@ -410,6 +410,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
         deletePolicy: policies.deletePolicy,
         conflictPolicy: policies.conflictPolicy,
         suspend: false,
+        pollPeriodSeconds: policies.pollPeriodSeconds,
         contentHash: hash,
       };
       desiredSpecs.set(obs.name, deliverySpec);

@@ -1,5 +1,5 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { settle, Watcher, type ResolvedSource } from '@mirrorhub/shared';
+import { FakeClock, settle, Watcher, type ResolvedSource } from '@mirrorhub/shared';
 import { FakeListerWatcher } from '@mirrorhub/shared/testing/index';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceWatches, sourceKey } from './sources.js';
@@ -8,7 +8,7 @@ const tls: ResolvedSource = { kind: 'Secret', namespace: 'src', name: 'tls' };
 const cfg: ResolvedSource = { kind: 'ConfigMap', namespace: 'src', name: 'cfg' };
 
 /** One fake API per source, and the watchers built on them (started by SourceWatches). */
-function harness() {
+function harness(clock?: FakeClock) {
   const apis = new Map<string, FakeListerWatcher<KubernetesObject>>();
   const watchers: Watcher<KubernetesObject>[] = [];
   const changes: string[][] = [];
@@ -24,6 +24,7 @@ function harness() {
         resource: sourceKey(s),
         listerWatcher: api(s),
         backoff: { initialMs: 1, maxMs: 1 },
+        ...(clock ? { clock, random: () => 0 } : {}),
       });
       watchers.push(w);
       return w;
@@ -55,6 +56,26 @@ describe('SourceWatches', () => {
     h.sources.set('m1', undefined);
     h.sources.set('m3', undefined);
     expect(h.sources.size).toBe(0);
+  });
+
+  it('takes a fresh look at a source at the shortest poll period of the mirrors reading it', async () => {
+    const clock = new FakeClock();
+    h = harness(clock);
+    h.sources.set('slow', tls, 600_000);
+    h.sources.set('fast', tls, 20_000);
+    await settle();
+    const lists = () => h.api(tls).lists.length;
+    expect(lists()).toBe(1);
+    await clock.advance(20_000);
+    await settle();
+    expect(lists()).toBe(2);
+    h.sources.set('fast', undefined); // the fast reader lets go: back to the slow one's period
+    await clock.advance(300_000);
+    await settle();
+    expect(lists()).toBe(2);
+    await clock.advance(300_000);
+    await settle();
+    expect(lists()).toBe(3);
   });
 
   it('is unknown until listed, then missing or found, and tells the mirrors each time', async () => {

@@ -4,10 +4,11 @@
 // the sources it mirrors, not the Secrets a cluster holds.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { type KubernetesSource } from '@mirrorhub/shared/api/index';
+import { DEFAULT_POLL_PERIOD_MS, type KubernetesSource } from '@mirrorhub/shared/api/index';
 import { type SourceObject } from '@mirrorhub/shared/mirror/index';
 import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
 import { createWatcher, instrumentWatcher } from '@mirrorhub/shared/k8s/watcher';
+import { ShortestPeriod } from '@mirrorhub/shared/controller/freshness';
 import type { SourceObservation } from './plan.js';
 
 /** What a source watch needs from a watcher (the shared Watcher; fakes in tests). */
@@ -16,6 +17,7 @@ export interface SourceWatcher {
   readonly size: number;
   start(): unknown;
   stop(): Promise<void>;
+  setResyncPeriod(ms: number | undefined): void;
   hasSynced(): boolean;
   get(name: string, namespace?: string): KubernetesObject | undefined;
   addHandler(h: {
@@ -42,6 +44,8 @@ interface Entry {
   source: KubernetesSource;
   watcher: SourceWatcher;
   mirrors: Set<string>;
+  /** The shortest poll period of those mirrors: how often the watch re-lists. */
+  period: ShortestPeriod;
   /** The watch failed at least twice in a row without syncing: the source is unreadable. */
   error?: string;
   unsubscribe: (() => void)[];
@@ -88,22 +92,27 @@ export class SourceWatches {
     return this.entries.size;
   }
 
-  /** Mirror `mirrorKey` reads `source` (undefined: nothing). Starts and stops watches as needed. */
-  set(mirrorKey: string, source: KubernetesSource | undefined): void {
+  /**
+   * Mirror `mirrorKey` reads `source` (undefined: nothing), and wants a fresh look at it at
+   * least every `pollPeriodMs`. Starts and stops watches as needed.
+   */
+  set(mirrorKey: string, source: KubernetesSource | undefined, pollPeriodMs?: number): void {
     if (this.stopped) return;
     const next = source ? sourceKey(source) : undefined;
     const current = this.byMirror.get(mirrorKey);
-    if (current === next) return;
-    if (current !== undefined) this.release(mirrorKey, current);
-    if (source && next !== undefined) {
-      this.byMirror.set(mirrorKey, next);
-      let entry = this.entries.get(next);
-      if (!entry) {
-        entry = this.open(source);
-        this.entries.set(next, entry);
+    if (current !== next) {
+      if (current !== undefined) this.release(mirrorKey, current);
+      if (source && next !== undefined) {
+        this.byMirror.set(mirrorKey, next);
+        let entry = this.entries.get(next);
+        if (!entry) {
+          entry = this.open(source);
+          this.entries.set(next, entry);
+        }
+        entry.mirrors.add(mirrorKey);
       }
-      entry.mirrors.add(mirrorKey);
     }
+    if (next !== undefined) this.entries.get(next)?.period.set(mirrorKey, pollPeriodMs);
   }
 
   /** What the mirror's source looks like; `unknown` until its watch has listed once. */
@@ -136,6 +145,7 @@ export class SourceWatches {
     const entry = this.entries.get(key);
     if (!entry) return;
     entry.mirrors.delete(mirrorKey);
+    entry.period.set(mirrorKey, undefined);
     if (entry.mirrors.size === 0) {
       this.entries.delete(key);
       void this.close(entry);
@@ -145,7 +155,9 @@ export class SourceWatches {
 
   private open(source: KubernetesSource): Entry {
     const watcher = this.factory(source);
-    const entry: Entry = { source, watcher, mirrors: new Set(), unsubscribe: [] };
+    const period = new ShortestPeriod(DEFAULT_POLL_PERIOD_MS, (ms) => watcher.setResyncPeriod(ms));
+    watcher.setResyncPeriod(period.ms);
+    const entry: Entry = { source, watcher, mirrors: new Set(), period, unsubscribe: [] };
     const notify = (): void => {
       if (entry.mirrors.size > 0) this.opts.onChange([...entry.mirrors]);
     };

@@ -17,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import {
   CLUSTER_VAULT_CONNECTION,
+  DEFAULT_POLL_PERIOD_MS,
   GROUP,
   VAULT_CONNECTION,
   VERSION,
@@ -159,16 +160,18 @@ export class VaultConnections {
       logger: this.log,
       onChange: (keys) => this.secretsChanged(keys),
     });
-    this.namespaced = createWatcher<VaultConnection>(opts.kubeConfig, {
-      group: GROUP,
-      version: VERSION,
-      plural: VAULT_CONNECTION.plural,
-    });
-    this.cluster = createWatcher<ClusterVaultConnection>(opts.kubeConfig, {
-      group: GROUP,
-      version: VERSION,
-      plural: CLUSTER_VAULT_CONNECTION.plural,
-    });
+    // A fresh look at the default poll period repairs whatever the watches missed.
+    const fresh = { resyncPeriodMs: DEFAULT_POLL_PERIOD_MS };
+    this.namespaced = createWatcher<VaultConnection>(
+      opts.kubeConfig,
+      { group: GROUP, version: VERSION, plural: VAULT_CONNECTION.plural },
+      fresh,
+    );
+    this.cluster = createWatcher<ClusterVaultConnection>(
+      opts.kubeConfig,
+      { group: GROUP, version: VERSION, plural: CLUSTER_VAULT_CONNECTION.plural },
+      fresh,
+    );
   }
 
   async start(): Promise<void> {
