@@ -207,10 +207,11 @@ export function createMetrics(opts: MetricsOptions): ControllerMetrics {
       'Watch connections ended and restarted, by resource and reason.',
       ['resource', 'reason'],
     ),
-    watchRelistsTotal: counter('watch_relists_total', 'Lists of a whole watched set by resource and reason (checked: a periodic metadata check found the cache current).', [
-      'resource',
-      'reason',
-    ]),
+    watchRelistsTotal: counter(
+      'watch_relists_total',
+      'Lists of a whole watched set by resource and reason (checked: a periodic metadata check found the cache current).',
+      ['resource', 'reason'],
+    ),
     watchErrorsTotal: counter('watch_errors_total', 'List/watch errors by resource and phase.', [
       'resource',
       'phase',

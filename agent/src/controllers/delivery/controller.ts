@@ -104,7 +104,12 @@ export class DeliveryController {
     this.copyClient = restCopyClient(this.rest, FIELD_MANAGER.agent);
     this.resyncMs = opts.resyncMs ?? 300_000;
     this.compactor = new Compactor({ gc: opts.gc, clock });
-    this.watches = new DeliveryWatches({ kubeConfig: opts.kubeConfig, namespace, clock });
+    this.watches = new DeliveryWatches({
+      kubeConfig: opts.kubeConfig,
+      namespace,
+      clock,
+      resyncMs: this.resyncMs,
+    });
     this.knowledge = new CopyKnowledge(this.watches.copies, clock, opts.payloadSettleMs);
     const { group, version, plural } = MIRROR_DELIVERY;
     this.writer = new StatusWriter<MirrorDelivery>({

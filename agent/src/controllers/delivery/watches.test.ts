@@ -60,6 +60,7 @@ async function started() {
     kubeConfig: {} as KubeAccess,
     namespace: NS,
     clock,
+    resyncMs: 300_000,
     listerWatcher: (t: ResourceTarget) => {
       const lw = new FakeListerWatcher<KubernetesObject>();
       fakes.set(`${t.plural} ${t.labelSelector ?? ''}`, lw);
@@ -102,10 +103,10 @@ async function started() {
     namespaces: fake('namespaces'),
     copies: fake('secrets', `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`),
     /** The keys queued by what `change` does (a sentinel change marks the end). */
-    async queuedBy(change: () => void): Promise<string[]> {
+    async queuedBy(change: () => void | Promise<void>): Promise<string[]> {
       await reconciler.idle();
       queued.length = 0;
-      change();
+      await change();
       const sentinel = fake('mirrordeliveries').create(delivery('sentinel', []));
       await expect.poll(() => queued.includes('sentinel')).toBe(true);
       fake('mirrordeliveries').delete(sentinel.metadata!.name!, NS);
@@ -120,6 +121,28 @@ afterEach(async () => {
 });
 
 describe('DeliveryWatches routing', () => {
+  it('every cache takes a fresh look at the shortest poll period of the deliveries, and hands out what its watch missed', async () => {
+    const w = await started();
+    expect(w.watches.freshLookMs).toBe(300_000);
+    const d = delivery('d-1', ['team-.+']);
+    d.spec.pollPeriodSeconds = 20;
+    w.deliveries.create(d);
+    w.deliveries.create(delivery('d-2', ['other-.+'])); // from an older hub: no period
+    w.namespaces.create(namespace('team-a'));
+    w.copies.create(copy('team-a', 'd-1'));
+    await expect.poll(() => w.watches.freshLookMs).toBe(20_000);
+    // Someone deletes the copy and the copy watch misses it: the next look finds it gone.
+    const missed = await w.queuedBy(async () => {
+      w.copies.silently(() => w.copies.delete('tls', 'team-a'));
+      await w.clock.advance(24_000); // the period, jittered up to +20 %
+    });
+    expect(missed).toEqual(['d-1']);
+    expect(w.watches.copies.Secret.get('tls', 'team-a')).toBeUndefined();
+    // The fast delivery goes: back to the agent's own period.
+    w.deliveries.delete('d-1', NS);
+    await expect.poll(() => w.watches.freshLookMs).toBe(300_000);
+  });
+
   it('a delivery is news when its spec, deletion, finalizers or annotations change; not its status', async () => {
     const w = await started();
     const d = w.deliveries.create(delivery('d-1', ['team-.+'])) as MirrorDelivery;

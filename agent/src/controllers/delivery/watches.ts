@@ -10,6 +10,9 @@
 //
 // Every change is routed to the names of the deliveries it concerns (the work queue's keys);
 // the reconcile re-reads everything from the caches. Our own writes coming back are not news.
+//
+// Every cache takes a fresh look (a re-list that hands out whatever its watch missed) at the
+// shortest pollPeriodSeconds of the deliveries, or the agent's resync period without any.
 
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import {
@@ -25,6 +28,7 @@ import {
 } from '@mirrorhub/shared/k8s/listwatch';
 import { Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { Reconciler } from '@mirrorhub/shared/controller/reconciler';
+import { ShortestPeriod } from '@mirrorhub/shared/controller/freshness';
 import type { StatusWriter } from '@mirrorhub/shared/controller/status';
 import type { Clock } from '@mirrorhub/shared/runtime/clock';
 import { LABEL_MANAGED_BY, LABEL_PAYLOAD, MANAGED_BY_VALUE } from '@mirrorhub/shared/contract';
@@ -45,6 +49,8 @@ export interface WatchesOptions {
   /** The agent namespace: MirrorDeliveries and payload Secrets live here. */
   namespace: string;
   clock: Clock;
+  /** How often the caches take a fresh look when no delivery asks for a period. */
+  resyncMs: number;
   /** List/watch one target (unit tests pass fakes); default: the cluster of `kubeConfig`. */
   listerWatcher?: ((target: ResourceTarget) => ListerWatcher<KubernetesObject>) | undefined;
 }
@@ -71,6 +77,9 @@ export class DeliveryWatches {
   private readonly namespace: string;
   /** namespaceViews(), until the namespace cache changes. */
   private nsViews: NamespaceView[] | undefined;
+  /** The shortest poll period of the deliveries: how often every cache re-lists. */
+  private readonly freshness: ShortestPeriod;
+  private readonly resyncMs: number;
 
   constructor(opts: WatchesOptions) {
     const ns = (this.namespace = opts.namespace);
@@ -87,6 +96,7 @@ export class DeliveryWatches {
         resource,
         listerWatcher: lw(target) as ListerWatcher<T>,
         clock,
+        resyncPeriodMs: opts.resyncMs,
         ...(transform ? { transform } : {}),
       });
     const { group, version, plural } = MIRROR_DELIVERY;
@@ -125,6 +135,31 @@ export class DeliveryWatches {
       Secret: copies('Secret', 'secrets'),
       ConfigMap: copies('ConfigMap', 'configmaps'),
     };
+    this.resyncMs = opts.resyncMs;
+    this.freshness = new ShortestPeriod(opts.resyncMs, (ms) => {
+      for (const w of this.all()) w.setResyncPeriod(ms);
+    });
+  }
+
+  /** Every cache. */
+  private all(): Watcher<KubernetesObject>[] {
+    return [
+      this.deliveries,
+      this.payloads,
+      this.namespaces,
+      this.copies.Secret,
+      this.copies.ConfigMap,
+    ] as unknown as Watcher<KubernetesObject>[];
+  }
+
+  /** How often the caches re-list now (the shortest period a delivery asks for). */
+  get freshLookMs(): number {
+    return this.freshness.ms;
+  }
+
+  private pollPeriod(d: MirrorDelivery): number {
+    const s = d.spec.pollPeriodSeconds;
+    return s ? s * 1000 : this.resyncMs;
   }
 
   delivery(name: string): MirrorDelivery | undefined {
@@ -158,15 +193,19 @@ export class DeliveryWatches {
     reconciler.watch(this.deliveries, {
       onAdd: (d) => {
         writer.observed(d);
+        this.freshness.set(d.metadata.name ?? '', this.pollPeriod(d));
         enqueue(d.metadata.name);
       },
       // Our own status patches come back as updates: only spec and metadata matter.
       onUpdate: (d, old) => {
         writer.observed(d);
-        if (deliveryChanged(d, old)) enqueue(d.metadata.name);
+        if (!deliveryChanged(d, old)) return;
+        this.freshness.set(d.metadata.name ?? '', this.pollPeriod(d));
+        enqueue(d.metadata.name);
       },
       onDelete: (d) => {
         writer.deleted(d.metadata.name ?? '');
+        this.freshness.set(d.metadata.name ?? '', undefined);
         enqueue(d.metadata.name);
       },
       onListed: () => writer.relisted(),
