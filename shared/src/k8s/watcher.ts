@@ -16,10 +16,10 @@
  *   once a minute (k8s.io/apiserver cacher, `nextBookmarkTime`), so a healthy quiet watch never
  *   trips the default of 150 s.
  * - Optional periodic re-list (`resyncPeriodMs`, jittered, changeable while running with
- *   `setResyncPeriod`): a fresh look that repairs whatever the watch missed. When the
- *   lister-watcher can list metadata only (`listMetadata`), the re-list first compares every
- *   object's resourceVersion with the store and reads the objects in full only when something
- *   differs, so a poll of an unchanged cache costs one metadata list.
+ *   `setResyncPeriod`): a fresh look that repairs whatever the watch missed. It first compares
+ *   every object's resourceVersion with the store, page by page (as metadata only where the
+ *   lister-watcher offers `listMetadata`), and lists in full only when something differs: a
+ *   look at an unchanged cache costs one metadata list and one page of memory.
  * - Store keyed by uid (a Secret deleted and re-created under the same name is a delete and an
  *   add, not an update), with a namespace/name index for `get()`. It holds only what the
  *   selectors select, after `transform` (which by default drops `managedFields`), so memory is
@@ -42,6 +42,8 @@ import {
   kubeListerWatcher,
   type KubeListerWatcherOptions,
   type ListerWatcher,
+  type ListOptions,
+  type ListPage,
   type ResourceTarget,
   type WatchEvent,
   type WatchHandle,
@@ -368,7 +370,7 @@ export class Watcher<T extends KubernetesObject> {
 
   private async listAndReplace(reason: ListReason): Promise<void> {
     const began = this.clock.now();
-    if (reason === 'periodic' && this.lw.listMetadata) {
+    if (reason === 'periodic') {
       const rv = await this.currentAt();
       if (this.stopped) return;
       if (rv !== undefined) {
@@ -436,11 +438,14 @@ export class Watcher<T extends KubernetesObject> {
   }
 
   /**
-   * The resourceVersion of a metadata list that shows the store exactly as it is (the same
-   * objects at the same resourceVersions), or undefined when anything differs.
+   * The resourceVersion of a list that shows the store exactly as it is (the same objects at
+   * the same resourceVersions), or undefined when anything differs. It reads metadata only
+   * where the lister-watcher can, and holds one page at a time: checking a cache that is
+   * current costs no more memory than a page.
    */
   private async currentAt(): Promise<string | undefined> {
-    const listMetadata = this.lw.listMetadata!;
+    const listMetadata: (o: ListOptions) => Promise<ListPage<KubernetesObject>> =
+      this.lw.listMetadata?.bind(this.lw) ?? ((o) => this.lw.list(o));
     let seen = 0;
     let cont: string | undefined;
     for (;;) {

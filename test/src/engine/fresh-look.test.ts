@@ -56,7 +56,7 @@ describe('a fresh look at every poll period', () => {
   it("brings back a copy deleted while the agent's watches were stalled, within a poll period", async () => {
     // Let the agent settle, so its first look is behind it and every watch is open.
     await eventually(
-      () => expect(e.logs.text()).toMatch(/"resource":"copy-secrets","reason":"periodic"/),
+      () => expect(e.logs.text()).toMatch(/"resource":"copy-secrets","reason":"checked"/),
       {
         timeoutMs: 30_000,
       },
