@@ -3,7 +3,7 @@
  * their section of docs/BENCHMARKS.md with the command and the machine.
  *
  *   npm run bench                 # every benchmark at full size (~22 minutes here)
- *   npm run bench -- --only multicluster   # or --only engine, --only signing, --only vault
+ *   npm run bench -- --only multicluster   # or --only engine, growth, signing or vault
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
@@ -13,7 +13,7 @@
  *   MIRRORHUB_BENCH_CPU_PROFILE=/tmp/prof npm run bench -- --only engine
  *                                 # and write a V8 CPU profile of the hub and the agent there
  */
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,6 +22,14 @@ import { OPENBAO_VERSION } from '@mirrorhub/infra/components/index';
 import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
+import {
+  runClusterGrowth,
+  runSingleClusterGrowth,
+  SETTLE_MS,
+  type GrowthBenchResult,
+  type GrowthPoint,
+} from './growth.js';
+import { growthSvg, writePng } from './plot.js';
 import { runMultiClusterBench, type MultiClusterBenchResult } from './multicluster.js';
 import {
   benchNodeOptions,
@@ -47,8 +55,11 @@ async function main(): Promise<void> {
     },
   });
   const only = values.only;
-  if (only !== undefined && !['engine', 'multicluster', 'signing', 'vault'].includes(only)) {
-    throw new Error(`--only must be engine, multicluster, signing or vault, got ${only}`);
+  if (
+    only !== undefined &&
+    !['engine', 'multicluster', 'growth', 'signing', 'vault'].includes(only)
+  ) {
+    throw new Error(`--only must be engine, multicluster, growth, signing or vault, got ${only}`);
   }
   const custom = values['node-options'];
   const nodeOptions = {
@@ -60,6 +71,8 @@ async function main(): Promise<void> {
   const n = (x: number) => Math.max(1, Math.round(x * scale));
   const log = (l: string) => console.log(`[bench] ${l}`);
   const record = scale === 1 && custom === undefined;
+  // The emulators log every AssumeRole and TokenReview; the bench shows only its own lines.
+  const quiet = (l: string) => (/^(sts-gate|eks-emulator|moto)\b/.test(l) ? undefined : log(l));
   if (only === undefined || only === 'signing') {
     await report('signing', renderSigning(runSigningBench()), record, log);
   }
@@ -91,8 +104,6 @@ async function main(): Promise<void> {
       { length: n(10) },
       (_, i) => `follower-${String(i + 1).padStart(2, '0')}`,
     );
-    // The emulators log every AssumeRole and TokenReview; the bench shows only its own lines.
-    const quiet = (l: string) => (/^(sts-gate|eks-emulator|moto)\b/.test(l) ? undefined : log(l));
     const kit = await startKit({ clusters: ['hub', ...followers], log: quiet });
     let result: MultiClusterBenchResult;
     try {
@@ -108,6 +119,53 @@ async function main(): Promise<void> {
       await kit.stop();
     }
     await report('multicluster', renderMultiCluster(result, scale), record, log);
+  }
+  if (only === undefined || only === 'growth') {
+    const steps = (xs: number[]) => [...new Set(xs.map(n))];
+    const followers = Array.from(
+      { length: n(10) },
+      (_, i) => `follower-${String(i + 1).padStart(2, '0')}`,
+    );
+    const opts = {
+      namespaceSteps: steps([250, 500, 1000, 2000]),
+      unrelatedSteps: steps([10_000, 25_000, 50_000]),
+      clusterSteps: [...new Set([1, 2, 5, 10].filter((c) => c <= followers.length))].concat(
+        followers.length > 10 ? [followers.length] : [],
+      ),
+      namespacesPerFollower: n(20),
+      nodeOptions,
+      root,
+      log,
+    };
+    let single: Pick<GrowthBenchResult, 'namespaces' | 'unrelated'>;
+    const kit = await startKit({ clusters: ['hub'], aws: false, log });
+    try {
+      single = await runSingleClusterGrowth(kit, opts);
+    } finally {
+      await kit.stop();
+    }
+    const fleetKit = await startKit({ clusters: ['hub', ...followers], log: quiet });
+    let clusters: GrowthPoint[];
+    try {
+      clusters = await runClusterGrowth(fleetKit, followers, opts);
+    } finally {
+      await fleetKit.stop();
+    }
+    const result: GrowthBenchResult = {
+      ...single,
+      clusters,
+      mirrors: 10,
+      namespacesPerFollower: opts.namespacesPerFollower,
+    };
+    const png = record
+      ? join(root, 'docs', 'images', 'memory-growth.png')
+      : join(tmpdir(), 'mirrorhub-bench-memory-growth.png');
+    await writePng(
+      growthSvg(growthPanels(result), `npm run bench -- --only growth, ${machine()}`),
+      png,
+    );
+    log(`growth: plot written to ${png}`);
+    await report('growth', renderGrowth(result, scale), record, log);
   }
   if (only === undefined || only === 'vault') {
     const kit = await startKit({ clusters: ['hub'], aws: false, log });
@@ -264,6 +322,59 @@ function renderVault(r: VaultBenchResult, scale: number, steady: string | undefi
     ...notes,
     '',
   ].join('\n');
+}
+
+function growthPanels(r: GrowthBenchResult) {
+  return [
+    {
+      title: 'namespaces',
+      xLabel: `namespaces, each with ${r.mirrors} copies`,
+      points: r.namespaces,
+    },
+    {
+      title: 'unrelated Secrets',
+      xLabel: `unrelated Secrets (at ${r.namespaces.at(-1)?.at ?? 0} namespaces)`,
+      points: r.unrelated,
+    },
+    {
+      title: 'clusters',
+      xLabel: `EKS followers, ${r.namespacesPerFollower} copies each (agent: mean)`,
+      points: r.clusters,
+    },
+  ];
+}
+
+function renderGrowth(r: GrowthBenchResult, scale: number): string {
+  const rows = growthPanels(r).flatMap((p) => {
+    const first = p.points[0]!;
+    return p.points.map((q, i) => {
+      const grew =
+        i === 0
+          ? ''
+          : `hub ${signed(q.hubMb - first.hubMb)}, agent ${signed(q.agentMb - first.agentMb)}`;
+      return `| ${p.title} | ${q.at} | ${q.hubMb.toFixed(0)} MB | ${q.agentMb.toFixed(0)} MB | ${grew} |`;
+    });
+  });
+  return [
+    '## Memory as the load grows',
+    '',
+    `Command: \`npm run bench -- --only growth\`${scale !== 1 ? ` (scale ${scale})` : ''}. Machine: ${machine()}.`,
+    `Setup: hub and agent as in the engine benchmark (the charts' flags). Namespaces: ${r.mirrors} SecretMirrors select every namespace labelled growth=on, so each new namespace holds ${r.mirrors} copies of ~4 KB sources. ` +
+      'Unrelated Secrets: 512 B Secrets in namespaces nothing selects, added after the last namespace step. ' +
+      `Clusters: EKS followers (each its own kube-apiserver, AWS account, role with ExternalId and agent process) registered step by step, a ClusterSecretMirror delivering to ${r.namespacesPerFollower} namespaces in each; the agent column is the mean over the registered followers' agents. ` +
+      `Each row is read ${SETTLE_MS / 1000} s after every copy the step implies has landed.`,
+    '',
+    '![hub and agent RSS against namespaces, unrelated Secrets and clusters](images/memory-growth.png)',
+    '',
+    '| grows | to | hub RSS | agent RSS | since the first row |',
+    '| --- | --- | --- | --- | --- |',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+function signed(mb: number): string {
+  return `${mb >= 0 ? '+' : ''}${mb.toFixed(0)} MB`;
 }
 
 function renderSigning(r: SigningBenchResult): string {

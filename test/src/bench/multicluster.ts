@@ -4,27 +4,13 @@
  * ClusterSecretMirror selecting every follower by label. A source change must cost the hub
  * O(clusters) writes and reach every copy in every follower within seconds.
  */
-import { type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-
-import { findFreePort } from '@mirrorhub/infra/components/cache';
-import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
-import { installCrds } from '../support/crds.js';
-import { prepareFollower } from '../support/multicluster.js';
-import {
-  fmtMs,
-  percentile,
-  pool,
-  rssMb,
-  scrapeSeries,
-  watchCopies,
-  type CopyWatch,
-} from './util.js';
-import { startMain, stopAll, until, waitHttp } from './procs.js';
+import { createSharedTls, startFleet } from './fleet.js';
+import { fmtMs, percentile, rssMb, scrapeSeries, watchCopies, type CopyWatch } from './util.js';
+import { until } from './procs.js';
 
 export interface MultiClusterBenchOptions {
   followers: string[];
@@ -48,66 +34,20 @@ export interface MultiClusterBenchResult {
   hubRssMb: number;
 }
 
-const SYSTEM_NS = 'mirrorhub-system';
-
 export async function runMultiClusterBench(
   kit: Kit,
   o: MultiClusterBenchOptions,
 ): Promise<MultiClusterBenchResult> {
   const log = o.log;
-  const hub = kit.cluster('hub');
-  const kc = hub.kubeConfig();
-  const core = kc.makeApiClient(CoreV1Api);
-  await installCrds(kc, 'mirrorhub-hub');
-  for (const ns of [SYSTEM_NS, 'platform'])
-    await core.createNamespace({ body: { metadata: { name: ns } } });
-  const hubUser = await createUserWithAccessKey(kit.aws!.stsEndpoint, {
-    accountId: hub.accountId,
-    userName: 'mirrorhub-hub',
+  const fleet = await startFleet(kit, {
+    followers: o.followers,
+    namespacesPerFollower: o.namespacesPerFollower,
+    hubNodeOptions: o.nodeOptions.hub,
+    root: o.root,
+    log,
   });
-
-  log(
-    `preparing ${o.followers.length} followers (role, access entry, RBAC) and ${o.namespacesPerFollower} namespaces each`,
-  );
-  const access = new Map<string, { roleArn: string; externalId: string }>();
-  await pool(o.followers, 4, async (f) => {
-    access.set(f, await prepareFollower(kit, f, hubUser.arn));
-    const fcore = kit.cluster(f).kubeConfig().makeApiClient(CoreV1Api);
-    const names = Array.from(
-      { length: o.namespacesPerFollower },
-      (_, i) => `team-${String(i).padStart(3, '0')}`,
-    );
-    await pool(names, 16, (name) => fcore.createNamespace({ body: { metadata: { name } } }));
-  });
-
-  const procs: ChildProcess[] = [];
+  const { core, hub: hubProc, hubPort } = fleet;
   try {
-    for (const f of o.followers) {
-      const port = await findFreePort();
-      procs.push(
-        startMain(o.root, 'agent', {
-          KUBECONFIG: kit.cluster(f).kubeconfigPath,
-          MIRRORHUB_CLUSTER_NAME: f,
-          PORT: String(port),
-        }),
-      );
-      await waitHttp(`http://127.0.0.1:${port}/readyz`);
-    }
-    const hubPort = await findFreePort();
-    const hubProc = startMain(o.root, 'hub', {
-      NODE_OPTIONS: o.nodeOptions.hub,
-      KUBECONFIG: hub.kubeconfigPath,
-      MIRRORHUB_CLUSTER_NAME: 'hub',
-      PORT: String(hubPort),
-      AWS_ACCESS_KEY_ID: hubUser.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: hubUser.credentials.secretAccessKey,
-      AWS_REGION: kit.aws!.region,
-      MIRRORHUB_STS_ENDPOINT: kit.aws!.stsEndpoint,
-      MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
-    });
-    procs.push(hubProc);
-    await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
-
     // Every copy in every follower, through one metadata-only watch per follower.
     const seen = new Map<string, { hash?: string; at: number }>();
     const listeners = new Set<() => void>();
@@ -122,46 +62,9 @@ export async function runMultiClusterBench(
       );
     }
 
-    const custom = kc.makeApiClient(CustomObjectsApi);
-    for (const f of o.followers) {
-      const a = access.get(f)!;
-      await custom.createClusterCustomObject({
-        group: 'mirrorhub.io',
-        version: 'v1alpha1',
-        plural: 'mirrorclusters',
-        body: {
-          apiVersion: 'mirrorhub.io/v1alpha1',
-          kind: 'MirrorCluster',
-          metadata: { name: f, labels: { bench: 'true' } },
-          spec: {
-            eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
-            agentNamespace: SYSTEM_NS,
-          },
-        },
-      });
-    }
-    await core.createNamespacedSecret({
-      namespace: 'platform',
-      body: { metadata: { name: 'shared-tls' }, stringData: { 'tls.crt': 'v0' } },
-    });
+    for (const f of o.followers) await fleet.register(f);
     const start = Date.now();
-    await custom.createClusterCustomObject({
-      group: 'mirrorhub.io',
-      version: 'v1alpha1',
-      plural: 'clustersecretmirrors',
-      body: {
-        apiVersion: 'mirrorhub.io/v1alpha1',
-        kind: 'ClusterSecretMirror',
-        metadata: { name: 'shared-tls' },
-        spec: {
-          source: { kind: 'Secret', name: 'shared-tls', namespace: 'platform' },
-          destination: {
-            clusters: { selector: { matchLabels: { bench: 'true' } } },
-            namespaces: ['team-.+'],
-          },
-        },
-      },
-    });
+    await createSharedTls(fleet);
     const copies = o.followers.length * o.namespacesPerFollower;
     await until(
       () => seen.size >= copies,
@@ -240,6 +143,6 @@ export async function runMultiClusterBench(
       hubRssMb,
     };
   } finally {
-    await stopAll(procs);
+    await fleet.stop();
   }
 }

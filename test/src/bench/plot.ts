@@ -1,0 +1,109 @@
+/**
+ * The growth benchmark's plot: hub and agent RSS against each axis, one panel per axis, drawn
+ * as SVG here and photographed to PNG by headless Chromium (the same browser the dashboard
+ * tests drive), so docs/ shows the curve without a plotting library.
+ */
+import { launchBrowser, screenshot } from '../support/browser.js';
+import type { GrowthPoint } from './growth.js';
+
+export interface Panel {
+  title: string;
+  xLabel: string;
+  points: GrowthPoint[];
+}
+
+const W = 380;
+const H = 270;
+const PAD = { left: 52, right: 16, top: 34, bottom: 46 };
+const COLORS = { hub: '#1f6feb', agent: '#d97706' };
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+}
+
+/** A step of 1, 2 or 5 times a power of ten giving about `n` ticks up to `max`. */
+function tickStep(max: number, n = 5): number {
+  const raw = max / n;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw) ?? raw;
+}
+
+function fmt(x: number): string {
+  return x >= 1000 ? `${x / 1000}k` : String(x);
+}
+
+/** One panel: both processes' RSS against the panel's axis, y from 0 to `yMax` MB. */
+function panel(p: Panel, yMax: number, dx: number): string {
+  const xs = p.points.map((q) => q.at);
+  const xMax = Math.max(...xs, 1);
+  const iw = W - PAD.left - PAD.right;
+  const ih = H - PAD.top - PAD.bottom;
+  const X = (x: number) => dx + PAD.left + (x / xMax) * iw;
+  const Y = (y: number) => PAD.top + ih - (y / yMax) * ih;
+  const out: string[] = [];
+  out.push(
+    `<text x="${dx + W / 2}" y="20" text-anchor="middle" font-weight="600">${esc(p.title)}</text>`,
+  );
+  for (let y = 0; y <= yMax; y += tickStep(yMax)) {
+    out.push(
+      `<line x1="${X(0)}" x2="${X(xMax)}" y1="${Y(y)}" y2="${Y(y)}" stroke="#e5e7eb"/>`,
+      `<text x="${X(0) - 6}" y="${Y(y) + 4}" text-anchor="end" font-size="11">${y}</text>`,
+    );
+  }
+  for (let x = 0; x <= xMax; x += tickStep(xMax, 4)) {
+    out.push(
+      `<text x="${X(x)}" y="${Y(0) + 16}" text-anchor="middle" font-size="11">${fmt(x)}</text>`,
+    );
+  }
+  out.push(
+    `<line x1="${X(0)}" x2="${X(xMax)}" y1="${Y(0)}" y2="${Y(0)}" stroke="#6b7280"/>`,
+    `<text x="${dx + PAD.left + iw / 2}" y="${H - 8}" text-anchor="middle" font-size="12">${esc(p.xLabel)}</text>`,
+    `<text transform="translate(${dx + 14},${PAD.top + ih / 2}) rotate(-90)" text-anchor="middle" font-size="12">RSS (MB)</text>`,
+  );
+  for (const who of ['hub', 'agent'] as const) {
+    const pts = p.points.map((q) => `${X(q.at).toFixed(1)},${Y(q[`${who}Mb`]).toFixed(1)}`);
+    out.push(
+      `<polyline fill="none" stroke="${COLORS[who]}" stroke-width="2" points="${pts.join(' ')}"/>`,
+    );
+    for (const q of p.points) {
+      out.push(`<circle cx="${X(q.at)}" cy="${Y(q[`${who}Mb`])}" r="3" fill="${COLORS[who]}"/>`);
+    }
+  }
+  return out.join('\n');
+}
+
+/** All panels side by side with one legend; y axes share one scale so panels compare. */
+export function growthSvg(panels: Panel[], caption: string): string {
+  const all = panels.flatMap((p) => p.points.flatMap((q) => [q.hubMb, q.agentMb]));
+  const yMax = Math.ceil(Math.max(...all, 1) / 25) * 25;
+  const width = W * panels.length;
+  const legend = (['hub', 'agent'] as const)
+    .map(
+      (who, i) =>
+        `<rect x="${16 + i * 90}" y="${H + 8}" width="14" height="4" fill="${COLORS[who]}"/>` +
+        `<text x="${36 + i * 90}" y="${H + 14}" font-size="12">${who}</text>`,
+    )
+    .join('');
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 28}" font-family="sans-serif" font-size="13">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    ...panels.map((p, i) => panel(p, yMax, i * W)),
+    legend,
+    `<text x="${width - 12}" y="${H + 14}" text-anchor="end" font-size="11" fill="#6b7280">${esc(caption)}</text>`,
+    '</svg>',
+  ].join('\n');
+}
+
+/** Renders `svg` in headless Chromium and writes it to `file` as PNG. */
+export async function writePng(svg: string, file: string): Promise<void> {
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.newPage();
+    await page.setContent(`<html><body style="margin:0">${svg}</body></html>`);
+    const box = await page.locator('svg').boundingBox();
+    await page.setViewportSize({ width: Math.ceil(box!.width), height: Math.ceil(box!.height) });
+    await screenshot(page, file);
+  } finally {
+    await browser.close();
+  }
+}
