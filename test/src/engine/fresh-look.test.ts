@@ -1,7 +1,8 @@
 // pollPeriodSeconds is a fresh look: what a watch missed is repaired within one poll period,
-// without a restart. The agent talks to its API server through a proxy that stalls every open
-// connection silently (no close, no error), as a load balancer that stops passing a watch's
-// events does; its progress deadline (150 s) is far away, so only the periodic look can help.
+// without a restart. The hub and the agent each talk to the API server through a proxy of
+// their own that stalls every open connection silently (no close, no error), as a load
+// balancer that stops passing a watch's events does; their progress deadline (150 s) is far
+// away, so only the periodic look can help.
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -24,15 +25,20 @@ function through(kc: KubeConfig, server: string): KubeConfig {
 describe('a fresh look at every poll period', () => {
   let e: Engine;
   let proxy: TcpProxy;
+  let hubProxy: TcpProxy;
 
   beforeAll(async () => {
     e = await Engine.start();
     proxy = new TcpProxy(Number(new URL(e.kit.cluster('hub').server).port));
     await proxy.open();
+    hubProxy = new TcpProxy(Number(new URL(e.kit.cluster('hub').server).port));
+    await hubProxy.open();
+    const via = (p: TcpProxy) =>
+      through(e.kit.cluster('hub').kubeConfig(), `https://127.0.0.1:${p.port}`);
+    await e.stopHub();
     await e.stopAgent();
-    await e.startAgent({
-      kubeConfig: through(e.kit.cluster('hub').kubeConfig(), `https://127.0.0.1:${proxy.port}`),
-    });
+    await e.startAgent({ kubeConfig: via(proxy) });
+    await e.startHub({ kubeConfig: via(hubProxy) });
     for (const ns of ['src', 'app-1', 'app-2']) await e.ensureNamespace(ns);
     await e.putSecret('src', 'cfg', { v: '1' });
     await e.applyMirror(
@@ -51,6 +57,7 @@ describe('a fresh look at every poll period', () => {
   afterAll(async () => {
     await e?.stop();
     await proxy?.cut();
+    await hubProxy?.cut();
   });
 
   it("brings back a copy deleted while the agent's watches were stalled, within a poll period", async () => {
@@ -74,5 +81,29 @@ describe('a fresh look at every poll period', () => {
     expect(since).toMatch(/"resource":"copy-secrets".*"reason":"periodic".*"deleted":1/);
     expect(since).not.toMatch(/watch stalled/);
     expect(await e.secretData('app-2', 'cfg')).toEqual({ v: '1' });
+  });
+
+  it("delivers a source change the hub's stalled source watch missed, within a poll period", async () => {
+    await eventually(
+      () => expect(e.logs.text()).toMatch(/"resource":"sources","reason":"checked"/),
+      { timeoutMs: 30_000 },
+    );
+    expect(hubProxy.stall()).toBeGreaterThan(0);
+    const lookedBefore = e.logs.lines.length;
+    await e.putSecret('src', 'cfg', { v: '2' });
+
+    await eventually(
+      async () => {
+        for (const ns of ['app-1', 'app-2'])
+          expect(await e.secretData(ns, 'cfg')).toEqual({ v: '2' });
+      },
+      { timeoutMs: 25_000 },
+    );
+    const since = e.logs.lines.slice(lookedBefore).join('\n');
+    // The source's look saw a resourceVersion its cache did not have, and read it in full.
+    expect(since).toMatch(
+      /"resource":"sources","reason":"periodic","total":1,"added":0,"updated":1/,
+    );
+    expect(since).not.toMatch(/watch stalled/);
   });
 });
