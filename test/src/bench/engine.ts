@@ -19,6 +19,8 @@ import { openViewers, type ViewerStats } from './dashboard.js';
 import { startOneCluster, until } from './procs.js';
 import {
   apiRequestCounts,
+  certLike,
+  createTlsMirror,
   fmtMs,
   peakRssMb,
   percentile,
@@ -174,32 +176,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     await pool(
       Array.from({ length: o.mirrors }, (_, i) => i),
       16,
-      async (i) => {
-        await core.createNamespacedSecret({
-          namespace: SRC_NS,
-          body: {
-            metadata: { name: `src-${i}` },
-            type: 'kubernetes.io/tls',
-            stringData: { 'tls.crt': certLike(i, 0), 'tls.key': 'k'.repeat(1700) },
-          },
-        });
-        await custom.createNamespacedCustomObject({
-          group: 'mirrorhub.io',
-          version: 'v1alpha1',
-          namespace: SRC_NS,
-          plural: 'secretmirrors',
-          body: {
-            apiVersion: 'mirrorhub.io/v1alpha1',
-            kind: 'SecretMirror',
-            metadata: { name: `mirror-${i}` },
-            spec: {
-              source: { kind: 'Secret', name: `src-${i}` },
-              destination: { namespaceSelector: { matchLabels: { shard: String(i % o.shards) } } },
-              pollPeriodSeconds: 300,
-            },
-          },
-        });
-      },
+      (i) => createTlsMirror({ core, custom }, SRC_NS, i, { shard: String(i % o.shards) }),
     );
     const expected = o.mirrors * (o.namespaces / o.shards);
     await until(
@@ -466,10 +443,6 @@ async function rawWrites(
     applyUpdate: { p50: percentile(applies, 50), p99: percentile(applies, 99) },
     updateConcurrency: DELIVERY_CONCURRENCY,
   };
-}
-
-function certLike(i: number, version: number): string {
-  return `-----BEGIN CERTIFICATE-----\n${`mirror-${i}-v${version}-`.repeat(40)}\n-----END CERTIFICATE-----\n`;
 }
 
 /** `mirrorhub_nodejs_heap_size_used_bytes` from a process's /metrics, in MB ('?' if absent). */

@@ -18,7 +18,7 @@ import type { Kit } from '@mirrorhub/infra/kit/index';
 import { installCrds } from '../support/crds.js';
 import { createSharedTls, startFleet, SYSTEM_NS } from './fleet.js';
 import { startOneCluster, stopAll, until } from './procs.js';
-import { pool, rssMb, watchCopies, type CopyWatch } from './util.js';
+import { createTlsMirror, pool, rssMb, watchCopies, type CopyWatch } from './util.js';
 
 export interface GrowthBenchOptions {
   /** Namespace counts to measure at, ascending. */
@@ -74,29 +74,7 @@ export async function runSingleClusterGrowth(
   try {
     copies = await watchCopies(kc, { resource: 'growth-copies' });
     for (let i = 0; i < MIRRORS; i++) {
-      await core.createNamespacedSecret({
-        namespace: SRC_NS,
-        body: {
-          metadata: { name: `src-${i}` },
-          type: 'kubernetes.io/tls',
-          stringData: { 'tls.crt': 'c'.repeat(2000), 'tls.key': 'k'.repeat(1700) },
-        },
-      });
-      await custom.createNamespacedCustomObject({
-        group: 'mirrorhub.io',
-        version: 'v1alpha1',
-        namespace: SRC_NS,
-        plural: 'secretmirrors',
-        body: {
-          apiVersion: 'mirrorhub.io/v1alpha1',
-          kind: 'SecretMirror',
-          metadata: { name: `mirror-${i}` },
-          spec: {
-            source: { kind: 'Secret', name: `src-${i}` },
-            destination: { namespaceSelector: { matchLabels: { growth: 'on' } } },
-          },
-        },
-      });
+      await createTlsMirror({ core, custom }, SRC_NS, i, { growth: 'on' });
     }
     const read = async (at: number): Promise<GrowthPoint> => {
       await sleep(SETTLE_MS);

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObject,
+} from '@kubernetes/client-node';
 
 import { createWatcher } from '@mirrorhub/shared';
 
@@ -285,4 +290,45 @@ export async function watchCopies(
 
 export function fmtMs(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
+}
+
+/** A ~2 KB certificate-like PEM, different for each source and version. */
+export function certLike(i: number, version: number): string {
+  return `-----BEGIN CERTIFICATE-----\n${`mirror-${i}-v${version}-`.repeat(40)}\n-----END CERTIFICATE-----\n`;
+}
+
+/**
+ * Source `src-<i>` in `namespace` (a ~4 KB kubernetes.io/tls Secret) and SecretMirror
+ * `mirror-<i>` beside it, copying it to every namespace whose labels match `matchLabels`.
+ */
+export async function createTlsMirror(
+  api: { core: CoreV1Api; custom: CustomObjectsApi },
+  namespace: string,
+  i: number,
+  matchLabels: Record<string, string>,
+): Promise<void> {
+  await api.core.createNamespacedSecret({
+    namespace,
+    body: {
+      metadata: { name: `src-${i}` },
+      type: 'kubernetes.io/tls',
+      stringData: { 'tls.crt': certLike(i, 0), 'tls.key': 'k'.repeat(1700) },
+    },
+  });
+  await api.custom.createNamespacedCustomObject({
+    group: 'mirrorhub.io',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'secretmirrors',
+    body: {
+      apiVersion: 'mirrorhub.io/v1alpha1',
+      kind: 'SecretMirror',
+      metadata: { name: `mirror-${i}` },
+      spec: {
+        source: { kind: 'Secret', name: `src-${i}` },
+        destination: { namespaceSelector: { matchLabels } },
+        pollPeriodSeconds: 300,
+      },
+    },
+  });
 }
