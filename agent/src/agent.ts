@@ -54,6 +54,11 @@ export interface AgentConfig {
   healthPort?: number;
   /** Full resync of every delivery this often (default 300). */
   resyncSeconds?: number;
+  /**
+   * A watch that passes nothing, not even a bookmark, this long is presumed stalled and resumed
+   * (default 150; the API server bookmarks every watch about once a minute).
+   */
+  watchProgressDeadlineSeconds?: number | undefined;
   /** Deliveries reconciled at once (default 4). */
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */
@@ -114,6 +119,9 @@ export function createAgent(config: AgentConfig): Agent {
     logger: log,
     metrics,
     resyncMs: (config.resyncSeconds ?? 300) * 1000,
+    ...(config.watchProgressDeadlineSeconds !== undefined
+      ? { watchProgressDeadlineMs: config.watchProgressDeadlineSeconds * 1000 }
+      : {}),
     concurrency: config.concurrency ?? 4,
     writeParallelism: config.writeParallelism ?? 16,
     eventsInstance: identity,

@@ -15,6 +15,7 @@ describe('readConfig', () => {
         clusterName: 'follower-a',
         healthPort: 8080,
         resyncSeconds: 300,
+        watchProgressDeadlineSeconds: 150,
         leaderElection: false,
         kubeconfigPath: undefined,
       },
@@ -22,8 +23,19 @@ describe('readConfig', () => {
     [
       'environment',
       [],
-      { ...base, MIRRORHUB_NAMESPACE: 'ops', PORT: '9090', MIRRORHUB_RESYNC_SECONDS: '60' },
-      { namespace: 'ops', healthPort: 9090, resyncSeconds: 60 },
+      {
+        ...base,
+        MIRRORHUB_NAMESPACE: 'ops',
+        PORT: '9090',
+        MIRRORHUB_RESYNC_SECONDS: '60',
+        MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '30',
+      },
+      {
+        namespace: 'ops',
+        healthPort: 9090,
+        resyncSeconds: 60,
+        watchProgressDeadlineSeconds: 30,
+      },
     ],
     [
       'flags win over the environment',

@@ -76,6 +76,11 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
     version: agentVersion(env),
     healthPort: positiveInt('PORT', values.port ?? env['PORT'], 8080),
     resyncSeconds: positiveInt('MIRRORHUB_RESYNC_SECONDS', env['MIRRORHUB_RESYNC_SECONDS'], 300),
+    watchProgressDeadlineSeconds: positiveInt(
+      'MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS',
+      env['MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS'],
+      150,
+    ),
     identity,
     leaderElection: leaderElection
       ? {

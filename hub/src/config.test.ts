@@ -42,6 +42,7 @@ describe('configFromEnv', () => {
         MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS: '60',
         MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS: '3',
         MIRRORHUB_CLEANUP_GRACE_SECONDS: '0',
+        MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '30',
         MIRRORHUB_STS_ENDPOINT: 'http://127.0.0.1:5000',
         MIRRORHUB_EKS_ENDPOINT: 'http://127.0.0.1:5001',
         MIRRORHUB_STS_REGION: 'us-east-1',
@@ -58,6 +59,7 @@ describe('configFromEnv', () => {
       agentHeartbeatGraceMs: 60_000,
       clusterRequestTimeoutMs: 3000,
       cleanupGraceMs: 0,
+      watchProgressDeadlineMs: 30_000,
       aws: {
         stsEndpoint: 'http://127.0.0.1:5000',
         eksEndpoint: 'http://127.0.0.1:5001',

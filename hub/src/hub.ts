@@ -98,6 +98,11 @@ export interface HubConfig {
   /** Deadline of every request to a delivery cluster: writes, list pages, probes (default 10 s). */
   clusterRequestTimeoutMs?: number;
   /**
+   * A watch that passes nothing, not even a bookmark, for this long is presumed stalled and
+   * resumed (default 150 s; the API server bookmarks every watch about once a minute).
+   */
+  watchProgressDeadlineMs?: number;
+  /**
    * A mirror being deleted waits this long for clusters it cannot clean up, then its finalizer
    * is released and the cleanup happens when they return (default 2 min).
    */
@@ -258,6 +263,7 @@ export function createHub(config: HubConfig): Hub {
       ...(config.clusterRequestTimeoutMs !== undefined
         ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
         : {}),
+      watchProgressDeadlineMs: config.watchProgressDeadlineMs,
     });
     const c = new MirrorController({
       kubeConfig: config.kubeConfig,
@@ -278,6 +284,7 @@ export function createHub(config: HubConfig): Hub {
         ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
         : {}),
       ...(config.cleanupGraceMs !== undefined ? { cleanupGraceMs: config.cleanupGraceMs } : {}),
+      watchProgressDeadlineMs: config.watchProgressDeadlineMs,
       onCleanupAbandoned: (cluster, name, key) => pending.add(cluster, name, key),
       onObserved: () => feed.changed(),
       onEvent: (key, e) =>

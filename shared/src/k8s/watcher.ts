@@ -120,6 +120,13 @@ export function stripManagedFields<T extends KubernetesObject>(obj: T): T {
 /** See `WatcherOptions.progressDeadlineMs`. */
 export const DEFAULT_PROGRESS_DEADLINE_MS = 150_000;
 
+/** A component's watch setting as Watcher options (undefined: the defaults). */
+export function watchTuning(
+  progressDeadlineMs: number | undefined,
+): Pick<WatcherOptions<never>, 'progressDeadlineMs'> {
+  return progressDeadlineMs === undefined ? {} : { progressDeadlineMs };
+}
+
 type WatchOutcome =
   | { kind: 'stopped' }
   | { kind: 'closed' | 'gone' | 'resync' | 'stalled'; durationMs: number; events: number }

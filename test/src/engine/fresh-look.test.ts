@@ -107,3 +107,47 @@ describe('a fresh look at every poll period', () => {
     expect(since).not.toMatch(/watch stalled/);
   });
 });
+
+describe('a stalled watch, noticed by its progress deadline', () => {
+  let e: Engine;
+  let proxy: TcpProxy;
+
+  beforeAll(async () => {
+    e = await Engine.start();
+    proxy = new TcpProxy(Number(new URL(e.kit.cluster('hub').server).port));
+    await proxy.open();
+    await e.stopAgent();
+    // A deadline of seconds (production: 150 s against the API server's one-minute bookmarks);
+    // the mirror's poll period stays at its default 300 s, so no periodic look can help.
+    await e.startAgent({
+      kubeConfig: through(e.kit.cluster('hub').kubeConfig(), `https://127.0.0.1:${proxy.port}`),
+      watchProgressDeadlineSeconds: 3,
+    });
+    for (const ns of ['src', 'app-1']) await e.ensureNamespace(ns);
+    await e.putSecret('src', 'cfg', { v: '1' });
+    await e.applyMirror(
+      secretMirror('src', 'cfg', {
+        source: { kind: 'Secret', name: 'cfg' },
+        destination: { namespaces: ['app-.*'] },
+      }),
+    );
+    await eventually(async () => expect(await e.secretData('app-1', 'cfg')).toEqual({ v: '1' }));
+  });
+
+  afterAll(async () => {
+    await e?.stop();
+    await proxy?.cut();
+  });
+
+  it('brings back a copy deleted during the stall, without a restart and long before any poll', async () => {
+    expect(proxy.stall()).toBeGreaterThan(0);
+    const before = e.logs.lines.length;
+    await e.core().deleteNamespacedSecret({ namespace: 'app-1', name: 'cfg' });
+    await eventually(async () => expect(await e.secretData('app-1', 'cfg')).toEqual({ v: '1' }), {
+      timeoutMs: 20_000,
+    });
+    const since = e.logs.lines.slice(before).join('\n');
+    expect(since).toMatch(/"resource":"copy-secrets".*"msg":"watch stalled/);
+    expect(since).not.toMatch(/"resource":"copy-secrets","reason":"(periodic|checked)"/);
+  });
+});

@@ -58,6 +58,8 @@ export interface DeliveryControllerOptions {
   metrics: ControllerMetrics;
   /** Full resync of every delivery this often (jittered +10%); default 300 s. */
   resyncMs?: number;
+  /** See AgentConfig.watchProgressDeadlineSeconds. */
+  watchProgressDeadlineMs?: number;
   /** Deliveries reconciled at once (default 4). */
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */
@@ -109,6 +111,7 @@ export class DeliveryController {
       namespace,
       clock,
       resyncMs: this.resyncMs,
+      progressDeadlineMs: opts.watchProgressDeadlineMs,
     });
     this.knowledge = new CopyKnowledge(this.watches.copies, clock, opts.payloadSettleMs);
     const { group, version, plural } = MIRROR_DELIVERY;

@@ -26,7 +26,7 @@ import {
   type ListerWatcher,
   type ResourceTarget,
 } from '@mirrorhub/shared/k8s/listwatch';
-import { Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { Watcher, watchTuning } from '@mirrorhub/shared/k8s/watcher';
 import type { Reconciler } from '@mirrorhub/shared/controller/reconciler';
 import { ShortestPeriod } from '@mirrorhub/shared/controller/freshness';
 import type { StatusWriter } from '@mirrorhub/shared/controller/status';
@@ -51,6 +51,8 @@ export interface WatchesOptions {
   clock: Clock;
   /** How often the caches take a fresh look when no delivery asks for a period. */
   resyncMs: number;
+  /** A watch silent this long is resumed (undefined: the Watcher's default, 150 s). */
+  progressDeadlineMs?: number | undefined;
   /** List/watch one target (unit tests pass fakes); default: the cluster of `kubeConfig`. */
   listerWatcher?: ((target: ResourceTarget) => ListerWatcher<KubernetesObject>) | undefined;
 }
@@ -97,6 +99,7 @@ export class DeliveryWatches {
         listerWatcher: lw(target) as ListerWatcher<T>,
         clock,
         resyncPeriodMs: opts.resyncMs,
+        ...watchTuning(opts.progressDeadlineMs),
         ...(transform ? { transform } : {}),
       });
     const { group, version, plural } = MIRROR_DELIVERY;

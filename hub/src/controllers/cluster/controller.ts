@@ -38,7 +38,7 @@ import {
   type Gauge,
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
-import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import { Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
 import type {
   AwsCredentials,
@@ -92,6 +92,8 @@ export interface HubAwsConfig {
 export interface ClusterControllerOptions {
   /** The hub's own cluster: MirrorClusters, kubeconfig Secrets, status, Events. */
   kubeConfig: KubeAccess;
+  /** See HubConfig.watchProgressDeadlineMs. */
+  watchProgressDeadlineMs?: number | undefined;
   /** A MirrorCluster changed in the cache (the dashboard's live feed). */
   onObserved?(): void;
   registry: ClusterRegistry;
@@ -227,7 +229,7 @@ export class ClusterController {
     this.clusters = createWatcher<MirrorCluster>(
       opts.kubeConfig,
       { group: GROUP, version: VERSION, plural: MIRROR_CLUSTER.plural },
-      { resyncPeriodMs: DEFAULT_POLL_PERIOD_MS },
+      { resyncPeriodMs: DEFAULT_POLL_PERIOD_MS, ...watchTuning(opts.watchProgressDeadlineMs) },
     );
   }
 
@@ -545,7 +547,11 @@ export class ClusterController {
           namespace: access.secret.namespace,
           fieldSelector: `metadata.name=${access.secret.name}`,
         },
-        { resource: 'kubeconfig-secrets', resyncPeriodMs: DEFAULT_POLL_PERIOD_MS },
+        {
+          resource: 'kubeconfig-secrets',
+          resyncPeriodMs: DEFAULT_POLL_PERIOD_MS,
+          ...watchTuning(this.opts.watchProgressDeadlineMs),
+        },
       );
       w = { watcher, clusters };
       this.secretWatches.set(key, w);

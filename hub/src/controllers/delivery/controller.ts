@@ -33,7 +33,12 @@ import {
   type Timer,
 } from '@mirrorhub/shared/runtime/index';
 import type { RestClient } from '@mirrorhub/shared/k8s/rest';
-import { createWatcher, type Watcher, type WatcherEvent } from '@mirrorhub/shared/k8s/watcher';
+import {
+  createWatcher,
+  watchTuning,
+  type Watcher,
+  type WatcherEvent,
+} from '@mirrorhub/shared/k8s/watcher';
 import { Reconciler, WriteOverlay } from '@mirrorhub/shared/controller/index';
 import { ANNOTATION_MIRROR, LABEL_ORIGIN_CLUSTER, LABEL_PAYLOAD } from '@mirrorhub/shared/contract';
 import { DEFAULT_REQUEST_TIMEOUT_MS, timedRestClient } from '../../clusters/client.js';
@@ -91,6 +96,8 @@ export interface ClusterConnectionOptions {
   unreachableAfterMs?: number;
   /** Deadline of every request to the cluster, list pages included (default 10 s). */
   requestTimeoutMs?: number;
+  /** See HubConfig.watchProgressDeadlineMs. */
+  watchProgressDeadlineMs?: number | undefined;
   clock?: Clock;
 }
 
@@ -328,7 +335,10 @@ export class ClusterConnection {
     if (!kc || signal.aborted) return;
     this.rest = timedRestClient(kc, this.timeoutMs);
     const transport = { listTimeoutMs: this.timeoutMs };
-    const resync = this.resyncMs ? { resyncPeriodMs: this.resyncMs } : {};
+    const tuning = {
+      ...(this.resyncMs ? { resyncPeriodMs: this.resyncMs } : {}),
+      ...watchTuning(this.opts.watchProgressDeadlineMs),
+    };
     const origin = `${LABEL_ORIGIN_CLUSTER}=${this.opts.originCluster}`;
     const deliveries = createWatcher<MirrorDelivery>(
       kc,
@@ -339,7 +349,7 @@ export class ClusterConnection {
         namespace: this.agentNamespace,
         labelSelector: origin,
       },
-      { resource: `mirrordeliveries@${this.name}`, transport, ...resync },
+      { resource: `mirrordeliveries@${this.name}`, transport, ...tuning },
     );
     const payloads = createWatcher<KubernetesObject>(
       kc,
@@ -350,7 +360,7 @@ export class ClusterConnection {
         labelSelector: `${LABEL_PAYLOAD}=true,${origin}`,
         metadataOnly: true,
       },
-      { resource: `payloads@${this.name}`, transport, ...resync },
+      { resource: `payloads@${this.name}`, transport, ...tuning },
     );
     this.deliveries = deliveries;
     this.payloads = payloads;

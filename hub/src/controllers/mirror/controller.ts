@@ -37,7 +37,7 @@ import {
   type Gauge,
   type Logger,
 } from '@mirrorhub/shared/runtime/index';
-import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import {
   Reconciler,
@@ -86,6 +86,8 @@ const CONTROLLER = 'mirror';
 export interface MirrorControllerOptions {
   /** The hub's own cluster: mirrors, sources, status, Events. */
   kubeConfig: KubeAccess;
+  /** See HubConfig.watchProgressDeadlineMs (mirror, source, Vault connection and cluster watches). */
+  watchProgressDeadlineMs?: number | undefined;
   registry: ClusterRegistry;
   /** The hub's cluster name (MirrorDelivery.spec.originCluster, delivery names). */
   originCluster: string;
@@ -207,6 +209,7 @@ export class MirrorController {
     });
     this.sources = new SourceWatches({
       kubeConfig: kc,
+      watchProgressDeadlineMs: opts.watchProgressDeadlineMs,
       logger: this.log,
       metrics: m,
       onChange: (keys) => {
@@ -221,6 +224,7 @@ export class MirrorController {
     );
     this.vaultConnections = new VaultConnections({
       kubeConfig: kc,
+      watchProgressDeadlineMs: opts.watchProgressDeadlineMs,
       serviceAccount: opts.vault?.serviceAccount,
       tenantServiceAccountTokens: opts.vault?.tenantServiceAccountTokens,
       requestTimeoutMs: opts.vault?.requestTimeoutMs,
@@ -253,7 +257,10 @@ export class MirrorController {
       connections: this.vaultConnections,
       requests: vaultRequests,
     });
-    const fresh = { resyncPeriodMs: DEFAULT_POLL_PERIOD_MS };
+    const fresh = {
+      resyncPeriodMs: DEFAULT_POLL_PERIOD_MS,
+      ...watchTuning(opts.watchProgressDeadlineMs),
+    };
     this.secretMirrors = createWatcher<SecretMirror>(
       kc,
       { group: GROUP, version: VERSION, plural: SECRET_MIRROR.plural },
@@ -416,6 +423,7 @@ export class MirrorController {
       ...(this.opts.requestTimeoutMs !== undefined
         ? { requestTimeoutMs: this.opts.requestTimeoutMs }
         : {}),
+      watchProgressDeadlineMs: this.opts.watchProgressDeadlineMs,
       clock: this.clock,
       onMirror: (key) => {
         this.opts.onObserved?.();

@@ -7,7 +7,7 @@ import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { DEFAULT_POLL_PERIOD_MS, type KubernetesSource } from '@mirrorhub/shared/api/index';
 import { type SourceObject } from '@mirrorhub/shared/mirror/index';
 import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
-import { createWatcher, instrumentWatcher } from '@mirrorhub/shared/k8s/watcher';
+import { createWatcher, instrumentWatcher, watchTuning } from '@mirrorhub/shared/k8s/watcher';
 import { ShortestPeriod } from '@mirrorhub/shared/controller/freshness';
 import type { SourceObservation } from './plan.js';
 
@@ -34,6 +34,8 @@ export interface SourceWatchesOptions {
   /** Which mirrors to reconcile when a source changes (or its watch syncs or fails). */
   onChange(mirrorKeys: readonly string[]): void;
   kubeConfig?: KubeAccess;
+  /** See HubConfig.watchProgressDeadlineMs. */
+  watchProgressDeadlineMs?: number | undefined;
   /** Builds the watcher of one source (default: a field-selected watch through kubeConfig). */
   factory?: SourceWatcherFactory;
   logger?: Logger;
@@ -82,6 +84,7 @@ export class SourceWatches {
           {
             resource: SOURCES_RESOURCE,
             backoff: { initialMs: 500, maxMs: 30_000 },
+            ...watchTuning(opts.watchProgressDeadlineMs),
           },
         );
       });

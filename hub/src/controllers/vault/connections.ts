@@ -29,7 +29,7 @@ import {
 import { Reconciler, StatusWriter, type ControllerEvent } from '@mirrorhub/shared/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
-import { createWatcher, type Watcher } from '@mirrorhub/shared/k8s/watcher';
+import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import { findCondition, setCondition } from '@mirrorhub/shared/mirror/index';
 import {
@@ -75,6 +75,8 @@ export interface ServiceAccountRef {
 
 export interface VaultConnectionsOptions {
   kubeConfig: KubeAccess;
+  /** See HubConfig.watchProgressDeadlineMs. */
+  watchProgressDeadlineMs?: number | undefined;
   /** The hub's own ServiceAccount (Kubernetes auth of a ClusterVaultConnection without serviceAccountRef). */
   serviceAccount?: ServiceAccountRef | undefined;
   /** Whether the hub may request tokens of tenants' ServiceAccounts (chart value, default off). */
@@ -161,7 +163,10 @@ export class VaultConnections {
       onChange: (keys) => this.secretsChanged(keys),
     });
     // A fresh look at the default poll period repairs whatever the watches missed.
-    const fresh = { resyncPeriodMs: DEFAULT_POLL_PERIOD_MS };
+    const fresh = {
+      resyncPeriodMs: DEFAULT_POLL_PERIOD_MS,
+      ...watchTuning(opts.watchProgressDeadlineMs),
+    };
     this.namespaced = createWatcher<VaultConnection>(
       opts.kubeConfig,
       { group: GROUP, version: VERSION, plural: VAULT_CONNECTION.plural },
