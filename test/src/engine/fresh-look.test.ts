@@ -1,10 +1,14 @@
-// pollPeriodSeconds is a fresh look: what a watch missed is repaired within one poll period,
-// without a restart. The hub and the agent each talk to the API server through a proxy of
-// their own that stalls every open connection silently (no close, no error), as a load
-// balancer that stops passing a watch's events does; their progress deadline (150 s) is far
-// away, so only the periodic look can help.
+// Caches that miss nothing for long, without a restart. The hub and the agent each talk to the
+// API server through a proxy of their own that can stall every open connection silently (no
+// close, no error), as a load balancer that stops passing a watch's events does.
+// - pollPeriodSeconds is a fresh look: with the progress deadline (150 s) far away, what a
+//   stalled watch missed is repaired within one poll period.
+// - The progress deadline notices a stall by itself: with a deadline of seconds and the poll
+//   period at its default 300 s, a stalled watch is resumed and passes what it withheld.
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { AgentConfig } from '@mirrorhub/agent/agent';
 
 import { Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
@@ -75,39 +79,58 @@ function through(kc: KubeConfig, server: string): KubeConfig {
   return out;
 }
 
+/**
+ * An engine whose agent and hub each reach the API server through a stall proxy of their own,
+ * with source src/cfg {v: 1} mirrored to the namespaces `copiesIn`, which hold it on return.
+ */
+async function behindProxies(o: {
+  agent?: Partial<AgentConfig>;
+  pollPeriodSeconds?: number;
+  copiesIn: string[];
+}): Promise<{ e: Engine; agentProxy: TcpProxy; hubProxy: TcpProxy }> {
+  const e = await Engine.start();
+  const port = Number(new URL(e.kit.cluster('hub').server).port);
+  const [agentProxy, hubProxy] = [new TcpProxy(port), new TcpProxy(port)];
+  await agentProxy.open();
+  await hubProxy.open();
+  const via = (p: TcpProxy) =>
+    through(e.kit.cluster('hub').kubeConfig(), `https://127.0.0.1:${p.port}`);
+  await e.stopHub();
+  await e.stopAgent();
+  await e.startAgent({ kubeConfig: via(agentProxy), ...o.agent });
+  await e.startHub({ kubeConfig: via(hubProxy) });
+  for (const ns of ['src', ...o.copiesIn]) await e.ensureNamespace(ns);
+  await e.putSecret('src', 'cfg', { v: '1' });
+  await e.applyMirror(
+    secretMirror('src', 'cfg', {
+      source: { kind: 'Secret', name: 'cfg' },
+      destination: { namespaces: ['app-.*'] },
+      ...(o.pollPeriodSeconds ? { pollPeriodSeconds: o.pollPeriodSeconds } : {}),
+    }),
+  );
+  await eventually(
+    async () => {
+      for (const ns of o.copiesIn) expect(await e.secretData(ns, 'cfg')).toEqual({ v: '1' });
+    },
+    { timeoutMs: 30_000 },
+  );
+  return { e, agentProxy, hubProxy };
+}
+
 describe('a fresh look at every poll period', () => {
   let e: Engine;
   let proxy: TcpProxy;
   let hubProxy: TcpProxy;
 
   beforeAll(async () => {
-    e = await Engine.start();
-    proxy = new TcpProxy(Number(new URL(e.kit.cluster('hub').server).port));
-    await proxy.open();
-    hubProxy = new TcpProxy(Number(new URL(e.kit.cluster('hub').server).port));
-    await hubProxy.open();
-    const via = (p: TcpProxy) =>
-      through(e.kit.cluster('hub').kubeConfig(), `https://127.0.0.1:${p.port}`);
-    await e.stopHub();
-    await e.stopAgent();
-    await e.startAgent({ kubeConfig: via(proxy) });
-    await e.startHub({ kubeConfig: via(hubProxy) });
-    for (const ns of ['src', 'app-1', 'app-2']) await e.ensureNamespace(ns);
-    await e.putSecret('src', 'cfg', { v: '1' });
-    await e.applyMirror(
-      secretMirror('src', 'cfg', {
-        source: { kind: 'Secret', name: 'cfg' },
-        destination: { namespaces: ['app-.*'] },
-        pollPeriodSeconds: 10,
-      }),
-    );
-    await eventually(
-      async () => {
-        for (const ns of ['app-1', 'app-2'])
-          expect(await e.secretData(ns, 'cfg')).toEqual({ v: '1' });
-      },
-      { timeoutMs: 30_000 },
-    );
+    ({
+      e,
+      agentProxy: proxy,
+      hubProxy,
+    } = await behindProxies({
+      pollPeriodSeconds: 10,
+      copiesIn: ['app-1', 'app-2'],
+    }));
   });
 
   afterAll(async () => {
@@ -172,34 +195,25 @@ describe('a fresh look at every poll period', () => {
 describe('a stalled watch, noticed by its progress deadline', () => {
   let e: Engine;
   let proxy: TcpProxy;
+  let hubProxy: TcpProxy;
 
   beforeAll(async () => {
-    e = await Engine.start();
-    proxy = new TcpProxy(Number(new URL(e.kit.cluster('hub').server).port));
-    await proxy.open();
-    await e.stopAgent();
     // A deadline of seconds (production: 150 s against the API server's one-minute bookmarks);
     // the mirror's poll period stays at its default 300 s, so no periodic look can help.
-    await e.startAgent({
-      kubeConfig: through(e.kit.cluster('hub').kubeConfig(), `https://127.0.0.1:${proxy.port}`),
-      watchProgressDeadlineSeconds: 3,
-    });
-    for (const ns of ['src', 'app-1']) await e.ensureNamespace(ns);
-    await e.putSecret('src', 'cfg', { v: '1' });
-    await e.applyMirror(
-      secretMirror('src', 'cfg', {
-        source: { kind: 'Secret', name: 'cfg' },
-        destination: { namespaces: ['app-.*'] },
-      }),
-    );
-    await eventually(async () => expect(await e.secretData('app-1', 'cfg')).toEqual({ v: '1' }), {
-      timeoutMs: 30_000,
-    });
+    ({
+      e,
+      agentProxy: proxy,
+      hubProxy,
+    } = await behindProxies({
+      agent: { watchProgressDeadlineSeconds: 3 },
+      copiesIn: ['app-1'],
+    }));
   });
 
   afterAll(async () => {
     await e?.stop();
     await proxy?.cut();
+    await hubProxy?.cut();
   });
 
   it(
