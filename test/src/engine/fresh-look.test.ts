@@ -87,7 +87,7 @@ async function behindProxies(o: {
   agent?: Partial<AgentConfig>;
   pollPeriodSeconds?: number;
   copiesIn: string[];
-}): Promise<{ e: Engine; agentProxy: TcpProxy; hubProxy: TcpProxy }> {
+}): Promise<BehindProxies> {
   const e = await Engine.start();
   const port = Number(new URL(e.kit.cluster('hub').server).port);
   const [agentProxy, hubProxy] = [new TcpProxy(port), new TcpProxy(port)];
@@ -114,29 +114,45 @@ async function behindProxies(o: {
     },
     { timeoutMs: 30_000 },
   );
-  return { e, agentProxy, hubProxy };
+  return {
+    e,
+    agentProxy,
+    hubProxy,
+    async stop() {
+      await e.stop();
+      await agentProxy.cut();
+      await hubProxy.cut();
+    },
+  };
+}
+
+interface BehindProxies {
+  e: Engine;
+  agentProxy: TcpProxy;
+  hubProxy: TcpProxy;
+  stop(): Promise<void>;
+}
+
+/** Stalls the agent's connections, deletes the copy in app-1 and waits until it is back. */
+async function stallAndDeleteCopy(f: BehindProxies): Promise<void> {
+  expect(f.agentProxy.stall()).toBeGreaterThan(0);
+  await f.e.core().deleteNamespacedSecret({ namespace: 'app-1', name: 'cfg' });
+  await eventually(async () => expect(await f.e.secretData('app-1', 'cfg')).toEqual({ v: '1' }), {
+    timeoutMs: REPAIR_MS,
+  });
 }
 
 describe('a fresh look at every poll period', () => {
+  let f: BehindProxies;
   let e: Engine;
-  let proxy: TcpProxy;
-  let hubProxy: TcpProxy;
 
   beforeAll(async () => {
-    ({
-      e,
-      agentProxy: proxy,
-      hubProxy,
-    } = await behindProxies({
-      pollPeriodSeconds: 10,
-      copiesIn: ['app-1', 'app-2'],
-    }));
+    f = await behindProxies({ pollPeriodSeconds: 10, copiesIn: ['app-1', 'app-2'] });
+    e = f.e;
   });
 
   afterAll(async () => {
-    await e?.stop();
-    await proxy?.cut();
-    await hubProxy?.cut();
+    await f?.stop();
   });
 
   it(
@@ -147,13 +163,8 @@ describe('a fresh look at every poll period', () => {
         async () => {
           // Let the agent settle, so a look is behind it and every watch is open.
           await lookedAndWatching(e, 'copy-secrets');
-          expect(proxy.stall()).toBeGreaterThan(0);
-          await e.core().deleteNamespacedSecret({ namespace: 'app-1', name: 'cfg' });
           // 10 s, jittered up to +20 %, then the re-list and the copy's re-creation.
-          await eventually(
-            async () => expect(await e.secretData('app-1', 'cfg')).toEqual({ v: '1' }),
-            { timeoutMs: REPAIR_MS },
-          );
+          await stallAndDeleteCopy(f);
         },
         // The periodic look found the copy gone (not a stall detection, not a restart).
         (log) =>
@@ -172,7 +183,7 @@ describe('a fresh look at every poll period', () => {
         e,
         async (n) => {
           await lookedAndWatching(e, 'sources');
-          expect(hubProxy.stall()).toBeGreaterThan(0);
+          expect(f.hubProxy.stall()).toBeGreaterThan(0);
           await e.putSecret('src', 'cfg', { v: `${n + 1}` });
           await eventually(
             async () => {
@@ -193,42 +204,27 @@ describe('a fresh look at every poll period', () => {
 });
 
 describe('a stalled watch, noticed by its progress deadline', () => {
-  let e: Engine;
-  let proxy: TcpProxy;
-  let hubProxy: TcpProxy;
+  let f: BehindProxies;
 
   beforeAll(async () => {
     // A deadline of seconds (production: 150 s against the API server's one-minute bookmarks);
     // the mirror's poll period stays at its default 300 s, so no periodic look can help.
-    ({
-      e,
-      agentProxy: proxy,
-      hubProxy,
-    } = await behindProxies({
+    f = await behindProxies({
       agent: { watchProgressDeadlineSeconds: 3 },
       copiesIn: ['app-1'],
-    }));
+    });
   });
 
   afterAll(async () => {
-    await e?.stop();
-    await proxy?.cut();
-    await hubProxy?.cut();
+    await f?.stop();
   });
 
   it(
     'brings back a copy deleted during the stall, without a restart and long before any poll',
     async () => {
       await inSomeRound(
-        e,
-        async () => {
-          expect(proxy.stall()).toBeGreaterThan(0);
-          await e.core().deleteNamespacedSecret({ namespace: 'app-1', name: 'cfg' });
-          await eventually(
-            async () => expect(await e.secretData('app-1', 'cfg')).toEqual({ v: '1' }),
-            { timeoutMs: REPAIR_MS },
-          );
-        },
+        f.e,
+        () => stallAndDeleteCopy(f),
         (log) =>
           /"resource":"copy-secrets".*"msg":"watch stalled/.test(log) &&
           !/"resource":"copy-secrets","reason":"(periodic|checked)"/.test(log),
