@@ -129,9 +129,7 @@ async function main(): Promise<void> {
     const opts = {
       namespaceSteps: steps([250, 500, 1000, 2000]),
       unrelatedSteps: steps([10_000, 25_000, 50_000]),
-      clusterSteps: [...new Set([1, 2, 5, 10].filter((c) => c <= followers.length))].concat(
-        followers.length > 10 ? [followers.length] : [],
-      ),
+      clusterSteps: [1, 2, 5].filter((c) => c < followers.length).concat(followers.length),
       namespacesPerFollower: n(20),
       nodeOptions,
       root,
