@@ -455,6 +455,33 @@ describe('EksClusterAccess caching', () => {
     }
     expect(assumeCalls()).toHaveLength(7);
   });
+  it('re-assumes halfway through a session STS answered shorter than the refresh margin', async () => {
+    // STS may answer a shorter session than asked (an SCP, a role's own maximum, an emulator
+    // with short lifetimes). Five minutes before expiry is then already past: without a cap
+    // every request would re-assume.
+    const asked = sts.rewrite;
+    sts.rewrite = (body, req) =>
+      req.params.get('Action') !== 'AssumeRole'
+        ? body
+        : body.replace(
+            /<Expiration>[^<]*<\/Expiration>/,
+            `<Expiration>${new Date(nowMs + 120_000).toISOString()}</Expiration>`,
+          );
+    try {
+      const a = access({ roleDurationSeconds: 900 });
+      const ka = await a.kubeAccess();
+      for (let i = 0; i < 10; i++) await bearer(ka);
+      nowMs += 59_000;
+      await bearer(ka);
+      expect(assumeCalls()).toHaveLength(1);
+      nowMs += 1_000; // half of the 120 s session left: due
+      await bearer(ka);
+      for (let i = 0; i < 10; i++) await bearer(ka);
+      expect(assumeCalls()).toHaveLength(2);
+    } finally {
+      sts.rewrite = asked;
+    }
+  });
 });
 
 describe('EksClusterAccess when AWS fails', () => {

@@ -64,7 +64,10 @@ export interface EksClusterAccessOptions {
   roleSessionName?: string;
   /** Default 3600; clamped to [900, 3600] (see ROLE_DURATION_MAX_S). */
   roleDurationSeconds?: number;
-  /** Re-assume when this much of the session is left. Default 5 minutes. */
+  /**
+   * Re-assume when this much of the session is left. Default 5 minutes; at most half of the
+   * session STS answered (which may be shorter than asked).
+   */
   refreshBeforeMs?: number;
   /** Re-mint the bearer token when this much of its life is left. Default 60 s (at 14 min). */
   tokenRefreshBeforeMs?: number;
@@ -407,10 +410,13 @@ export class EksClusterAccess {
         expiration: c.Expiration,
       };
       const expiresAt = c.Expiration.getTime();
+      // STS may answer a shorter session than asked: then renew halfway through it, not on
+      // every call because the refresh margin is longer than the whole session.
+      const margin = Math.min(this.refreshBeforeMs, (expiresAt - this.now().getTime()) / 2);
       this.creds = {
         value,
         expiresAt,
-        refreshAt: expiresAt - this.refreshBeforeMs,
+        refreshAt: expiresAt - margin,
         ...(out.AssumedRoleUser?.Arn ? { identityArn: out.AssumedRoleUser.Arn } : {}),
       };
       this.succeeded('AssumeRole');
