@@ -636,3 +636,103 @@ describe('TokenReview webhook', () => {
     expect(r.status.user).toBeUndefined();
   });
 });
+
+describe('fault hooks', () => {
+  let session: AwsCredentials;
+  beforeAll(async () => {
+    // The role's access entry in follower-b, unless the TokenReview suite made it already.
+    await eks(admin[B]!)
+      .send(
+        new CreateAccessEntryCommand({ clusterName: 'follower-b', principalArn: followerRole(B) }),
+      )
+      .catch((err: Error) => {
+        if (err.name !== 'ResourceInUseException') throw err;
+      });
+    session = await assumeRole(moto.endpoint, {
+      credentials: hub,
+      roleArn: followerRole(B),
+      sessionName: 'faults',
+    });
+  });
+  const token = async (emulatorNow: Date) =>
+    (
+      await mintEksToken({
+        clusterName: 'follower-b',
+        region: REGION,
+        credentials: session,
+        now: () => emulatorNow,
+      })
+    ).token;
+
+  it('an EKS API outage answers 503 ServiceUnavailableException, but not the webhook', async () => {
+    const before = emu.refused();
+    emu.setAvailable(false);
+    try {
+      expect(emu.available()).toBe(false);
+      const e = await rejection(
+        eks(admin[B]!).send(new DescribeClusterCommand({ name: 'follower-b' })),
+      );
+      expect(e).toMatchObject({ name: 'ServiceUnavailableException', status: 503 });
+      // Before any authentication, like a service that is down.
+      const raw = await fetch(`${emu.endpoint}/clusters/follower-b/access-entries`);
+      expect(raw.status).toBe(503);
+      expect(raw.headers.get('x-amzn-errortype')).toBe('ServiceUnavailableException');
+      expect(await raw.json()).toEqual({ message: 'Service is unavailable. Try again later.' });
+      expect(emu.refused()).toBe(before + 2);
+      // The clusters' authenticator keeps working.
+      const r = await review('follower-b', await token(new Date()));
+      expect(r.status.authenticated).toBe(true);
+      expect(emu.refused()).toBe(before + 2);
+    } finally {
+      emu.setAvailable(true);
+    }
+    const { cluster } = await eks(admin[B]!).send(
+      new DescribeClusterCommand({ name: 'follower-b' }),
+    );
+    expect(cluster?.name).toBe('follower-b');
+    expect(emu.refused()).toBe(before + 2);
+  });
+
+  it('tokenLifetimeSeconds refuses tokens sooner than 15 minutes', async () => {
+    const short = await startEksEmulator({ stsEndpoint: moto.endpoint, tokenLifetimeSeconds: 60 });
+    try {
+      short.addCluster({
+        name: 'follower-b',
+        region: REGION,
+        accountId: B,
+        endpoint: 'https://follower-b.example:6443',
+        caPem: CA,
+        version: '1.33',
+        admin: kubes['follower-b']!.kubeConfig,
+      });
+      await new EKSClient({
+        endpoint: short.endpoint,
+        region: REGION,
+        credentials: admin[B]!,
+        maxAttempts: 1,
+      }).send(
+        new CreateAccessEntryCommand({ clusterName: 'follower-b', principalArn: followerRole(B) }),
+      );
+      const shortReview = async (t: string) => {
+        const res = await fetch(short.webhookUrl('follower-b'), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ kind: 'TokenReview', spec: { token: t } }),
+        });
+        return ((await res.json()) as { status: { authenticated: boolean; error?: string } })
+          .status;
+      };
+      const ago = (s: number) => new Date(Date.now() - s * 1000);
+      expect(await shortReview(await token(ago(30)))).toMatchObject({ authenticated: true });
+      const old = await token(ago(90));
+      expect(await shortReview(old)).toEqual({
+        authenticated: false,
+        error: expect.stringMatching(/X-Amz-Date parameter is expired \(1 minute expiration\)/),
+      });
+      // The default lifetime still takes it.
+      expect((await review('follower-b', old)).status.authenticated).toBe(true);
+    } finally {
+      await short.stop();
+    }
+  });
+});

@@ -15,6 +15,10 @@
 //     and groups.
 //
 // Tokens and secrets are never logged; denials are logged with their reason.
+//
+// Fault hooks for tests: setAvailable(false) is an EKS API outage ((a) answers 503
+// ServiceUnavailableException, (b) keeps working, as the clusters' authenticator does in a real
+// one), and `tokenLifetimeSeconds` makes (b) refuse tokens sooner than 15 minutes after signing.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -68,6 +72,11 @@ export interface EksEmulatorOptions {
   allowedStsHosts?: string[];
   /** Clock for token expiry and request-signature skew (default: wall clock). */
   now?: () => Date;
+  /**
+   * The webhook refuses tokens whose X-Amz-Date is more than this many seconds old, like an
+   * expired token (default: 15 minutes, as aws-iam-authenticator).
+   */
+  tokenLifetimeSeconds?: number;
   log?: (line: string) => void;
 }
 
@@ -77,6 +86,15 @@ export interface EksEmulator {
   /** The TokenReview webhook URL for one cluster's kube-apiserver. */
   webhookUrl(clusterName: string): string;
   addCluster(c: EmulatedCluster): void;
+  /**
+   * false starts an EKS API outage: every EKS API request is answered HTTP 503
+   * ServiceUnavailableException until true ends it. The TokenReview webhook keeps answering.
+   * Available when started.
+   */
+  setAvailable(available: boolean): void;
+  available(): boolean;
+  /** How many EKS API requests an outage refused since the emulator started. */
+  refused(): number;
   stop(): Promise<void>;
 }
 
@@ -144,6 +162,10 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? (() => {});
   const clusters = new Map<string, ClusterState>();
+  const tokenLifetimeMs =
+    opts.tokenLifetimeSeconds === undefined ? undefined : opts.tokenLifetimeSeconds * 1000;
+  let available = true;
+  let refused = 0;
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -168,6 +190,18 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
         name = '';
       }
       sendJson(res, 200, await tokenReview(name, body));
+      return;
+    }
+    if (!available) {
+      refused++;
+      sendError(
+        res,
+        new AwsError(
+          503,
+          'ServiceUnavailableException',
+          'Service is unavailable. Try again later.',
+        ),
+      );
       return;
     }
     const query = parseRawQuery(rawQuery);
@@ -622,6 +656,7 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     const parsed = parseEksToken(review.spec.token, {
       now: now(),
       ...(opts.allowedStsHosts ? { allowedStsHosts: opts.allowedStsHosts } : {}),
+      ...(tokenLifetimeMs !== undefined ? { lifetimeMs: tokenLifetimeMs } : {}),
     });
     if (!parsed.ok) return deny(`input token was not properly formatted: ${parsed.reason}`);
     const t = parsed.token;
@@ -701,6 +736,11 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       });
       log(`eks-emulator: cluster ${c.name} (${c.accountId}, ${c.region}) -> ${c.endpoint}`);
     },
+    setAvailable(up) {
+      available = up;
+    },
+    available: () => available,
+    refused: () => refused,
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

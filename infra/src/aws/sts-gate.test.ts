@@ -1,7 +1,7 @@
 // The STS gate against real moto: AssumeRole and AssumeRoleWithWebIdentity held to the role's
 // trust policy like AWS does (moto 5.2.1 itself lets every one of the denied cases below
 // through), everything else forwarded to moto untouched.
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 
 import { Sha256 } from '@aws-crypto/sha256-js';
 import type { AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
@@ -513,6 +513,104 @@ describe('the STS wire protocol', () => {
   });
 });
 
+// ---- fault hooks: outages and short sessions ------------------------------------------------------
+
+describe('an STS outage', () => {
+  it('answers every request 503 ServiceUnavailable, counts them, and ends', async () => {
+    const roleArn = role(A, 'trusts-hub');
+    const before = gate.refused();
+    gate.setAvailable(false);
+    try {
+      expect(gate.available()).toBe(false);
+      const res = await signed({
+        method: 'POST',
+        params: { Action: 'AssumeRole', RoleArn: roleArn, RoleSessionName: 'x' },
+        credentials: hub.credentials,
+      });
+      expect(res.status).toBe(503);
+      expect(res.type).toBe('text/xml');
+      expect(res.body).toMatch(
+        new RegExp(
+          '^<ErrorResponse xmlns="https://sts\\.amazonaws\\.com/doc/2011-06-15/">' +
+            '<Error><Type>Receiver</Type><Code>ServiceUnavailable</Code>' +
+            '<Message>The service is unavailable\\. Please try again later\\.</Message>' +
+            '</Error><RequestId>[0-9a-f-]{36}</RequestId></ErrorResponse>$',
+        ),
+      );
+      // The SDK sees the error by name (and retries it: it is a transient one).
+      const err = (await assumeRole(gate.endpoint, {
+        credentials: hub.credentials,
+        roleArn,
+        sessionName: 'x',
+      }).catch((e: unknown) => e)) as Error & { $metadata?: { httpStatusCode?: number } };
+      expect({ name: err.name, status: err.$metadata?.httpStatusCode }).toEqual({
+        name: 'ServiceUnavailable',
+        status: 503,
+      });
+      // Not only AssumeRole: whatever the gate would forward to moto.
+      await expect(getCallerIdentity(gate.endpoint, hub.credentials)).rejects.toMatchObject({
+        name: 'ServiceUnavailable',
+      });
+      expect(gate.refused()).toBeGreaterThanOrEqual(before + 3);
+    } finally {
+      gate.setAvailable(true);
+    }
+    const refused = gate.refused();
+    await assumeRole(gate.endpoint, { credentials: hub.credentials, roleArn, sessionName: 'x' });
+    expect(gate.refused()).toBe(refused);
+  });
+});
+
+describe('sessionLifetimeSeconds', () => {
+  let short: StsGate;
+  beforeAll(async () => {
+    short = await startStsGate({ motoEndpoint: moto.endpoint, sessionLifetimeSeconds: 120 });
+  });
+  afterAll(async () => {
+    await short?.stop();
+  });
+
+  it('caps the Expiration of AssumeRole sessions at now + the lifetime', async () => {
+    for (const durationSeconds of [undefined, 900, 3600]) {
+      const t0 = Date.now();
+      const s = await assumeRole(short.endpoint, {
+        credentials: hub.credentials,
+        roleArn: role(A, 'trusts-hub'),
+        sessionName: 'short',
+        ...(durationSeconds ? { durationSeconds } : {}),
+      });
+      const t1 = Date.now();
+      // Second precision at most: the SDK parses what the gate wrote.
+      expect(s.expiration.getTime()).toBeGreaterThanOrEqual(Math.floor(t0 / 1000) * 1000 + 120_000);
+      expect(s.expiration.getTime()).toBeLessThanOrEqual(t1 + 120_000);
+      // The session itself is moto's, and works.
+      expect((await getCallerIdentity(short.endpoint, s)).arn).toBe(
+        `arn:aws:sts::${A}:assumed-role/trusts-hub/short`,
+      );
+    }
+  });
+
+  it('leaves sessions alone without it, and refusals alone with it', async () => {
+    const t0 = Date.now();
+    const s = await assumeRole(gate.endpoint, {
+      credentials: hub.credentials,
+      roleArn: role(A, 'trusts-hub'),
+      sessionName: 'long',
+    });
+    expect(s.expiration.getTime()).toBeGreaterThan(t0 + 3500_000);
+    await expect(
+      assumeRole(short.endpoint, {
+        credentials: stranger.credentials,
+        roleArn: role(A, 'trusts-hub'),
+        sessionName: 'x',
+      }),
+    ).rejects.toMatchObject({
+      name: 'AccessDenied',
+      message: denied(stranger.arn, role(A, 'trusts-hub')),
+    });
+  });
+});
+
 // ---- the policy evaluation alone -------------------------------------------------------------------
 
 describe('evaluateTrustPolicy', () => {
@@ -671,8 +769,8 @@ describe('AssumeRoleWithWebIdentity through the STS gate', () => {
   };
 
   /** The unsigned form POST the SDK's web-identity provider sends. */
-  const assume = async (webIdentityToken: string, roleArn = irsaRole) => {
-    const res = await fetch(`${gate.endpoint}/`, {
+  const assume = async (webIdentityToken: string, roleArn = irsaRole, endpoint = gate.endpoint) => {
+    const res = await fetch(`${endpoint}/`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
       body: new URLSearchParams({
@@ -689,6 +787,7 @@ describe('AssumeRoleWithWebIdentity through the STS gate', () => {
       code: /<Code>([^<]*)<\/Code>/.exec(body)?.[1],
       message: /<Message>([^<]*)<\/Message>/.exec(body)?.[1],
       arn: /<Arn>([^<]*)<\/Arn>/.exec(body)?.[1],
+      expiration: /<Expiration>([^<]*)<\/Expiration>/.exec(body)?.[1],
     };
   };
 
@@ -737,6 +836,30 @@ describe('AssumeRoleWithWebIdentity through the STS gate', () => {
       status: 200,
       arn: `arn:aws:sts::${HUB}:assumed-role/irsa-hub/irsa-test`,
     });
+  });
+
+  it('caps the session at sessionLifetimeSeconds', async () => {
+    const short = await startStsGate({ motoEndpoint: moto.endpoint, sessionLifetimeSeconds: 300 });
+    try {
+      short.trustIssuer(
+        ISSUER,
+        createPublicKey(issuerKey).export({ type: 'spki', format: 'pem' }).toString(),
+      );
+      const t0 = Date.now();
+      const r = await assume(token(), irsaRole, short.endpoint);
+      expect(r).toMatchObject({
+        status: 200,
+        arn: `arn:aws:sts::${HUB}:assumed-role/irsa-hub/irsa-test`,
+      });
+      const expiration = Date.parse(r.expiration!);
+      expect(expiration).toBeGreaterThanOrEqual(t0 + 300_000);
+      expect(expiration).toBeLessThanOrEqual(Date.now() + 300_000);
+      // Uncapped, moto's default hour.
+      const long = Date.parse((await assume(token())).expiration!);
+      expect(long).toBeGreaterThan(t0 + 3500_000);
+    } finally {
+      await short.stop();
+    }
   });
 
   it.each([

@@ -18,6 +18,10 @@
 // whose answer is returned as is. (One adjustment on the way: a presigned request gets its query
 // signature restated as an Authorization header, which is all moto routes by.)
 //
+// Two fault hooks for tests: setAvailable(false) is an STS outage (every request answered 503
+// ServiceUnavailable until setAvailable(true)), and `sessionLifetimeSeconds` caps the Expiration
+// of the sessions AssumeRole and AssumeRoleWithWebIdentity hand out, rewritten in moto's answer.
+//
 // Action=AssumeRoleWithWebIdentity (IRSA: unsigned, the token is the credential) is checked as
 // STS checks it, where moto 5.2.1 accepts any token for any role: the role's account must have an
 // IAM OIDC provider for the token's issuer listing its audience; the token must be signed by the
@@ -52,6 +56,11 @@ export interface StsGateOptions {
   motoEndpoint: string;
   /** Clock for signature expiry (default: wall clock). */
   now?: () => Date;
+  /**
+   * Sessions from AssumeRole and AssumeRoleWithWebIdentity expire at most this many seconds from
+   * now: the `Expiration` in moto's answer is lowered to it (default: the asked duration).
+   */
+  sessionLifetimeSeconds?: number;
   log?: (line: string) => void;
 }
 
@@ -64,6 +73,14 @@ export interface StsGate {
    * this public key (PEM, EC or RSA). An issuer never registered has no keys to verify with.
    */
   trustIssuer(issuer: string, publicKeyPem: string): void;
+  /**
+   * false starts an STS outage: every request (IAM and /moto-api/ too) is answered HTTP 503 with
+   * STS's `ServiceUnavailable` error XML, until true ends it. Available when started.
+   */
+  setAvailable(available: boolean): void;
+  available(): boolean;
+  /** How many requests an outage refused since the gate started. */
+  refused(): number;
   stop(): Promise<void>;
 }
 
@@ -84,6 +101,8 @@ const accessDenied = (callerArn: string, roleArn: string) =>
     `User: ${callerArn} is not authorized to perform: sts:AssumeRole on resource: ${roleArn}`,
   );
 const validation = (message: string) => new StsError(400, 'ValidationError', message);
+const unavailable = () =>
+  new StsError(503, 'ServiceUnavailable', 'The service is unavailable. Please try again later.');
 const invalidToken = (message: string) => new StsError(400, 'InvalidIdentityToken', message);
 
 /** DurationSeconds as STS validates it (900..43200), or undefined when absent. */
@@ -146,6 +165,10 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? (() => {});
   const agent = new Agent({ keepAlive: true });
+  const lifetimeMs =
+    opts.sessionLifetimeSeconds === undefined ? undefined : opts.sessionLifetimeSeconds * 1000;
+  let available = true;
+  let refused = 0;
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -160,16 +183,33 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
+    if (!available) {
+      refused++;
+      sendError(res, unavailable());
+      return;
+    }
     const [rawPath = '/', rawQuery = ''] = (req.url ?? '/').split(/\?(.*)/s, 2);
     const params = requestParams(req, rawQuery, body);
-    if (params.get('Action') === 'AssumeRole') {
+    const action = params.get('Action');
+    if (action === 'AssumeRole') {
       const query = parseRawQuery(rawQuery);
       if (!query) throw new StsError(400, 'MalformedQueryString', 'malformed query string');
       await gateAssumeRole(req, rawPath, query, body, params);
-    } else if (params.get('Action') === 'AssumeRoleWithWebIdentity') {
+    } else if (action === 'AssumeRoleWithWebIdentity') {
       await gateWebIdentity(params);
     }
-    await forward(req, res, body);
+    const session = action === 'AssumeRole' || action === 'AssumeRoleWithWebIdentity';
+    await forward(req, res, body, session && lifetimeMs !== undefined ? capExpiration : undefined);
+  }
+
+  /** Lowers a session's <Expiration> to now + sessionLifetimeSeconds. */
+  function capExpiration(xml: string): string {
+    const cap = now().getTime() + lifetimeMs!;
+    return xml.replace(/<Expiration>([^<]*)<\/Expiration>/g, (whole, value: string) => {
+      const at = Date.parse(value.trim());
+      if (Number.isFinite(at) && at <= cap) return whole;
+      return `<Expiration>${new Date(cap).toISOString()}</Expiration>`;
+    });
   }
 
   const issuerKeys = new Map<string, KeyObject[]>();
@@ -332,7 +372,13 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
     };
   }
 
-  function forward(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+  /** Sends the request to moto and its answer back; `rewrite` edits a 200 answer's body. */
+  function forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    rewrite?: (text: string) => string,
+  ): Promise<void> {
     const headers = { ...req.headers };
     delete headers['transfer-encoding'];
     headers['content-length'] = String(body.length);
@@ -364,6 +410,19 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
           delete out['transfer-encoding'];
           delete out.connection;
           delete out['keep-alive'];
+          if (rewrite && upRes.statusCode === 200 && out['content-encoding'] === undefined) {
+            const chunks: Buffer[] = [];
+            upRes.on('data', (c: Buffer) => chunks.push(c));
+            upRes.on('end', () => {
+              const text = Buffer.from(rewrite(Buffer.concat(chunks).toString('utf8')), 'utf8');
+              out['content-length'] = String(text.length);
+              res.writeHead(200, out);
+              res.end(text);
+              resolve();
+            });
+            upRes.on('error', reject);
+            return;
+          }
           res.writeHead(upRes.statusCode ?? 502, out);
           upRes.pipe(res);
           upRes.on('end', resolve);
@@ -392,6 +451,11 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
       keys.push(createPublicKey(publicKeyPem));
       issuerKeys.set(issuer, keys);
     },
+    setAvailable(up) {
+      available = up;
+    },
+    available: () => available,
+    refused: () => refused,
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

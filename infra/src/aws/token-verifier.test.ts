@@ -170,6 +170,27 @@ describe('parseEksToken', () => {
     }
   });
 
+  it('holds a token to a shorter lifetime when asked', async () => {
+    const token = await mint();
+    const at = (ms: number) =>
+      parseEksToken(token, { now: new Date(T0.getTime() + ms), lifetimeMs: 90_000 });
+    expect(at(89_000)).toMatchObject({ ok: true });
+    expect(at(90_000)).toMatchObject({ ok: true });
+    expect(at(91_000)).toEqual({
+      ok: false,
+      reason: `X-Amz-Date parameter is expired (90 second expiration) ${T0.toISOString()}`,
+    });
+    // Whole minutes read as minutes; the default stays 15.
+    expect(
+      parseEksToken(token, { now: new Date(T0.getTime() + 3 * MIN), lifetimeMs: 2 * MIN }),
+    ).toMatchObject({
+      reason: expect.stringContaining('(2 minute expiration)'),
+    });
+    expect(parseEksToken(token, { now: new Date(T0.getTime() + 16 * MIN) })).toMatchObject({
+      reason: expect.stringContaining('(15 minute expiration)'),
+    });
+  });
+
   it('extracts what the webhook needs', async () => {
     const r = parseEksToken(await mint(), { now: T0 });
     if (!r.ok) throw new Error(r.reason);

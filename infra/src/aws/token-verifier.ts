@@ -55,6 +55,8 @@ export interface ParseOptions {
   allowedStsHosts?: readonly string[];
   /** How far in the future X-Amz-Date may be (clock skew). Default 5 minutes. */
   maxFutureSkewMs?: number;
+  /** How long after X-Amz-Date the token is accepted. Default TOKEN_LIFETIME_MS (15 minutes). */
+  lifetimeMs?: number;
 }
 
 const REGION = /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d+$/;
@@ -134,8 +136,13 @@ export function parseEksToken(token: string, opts: ParseOptions): TokenCheck {
   const signedAt = parseAmzDate(amzDate);
   if (!signedAt) return fail(`X-Amz-Date parameter "${amzDate}" is not yyyymmddThhmmssZ`);
   const now = opts.now.getTime();
-  if (now > signedAt.getTime() + TOKEN_LIFETIME_MS) {
-    return fail(`X-Amz-Date parameter is expired (15 minute expiration) ${signedAt.toISOString()}`);
+  const lifetimeMs = opts.lifetimeMs ?? TOKEN_LIFETIME_MS;
+  if (now > signedAt.getTime() + lifetimeMs) {
+    const lifetime =
+      lifetimeMs % 60_000 === 0 ? `${lifetimeMs / 60_000} minute` : `${lifetimeMs / 1000} second`;
+    return fail(
+      `X-Amz-Date parameter is expired (${lifetime} expiration) ${signedAt.toISOString()}`,
+    );
   }
   if (signedAt.getTime() > now + (opts.maxFutureSkewMs ?? 5 * 60_000)) {
     return fail(`X-Amz-Date parameter is in the future ${signedAt.toISOString()}`);

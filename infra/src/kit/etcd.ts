@@ -4,18 +4,28 @@ import { join } from 'node:path';
 import { findFreePort, type ServiceProcess } from '../components/cache.js';
 import { startServer } from './process.js';
 
+export interface EtcdPorts {
+  client: number;
+  peer: number;
+}
+
 export interface Etcd {
   url: string;
+  /** The ports it listens on: pass them to startEtcd again to restart it at the same URLs. */
+  ports: EtcdPorts;
   proc: ServiceProcess;
 }
 
 /**
  * One etcd serves every cluster of a kit; each kube-apiserver keeps its objects under its own
  * --etcd-prefix. fsync is off: this is a test kit, and it saves seconds on every write burst.
+ *
+ * `ports` (default: two free ports) fixes the client and peer ports: a restart on the same `dir`
+ * and ports is the same single-member cluster with its data, at the URL the API servers know.
  */
-export async function startEtcd(bin: string, dir: string): Promise<Etcd> {
+export async function startEtcd(bin: string, dir: string, ports?: EtcdPorts): Promise<Etcd> {
   await mkdir(dir, { recursive: true });
-  const [client, peer] = [await findFreePort(), await findFreePort()];
+  const { client, peer } = ports ?? { client: await findFreePort(), peer: await findFreePort() };
   const url = `http://127.0.0.1:${client}`;
   const peerUrl = `http://127.0.0.1:${peer}`;
   const proc = await startServer(
@@ -39,6 +49,9 @@ export async function startEtcd(bin: string, dir: string): Promise<Etcd> {
       return res.ok && ((await res.json()) as { health?: string }).health === 'true';
     },
     30_000,
+    // A graceful stop waits for the API servers' watch streams, which a restart under running
+    // API servers never ends; with fsync off a SIGKILL loses nothing the page cache holds.
+    1_000,
   );
-  return { url, proc };
+  return { url, ports: { client, peer }, proc };
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { KubeConfig } from '@kubernetes/client-node';
 
@@ -41,6 +42,14 @@ export interface KitOptions {
    * bearer tokens through the emulator's TokenReview webhook.
    */
   aws?: boolean;
+  /**
+   * AssumeRole sessions and EKS tokens expire after this many seconds instead of what was asked /
+   * 15 minutes, so hours of credential rotation happen in minutes: the STS gate caps the
+   * `Expiration` of AssumeRole and AssumeRoleWithWebIdentity answers at now + this, and the EKS
+   * emulator's TokenReview webhook refuses tokens whose X-Amz-Date is older than this (as it
+   * refuses an expired token). Default: unchanged (the asked duration; 15 minutes).
+   */
+  awsLifetimeSeconds?: number;
   /** Extra kube-apiserver flags for every cluster. */
   apiserverArgs?: string[];
   log?: (line: string) => void;
@@ -76,6 +85,16 @@ export interface KitAws {
   /** The EKS emulator (pass as `endpoint` to EKS clients). */
   readonly eksEndpoint: string;
   readonly region: string;
+  /**
+   * Starts (`down` true) or ends an outage of the STS or the EKS API. During an STS outage the
+   * STS gate answers every request (IAM too; `motoEndpoint` still works) with HTTP 503
+   * ServiceUnavailable. During an EKS outage the EKS API (DescribeCluster, access entries, ...)
+   * answers 503 ServiceUnavailableException, while the API servers' TokenReview webhook keeps
+   * working, as a real EKS API outage leaves the clusters' authenticator up.
+   */
+  outage(service: 'sts' | 'eks', down: boolean): void;
+  /** How many requests that service refused because of an outage, since the kit started. */
+  refused(service: 'sts' | 'eks'): number;
 }
 
 export interface Kit {
@@ -87,6 +106,15 @@ export interface Kit {
   cluster(name: string): KitCluster;
   /** Process ids of everything the kit runs (etcd, API servers, moto). */
   pids(): number[];
+  /**
+   * Restarts the etcd under every cluster: stops it (SIGTERM, SIGKILL after 1 s: a graceful stop
+   * waits for the API servers' watches), waits `downMs` (default 0), and starts it again on the
+   * same data directory and the same client and peer URLs, resolving once it answers /health.
+   * The API servers keep running and reconnect by themselves; until they have, requests to them
+   * may fail for a few seconds. pids() names the new etcd afterwards (and no etcd while it is
+   * down). Restarts run one at a time; stop() ends a pending `downMs` wait.
+   */
+  restartEtcd(downMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -120,6 +148,10 @@ export function defaultAccount(index: number): string {
  */
 export async function startKit(opts: KitOptions): Promise<Kit> {
   validateClusterNames(opts.clusters);
+  const lifetime = opts.awsLifetimeSeconds;
+  if (lifetime !== undefined && !(Number.isFinite(lifetime) && lifetime > 0)) {
+    throw new KitError(`awsLifetimeSeconds must be a positive number of seconds, not ${lifetime}`);
+  }
   const log = opts.log ?? (() => {});
   // A kit that made its own directory removes it when it stops (MIRRORHUB_KEEP_KIT=1 keeps it
   // for reading the logs); one given a directory leaves it alone.
@@ -148,7 +180,12 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   let sts: StsGate | undefined;
   let eks: EksEmulator | undefined;
   const clusters: ClusterImpl[] = [];
+  const stopping = new AbortController();
+  /** The pending etcd restart, if any: restarts run one at a time, stop() waits for them. */
+  let etcdRestarts: Promise<void> = Promise.resolve();
   const stopAll = async () => {
+    stopping.abort();
+    await etcdRestarts;
     await Promise.all(clusters.map((c) => c.stopApiServer()));
     await Promise.all([etcd?.proc.stop(), eks?.stop(), sts?.stop(), moto?.stop()]);
     if (ownDir) {
@@ -159,10 +196,15 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   try {
     if (opts.aws ?? true) {
       moto = await startMoto({ dir: join(dir, 'aws'), log });
-      sts = await startStsGate({ motoEndpoint: moto.endpoint, log });
+      sts = await startStsGate({
+        motoEndpoint: moto.endpoint,
+        ...(lifetime !== undefined ? { sessionLifetimeSeconds: lifetime } : {}),
+        log,
+      });
       eks = await startEksEmulator({
         stsEndpoint: moto.endpoint,
         allowedStsHosts: [new URL(moto.endpoint).host, new URL(sts.endpoint).host],
+        ...(lifetime !== undefined ? { tokenLifetimeSeconds: lifetime } : {}),
         log,
       });
     }
@@ -222,6 +264,28 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
     throw err;
   }
   const byName = new Map(clusters.map((c) => [c.name, c]));
+  const restartEtcd = async (downMs: number): Promise<void> => {
+    if (stopping.signal.aborted) throw new KitError('cannot restart etcd: the kit is stopped');
+    const old = etcd!;
+    const down = Date.now();
+    await old.proc.stop();
+    if (downMs > 0) await sleep(downMs, undefined, { signal: stopping.signal }).catch(() => {});
+    if (stopping.signal.aborted) return;
+    try {
+      etcd = await startEtcd(bins.etcd, join(dir, 'etcd'), old.ports);
+    } catch (err) {
+      throw new KitError(
+        `etcd did not come back at ${old.url} (the API servers know only that address): ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    log(`etcd restarted at ${etcd.url} after ${((Date.now() - down) / 1000).toFixed(1)}s down`);
+  };
+  const awsService = (service: 'sts' | 'eks') => {
+    const s = service === 'sts' ? sts : service === 'eks' ? eks : undefined;
+    if (!s) throw new KitError(`unknown AWS service "${String(service)}": use sts or eks`);
+    return s;
+  };
   return {
     dir,
     clusters,
@@ -239,6 +303,16 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
         .filter((p) => p !== undefined && p.exitReason() === undefined)
         .map((p) => p!.pid)
         .concat(moto ? [moto.pid] : []),
+    restartEtcd(downMs = 0) {
+      if (!(Number.isFinite(downMs) && downMs >= 0)) {
+        return Promise.reject(
+          new KitError(`restartEtcd: downMs must be a number >= 0, not ${downMs}`),
+        );
+      }
+      const next = etcdRestarts.then(() => restartEtcd(downMs));
+      etcdRestarts = next.catch(() => {});
+      return next;
+    },
     aws:
       moto && sts && eks
         ? {
@@ -246,6 +320,13 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
             motoEndpoint: moto.endpoint,
             eksEndpoint: eks.endpoint,
             region,
+            outage(service, down) {
+              const s = awsService(service);
+              if (s.available() === !down) return;
+              s.setAvailable(!down);
+              log(`${service.toUpperCase()} outage ${down ? 'begins' : 'ends'}`);
+            },
+            refused: (service) => awsService(service).refused(),
           }
         : undefined,
     stop: stopAll,

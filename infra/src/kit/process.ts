@@ -12,7 +12,10 @@ export function tail(file: string, lines = 3): string {
   }
 }
 
-/** Starts a kit server (own process group, dies with us) and waits until `ready` says so. */
+/**
+ * Starts a kit server (own process group, dies with us) and waits until `ready` says so.
+ * Its stop() sends SIGTERM, then SIGKILL after `stopTimeoutMs` (default 5 s).
+ */
 export async function startServer(
   name: string,
   cmd: string,
@@ -20,8 +23,9 @@ export async function startServer(
   logFile: string,
   ready: () => Promise<boolean>,
   timeoutMs: number,
+  stopTimeoutMs = 5_000,
 ): Promise<ServiceProcess> {
-  const proc = await startService({ name, cmd, args, logFile, stopTimeoutMs: 5_000 });
+  const proc = await startService({ name, cmd, args, logFile, stopTimeoutMs });
   try {
     await waitFor(() => ready().catch(() => false), {
       what: name,
