@@ -1,5 +1,10 @@
 import net from 'node:net';
 
+interface Pair {
+  client: net.Socket;
+  up: net.Socket;
+}
+
 /**
  * A TCP proxy to a loopback port that a test can cut (every connection dropped, new ones refused)
  * and open again on the same port: a server that is unreachable for a while, without stopping it.
@@ -9,7 +14,9 @@ import net from 'node:net';
 export class TcpProxy {
   private server: net.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
-  private readonly pairs = new Set<{ client: net.Socket; up: net.Socket }>();
+  private readonly pairs = new Set<Pair>();
+  /** Stalled pairs, each with what lets it pass again. */
+  private readonly stalled = new Map<Pair, () => void>();
   port = 0;
   constructor(private readonly target: number) {}
   async open(): Promise<void> {
@@ -25,6 +32,7 @@ export class TcpProxy {
         this.sockets.delete(c);
         this.sockets.delete(up);
         this.pairs.delete(pair);
+        this.stalled.delete(pair);
       };
       c.on('error', done).on('close', done);
       up.on('error', done).on('close', done);
@@ -39,15 +47,30 @@ export class TcpProxy {
    * Returns how many connections were stalled.
    */
   stall(): number {
-    for (const { client, up } of this.pairs) {
+    for (const pair of this.pairs) {
+      const { client, up } = pair;
+      if (this.stalled.has(pair)) continue;
       up.unpipe(client);
       up.pause();
-      client.once('data', () => {
+      const pass = () => {
+        client.off('data', pass);
+        if (!this.stalled.delete(pair)) return;
         up.pipe(client);
         up.resume();
-      });
+      };
+      this.stalled.set(pair, pass);
+      client.once('data', pass);
     }
-    return this.pairs.size;
+    return this.stalled.size;
+  }
+  /**
+   * Ends a stall: every connection still stalled passes again, what the server sent meanwhile
+   * first (a stall shorter than a watch's progress deadline, which it must simply sit out).
+   */
+  resume(): number {
+    const n = this.stalled.size;
+    for (const pass of [...this.stalled.values()]) pass();
+    return n;
   }
   async cut(): Promise<void> {
     for (const s of this.sockets) s.destroy();
