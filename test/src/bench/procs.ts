@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, closeSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { findFreePort } from '@mirrorhub/infra/components/cache';
+import { findFreePort, onExit } from '@mirrorhub/infra/components/cache';
 
 import { generateHubKeyPair } from '../support/signing.js';
 import {
@@ -17,7 +17,8 @@ import {
 /**
  * Starts hub or agent as its real entry point (`node [v8Flags] <name>/dist/main.js`), so RSS
  * and request counts are the process's own, started as its chart starts it (NODE_OPTIONS, V8
- * flags, MALLOC_ARENA_MAX). `env` adds to (and wins over) the defaults.
+ * flags, MALLOC_ARENA_MAX). `env` adds to (and wins over) the defaults. With `logFile`, its
+ * output is appended there instead of this process's.
  */
 /** The hub's signing key for this benchmark run: the hub reads the file, agents trust the key. */
 const HUB_KEY = generateHubKeyPair();
@@ -35,13 +36,15 @@ export function startMain(
   root: string,
   name: 'hub' | 'agent',
   env: Record<string, string>,
+  logFile?: string,
 ): ChildProcess {
   // MIRRORHUB_BENCH_CPU_PROFILE=<dir>: each process writes a V8 CPU profile there when it exits
   // (open it in Chrome DevTools); how the agent's reconcile cost was found.
   const profileDir = process.env.MIRRORHUB_BENCH_CPU_PROFILE;
   const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   const args = [...chartV8Flags(root, name), ...profile, join(root, name, 'dist/main.js')];
-  return spawn(process.execPath, args, {
+  const fd = logFile === undefined ? undefined : openSync(logFile, 'a');
+  const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
       ...chartMallocEnv(root, name),
@@ -52,8 +55,13 @@ export function startMain(
       ...signingEnv(name),
       ...env,
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', fd ?? 'inherit', fd ?? 'inherit'],
   });
+  if (fd !== undefined) closeSync(fd);
+  // Dies with this process, even when it is interrupted (Ctrl-C, SIGTERM) before stopAll.
+  const forget = onExit(() => child.kill('SIGKILL'));
+  child.once('exit', () => forget());
+  return child;
 }
 
 /** A hub and an agent on one cluster, as separate processes (see `startMain`). */
