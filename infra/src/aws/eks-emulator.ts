@@ -87,6 +87,11 @@ export interface EksEmulator {
   webhookUrl(clusterName: string): string;
   addCluster(c: EmulatedCluster): void;
   /**
+   * DescribeCluster answers `endpoint` for this cluster from now on (e.g. a proxy in front of its
+   * API server, as an NLB would be); tokens are still checked for the cluster's name.
+   */
+  setEndpoint(clusterName: string, endpoint: string): void;
+  /**
    * false starts an EKS API outage: every EKS API request is answered HTTP 503
    * ServiceUnavailableException until true ends it. The TokenReview webhook keeps answering.
    * Available when started.
@@ -735,6 +740,12 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
         queue: Promise.resolve(),
       });
       log(`eks-emulator: cluster ${c.name} (${c.accountId}, ${c.region}) -> ${c.endpoint}`);
+    },
+    setEndpoint(name, endpoint) {
+      const st = clusters.get(name);
+      if (!st) throw new Error(`EKS emulator: no cluster "${name}"`);
+      st.c = { ...st.c, endpoint };
+      log(`eks-emulator: cluster ${name} -> ${endpoint}`);
     },
     setAvailable(up) {
       available = up;

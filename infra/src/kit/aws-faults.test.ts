@@ -128,4 +128,19 @@ describe('KitAws fault hooks', () => {
     const { cluster } = await eks().send(new DescribeClusterCommand({ name: 'hub' }));
     expect(cluster?.endpoint).toBe(hub.server);
   }, 60_000);
+
+  it('describeEndpoint changes what DescribeCluster answers, and refuses an unknown cluster', async () => {
+    const describe = async () =>
+      (await eks().send(new DescribeClusterCommand({ name: 'hub' }))).cluster?.endpoint;
+    aws.describeEndpoint('hub', 'https://127.0.0.1:1');
+    try {
+      expect(await describe()).toBe('https://127.0.0.1:1');
+    } finally {
+      aws.describeEndpoint('hub', hub.server);
+    }
+    expect(await describe()).toBe(hub.server);
+    expect(() => aws.describeEndpoint('nope', 'https://127.0.0.1:1')).toThrow(
+      /unknown cluster "nope": this kit has hub/,
+    );
+  });
 });

@@ -93,6 +93,12 @@ export interface KitAws {
    * working, as a real EKS API outage leaves the clusters' authenticator up.
    */
   outage(service: 'sts' | 'eks', down: boolean): void;
+  /**
+   * The endpoint DescribeCluster answers for `cluster` from now on (default: its API server),
+   * e.g. a loopback proxy in front of it that a test can cut or stall. The serving certificate
+   * names 127.0.0.1, so any loopback port works.
+   */
+  describeEndpoint(cluster: string, endpoint: string): void;
   /** How many requests that service refused because of an outage, since the kit started. */
   refused(service: 'sts' | 'eks'): number;
 }
@@ -327,6 +333,13 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
               log(`${service.toUpperCase()} outage ${down ? 'begins' : 'ends'}`);
             },
             refused: (service) => awsService(service).refused(),
+            describeEndpoint: (cluster, endpoint) => {
+              if (!byName.has(cluster))
+                throw new KitError(
+                  `unknown cluster "${cluster}": this kit has ${[...byName.keys()].join(', ')}`,
+                );
+              eks.setEndpoint(cluster, endpoint);
+            },
           }
         : undefined,
     stop: stopAll,
