@@ -28,7 +28,13 @@ export default tseslint.config(
     rules: { 'no-console': 'off' },
   },
   {
-    files: ['infra/src/cli.ts', 'scripts/**', 'test/src/bench/**', 'test/src/demo/**'],
+    files: [
+      'infra/src/cli.ts',
+      'scripts/**',
+      'test/src/bench/**',
+      'test/src/demo/**',
+      'test/src/soak/main.ts',
+    ],
     rules: { 'no-console': 'off' },
   },
 );

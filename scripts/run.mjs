@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The README's commands land here (`npm test`, `npm run demo`, `npm run bench`). It uses only
-// Node's standard library, so it runs on a fresh clone: it gets pnpm, installs the workspace,
+// The README's commands land here (`npm test`, `npm run demo`, `npm run bench`, `npm run soak`).
+// It uses only Node's standard library, so it runs on a fresh clone: it gets pnpm, installs the workspace,
 // builds it, checks the machine has what the kit needs, and then runs the real thing.
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
@@ -230,6 +230,10 @@ switch (task) {
     await ensureMoto();
     run(process.execPath, [join(root, 'test/dist/bench/main.js'), ...rest]);
     break;
+  case 'soak':
+    await ensureMoto();
+    run(process.execPath, [join(root, 'test/dist/soak/main.js'), ...rest]);
+    break;
   default:
-    fail(`unknown task "${task}": use test, demo or bench`);
+    fail(`unknown task "${task}": use test, demo, bench or soak`);
 }
