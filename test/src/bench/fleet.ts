@@ -14,6 +14,7 @@ import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
 import { prepareFollower } from '../support/multicluster.js';
+import { registerCluster } from '../support/objects.js';
 import { pool } from './util.js';
 import { startMain, stopAll, waitHttp } from './procs.js';
 
@@ -105,25 +106,14 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
       agents,
       async register(f) {
         const a = access.get(f)!;
-        await custom.createClusterCustomObject({
-          group: 'mirrorhub.io',
-          version: 'v1alpha1',
-          plural: 'mirrorclusters',
-          body: {
-            apiVersion: 'mirrorhub.io/v1alpha1',
-            kind: 'MirrorCluster',
-            metadata: { name: f, labels: { bench: 'true' } },
-            spec: {
-              eks: {
-                name: f,
-                region: kit.aws!.region,
-                roleArn: a.roleArn,
-                externalId: a.externalId,
-              },
-              agentNamespace: SYSTEM_NS,
-            },
+        await registerCluster(
+          custom,
+          f,
+          { bench: 'true' },
+          {
+            eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
           },
-        });
+        );
       },
       stop: () => stopAll(procs),
     };

@@ -20,6 +20,7 @@ import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 
 import { installCrds } from '../support/crds.js';
+import { registerCluster } from '../support/objects.js';
 import { prepareFollower, type FollowerAccess } from '../support/multicluster.js';
 import { eventually } from '../support/eventually.js';
 import { clusterViewerToken } from '../support/viewers.js';
@@ -112,23 +113,13 @@ async function main(): Promise<void> {
         MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
       }),
     );
-    const registerCluster = (name: string, labels: Record<string, string>, spec: object) =>
-      kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
-        group: 'mirrorhub.io',
-        version: 'v1alpha1',
-        plural: 'mirrorclusters',
-        body: {
-          apiVersion: 'mirrorhub.io/v1alpha1',
-          kind: 'MirrorCluster',
-          metadata: { name, labels },
-          spec: { ...spec, agentNamespace: SYSTEM_NS },
-        },
-      });
+    const custom = kc.makeApiClient(CustomObjectsApi);
     // The hub's own cluster, registered as the chart's NOTES say (so the dashboard lists it).
-    await registerCluster('hub', { env: 'management', region: 'eu' }, { inCluster: true });
+    await registerCluster(custom, 'hub', { env: 'management', region: 'eu' }, { inCluster: true });
     for (const f of followers) {
       const a = access.get(f)!;
       await registerCluster(
+        custom,
         f,
         { env: 'prod', region: 'eu' },
         { eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId } },

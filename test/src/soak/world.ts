@@ -18,10 +18,11 @@ import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
 import { prepareFollower } from '../support/multicluster.js';
+import { registerCluster, SYSTEM_NS } from '../support/objects.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startMain, stopAll, waitHttp } from '../bench/procs.js';
 
-export const SYSTEM_NS = 'mirrorhub-system';
+export { SYSTEM_NS };
 export const SOURCE_NS = 'platform-sources';
 /** Namespaces the agents' policy denies (the checker knows it as the follower's owner would). */
 export const LOCKED = /^soak-locked-/;
@@ -252,22 +253,10 @@ export async function startWorld(o: WorldOptions): Promise<World> {
       hubs.push(hub);
       await hub.start();
     }
-    const register = (name: string, labels: Record<string, string>, spec: object) =>
-      custom.createClusterCustomObject({
-        group: 'mirrorhub.io',
-        version: 'v1alpha1',
-        plural: 'mirrorclusters',
-        body: {
-          apiVersion: 'mirrorhub.io/v1alpha1',
-          kind: 'MirrorCluster',
-          metadata: { name, labels },
-          spec: { ...spec, agentNamespace: SYSTEM_NS },
-        },
-      });
-    await register('hub', clusterLabels(0), { inCluster: true });
+    await registerCluster(custom, 'hub', clusterLabels(0), { inCluster: true });
     for (const [i, f] of followers.entries()) {
       const a = access.get(f)!;
-      await register(f, clusterLabels(i + 1), {
+      await registerCluster(custom, f, clusterLabels(i + 1), {
         eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
       });
     }

@@ -9,6 +9,7 @@ import {
 
 import {
   type ClusterSecretMirror,
+  type MirrorClusterSpec,
   type MirrorDelivery,
   type SecretMirror,
 } from '@mirrorhub/shared';
@@ -289,4 +290,27 @@ export function clusterSecretMirror(
     metadata: { name },
     spec,
   } as ClusterSecretMirror;
+}
+
+/**
+ * Registers a cluster with the hub as the charts' NOTES do: a MirrorCluster whose agent runs in
+ * mirrorhub-system, reached in-cluster (`{ inCluster: true }`) or through EKS (`{ eks: ... }`).
+ */
+export async function registerCluster(
+  custom: CustomObjectsApi,
+  name: string,
+  labels: Record<string, string>,
+  spec: Omit<MirrorClusterSpec, 'agentNamespace'>,
+): Promise<void> {
+  await custom.createClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'mirrorclusters',
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'MirrorCluster',
+      metadata: { name, labels },
+      spec: { ...spec, agentNamespace: SYSTEM_NS },
+    },
+  });
 }
