@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
+import { pidAlive } from './components/cache.js';
 import { KitError } from './kit/errors.js';
 import { ensureKubeBinaries, startKit, validateClusterNames } from './kit/index.js';
 
@@ -50,19 +51,10 @@ export function readState(dir: string): KitState | undefined {
   return JSON.parse(readFileSync(p, 'utf8')) as KitState;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function up(dir: string, clusters: string[], portBase?: number): Promise<void> {
   validateClusterNames(clusters);
   const prev = readState(dir);
-  if (prev && alive(prev.supervisorPid)) {
+  if (prev && pidAlive(prev.supervisorPid)) {
     const same = prev.clusters.map((c) => c.name).join(',') === clusters.join(',');
     if (prev.phase === 'ready' && same) {
       console.log(`kit already up in ${dir}`);
@@ -98,7 +90,7 @@ async function up(dir: string, clusters: string[], portBase?: number): Promise<v
       return;
     }
     if (st?.phase === 'failed') throw new KitError(st.error ?? 'kit failed to start');
-    if (!alive(child.pid!)) {
+    if (!pidAlive(child.pid!)) {
       throw new KitError(
         `the kit supervisor exited during start-up; see ${join(dir, 'supervisor.log')}`,
       );
@@ -170,7 +162,7 @@ function printState(st: KitState): void {
 
 async function status(dir: string): Promise<number> {
   const st = readState(dir);
-  if (!st || !alive(st.supervisorPid)) {
+  if (!st || !pidAlive(st.supervisorPid)) {
     console.log(`no kit running in ${dir} (start one with: pnpm kit up)`);
     return 1;
   }
@@ -181,14 +173,14 @@ async function status(dir: string): Promise<number> {
 
 async function down(dir: string): Promise<void> {
   const st = readState(dir);
-  if (!st || !alive(st.supervisorPid)) {
+  if (!st || !pidAlive(st.supervisorPid)) {
     console.log(`no kit running in ${dir}`);
     await rm(statePath(dir), { force: true });
     return;
   }
   process.kill(st.supervisorPid, 'SIGTERM');
   const deadline = Date.now() + 30_000;
-  while (alive(st.supervisorPid)) {
+  while (pidAlive(st.supervisorPid)) {
     if (Date.now() > deadline) {
       process.kill(st.supervisorPid, 'SIGKILL');
       break;
@@ -200,7 +192,7 @@ async function down(dir: string): Promise<void> {
 
 function kubeconfig(dir: string, name: string | undefined): void {
   const st = readState(dir);
-  if (!st || !alive(st.supervisorPid))
+  if (!st || !pidAlive(st.supervisorPid))
     throw new KitError(`no kit running in ${dir}: start one with \`pnpm kit up\``);
   if (!name)
     throw new KitError(

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pidAlive } from '../components/cache.js';
 import {
   assumeRole,
   createRole,
@@ -12,15 +13,6 @@ import {
   trustPolicy,
   type MotoServer,
 } from './moto.js';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('moto', () => {
   let moto: MotoServer;
@@ -92,9 +84,9 @@ describe('moto', () => {
 describe('moto process handling', () => {
   it('stop() leaves no process behind', async () => {
     const m = await startMoto();
-    expect(alive(m.pid)).toBe(true);
+    expect(pidAlive(m.pid)).toBe(true);
     await m.stop();
-    expect(alive(m.pid)).toBe(false);
+    expect(pidAlive(m.pid)).toBe(false);
   }, 90_000);
 
   it('says how to get moto when there is neither python3 nor moto_server', async () => {

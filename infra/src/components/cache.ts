@@ -211,7 +211,8 @@ const state: ProcessState = ((globalThis as Record<symbol, unknown>)[STATE_KEY] 
 (globalThis as Record<symbol, unknown>)[STATE_KEY] = state;
 const { heldLocks, liveServices, exitCleanups } = state;
 
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid exists (signal 0 reaches it). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

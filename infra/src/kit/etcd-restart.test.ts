@@ -3,17 +3,8 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { waitFor } from '../components/cache.js';
+import { pidAlive, waitFor } from '../components/cache.js';
 import { startKit, type Kit } from './index.js';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('Kit.restartEtcd', () => {
   let kit: Kit;
@@ -41,8 +32,8 @@ describe('Kit.restartEtcd', () => {
     const [newEtcdPid, sameApiPid] = kit.pids();
     expect(kit.pids()).toHaveLength(2);
     expect(newEtcdPid).not.toBe(etcdPid);
-    expect(alive(etcdPid!)).toBe(false);
-    expect(alive(newEtcdPid!)).toBe(true);
+    expect(pidAlive(etcdPid!)).toBe(false);
+    expect(pidAlive(newEtcdPid!)).toBe(true);
     expect(sameApiPid).toBe(apiPid);
 
     const cm = await waitFor(
