@@ -28,13 +28,13 @@ describe('readConfig', () => {
         MIRRORHUB_NAMESPACE: 'ops',
         PORT: '9090',
         MIRRORHUB_RESYNC_SECONDS: '60',
-        MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '30',
+        MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '90',
       },
       {
         namespace: 'ops',
         healthPort: 9090,
         resyncSeconds: 60,
-        watchProgressDeadlineSeconds: 30,
+        watchProgressDeadlineSeconds: 90,
       },
     ],
     [
@@ -83,6 +83,12 @@ describe('readConfig', () => {
       [],
       { ...base, MIRRORHUB_POLICY: 'allowAdopt: true' },
       /MIRRORHUB_POLICY is not JSON/,
+    ],
+    [
+      'a progress deadline shorter than the bookmark period',
+      [],
+      { ...base, MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '30' },
+      /MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS must be a whole number of seconds from 90 to 3600; got "30"/,
     ],
   ])('refuses: %s', (_, argv, env, message) => {
     expect(() => readConfig(argv, env)).toThrow(message);

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { progressDeadlineFromEnv } from '@mirrorhub/shared/k8s/watcher';
 import type { PolicySpec } from '@mirrorhub/shared/mirror/policy';
 import type { AgentConfig } from './agent.js';
 
@@ -76,11 +77,7 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
     version: agentVersion(env),
     healthPort: positiveInt('PORT', values.port ?? env['PORT'], 8080),
     resyncSeconds: positiveInt('MIRRORHUB_RESYNC_SECONDS', env['MIRRORHUB_RESYNC_SECONDS'], 300),
-    watchProgressDeadlineSeconds: positiveInt(
-      'MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS',
-      env['MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS'],
-      150,
-    ),
+    watchProgressDeadlineSeconds: progressDeadlineFromEnv(env) ?? 150,
     identity,
     leaderElection: leaderElection
       ? {

@@ -10,7 +10,8 @@
 //   LOG_LEVEL, LOG_FORMAT               pino level; json (default) or text
 //   MIRRORHUB_RESYNC_SECONDS            full resync period (default 300)
 //   MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS   a watch that passes nothing, not even a bookmark,
-//                                       this long is presumed stalled and resumed (default 150)
+//                                       this long is presumed stalled and resumed (default 150,
+//                                       at least 90: bookmarks come about once a minute)
 //   MIRRORHUB_LEADER_ELECTION           "true" to run only while holding a leader Lease
 //                                       (needed with more than one replica; default off)
 //   POD_NAME                            identity for leader election and the heartbeat

@@ -42,7 +42,7 @@ describe('configFromEnv', () => {
         MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS: '60',
         MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS: '3',
         MIRRORHUB_CLEANUP_GRACE_SECONDS: '0',
-        MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '30',
+        MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '90',
         MIRRORHUB_STS_ENDPOINT: 'http://127.0.0.1:5000',
         MIRRORHUB_EKS_ENDPOINT: 'http://127.0.0.1:5001',
         MIRRORHUB_STS_REGION: 'us-east-1',
@@ -59,7 +59,7 @@ describe('configFromEnv', () => {
       agentHeartbeatGraceMs: 60_000,
       clusterRequestTimeoutMs: 3000,
       cleanupGraceMs: 0,
-      watchProgressDeadlineMs: 30_000,
+      watchProgressDeadlineMs: 90_000,
       aws: {
         stsEndpoint: 'http://127.0.0.1:5000',
         eksEndpoint: 'http://127.0.0.1:5001',
@@ -102,6 +102,10 @@ describe('configFromEnv', () => {
     [{ MIRRORHUB_SIGNING_KEY_FILE: '/nonexistent/key.pem' }, /cannot read \/nonexistent\/key.pem/],
     [{ MIRRORHUB_REMOTE_NAMESPACES: 'platform' }, /must be a JSON array of patterns/],
     [{ MIRRORHUB_REQUIRE_ACCEPTANCE: 'yes' }, /must be true or false/],
+    [
+      { MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS: '20' },
+      /from 90 to 3600; got "20" \(the API server sends a bookmark about once a minute/,
+    ],
   ])('refuses %j', (env, message) => {
     expect(() => configFromEnv(env)).toThrow(message);
   });

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { progressDeadlineFromEnv } from '@mirrorhub/shared/k8s/watcher';
 import type { HubConfig } from './hub.js';
 
 export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
@@ -16,7 +17,7 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  *
  * Followers: MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS (10), MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS
  * (90), MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS (10), MIRRORHUB_CLEANUP_GRACE_SECONDS (120).
- * Watches: MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS (150): a watch that passes nothing, not
+ * Watches: MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS (150, at least 90): a watch that passes nothing, not
  * even a bookmark, this long is presumed stalled and resumed.
  *
  * AWS: the hub's own credentials come from the SDK's default chain (AWS_* env, IRSA's
@@ -90,13 +91,7 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
     ...seconds(env, 'MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS', 'agentHeartbeatGraceMs', 1, 86_400),
     ...seconds(env, 'MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS', 'clusterRequestTimeoutMs', 1, 600),
     ...seconds(env, 'MIRRORHUB_CLEANUP_GRACE_SECONDS', 'cleanupGraceMs', 0, 30 * 86_400),
-    ...seconds(
-      env,
-      'MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS',
-      'watchProgressDeadlineMs',
-      1,
-      3600,
-    ),
+    ...progressDeadline(env),
     ...awsFromEnv(env),
   };
 }
@@ -165,6 +160,13 @@ function seconds<K extends string>(
 ): Partial<Record<K, number>> {
   if (!env[name]?.trim()) return {};
   return { [key]: intFrom(env, name, 0, min, max) * 1000 } as Partial<Record<K, number>>;
+}
+
+function progressDeadline(
+  env: Record<string, string | undefined>,
+): Pick<EnvConfig, 'watchProgressDeadlineMs'> {
+  const s = progressDeadlineFromEnv(env);
+  return s === undefined ? {} : { watchProgressDeadlineMs: s * 1000 };
 }
 
 function intFrom(

@@ -119,6 +119,30 @@ export function stripManagedFields<T extends KubernetesObject>(obj: T): T {
 
 /** See `WatcherOptions.progressDeadlineMs`. */
 export const DEFAULT_PROGRESS_DEADLINE_MS = 150_000;
+/**
+ * The shortest deadline hub and agent take from their environment. The API server's watch cache
+ * sends a bookmark about once a minute; a shorter deadline would end every quiet watch that is
+ * not stalled at all, and log it as stalled (the chaos soak found that at 20 s).
+ */
+export const MIN_PROGRESS_DEADLINE_SECONDS = 90;
+
+/**
+ * MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS, in seconds (undefined when unset), for hub and
+ * agent alike; throws with what is wrong and why.
+ */
+export function progressDeadlineFromEnv(
+  env: Record<string, string | undefined>,
+): number | undefined {
+  const name = 'MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS';
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < MIN_PROGRESS_DEADLINE_SECONDS || n > 3600)
+    throw new Error(
+      `${name} must be a whole number of seconds from ${MIN_PROGRESS_DEADLINE_SECONDS} to 3600; got "${raw}" (the API server sends a bookmark about once a minute: a shorter deadline would resume every quiet watch as if it were stalled)`,
+    );
+  return n;
+}
 
 /** A component's watch setting as Watcher options (undefined: the defaults). */
 export function watchTuning(
