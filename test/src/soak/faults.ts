@@ -27,6 +27,10 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
+/** Shorter than the deadline less a bookmark period: a stall no watch can notice. */
+const SHORT_STALL_S = DEADLINE_S - 70;
+const LONG_STALL_S = DEADLINE_S * 2;
+
 export const FAULT_TEXT: Record<FaultKind, string> = {
   'leader-kill': 'kill -9 of the hub leader; the standby must take over',
   'agent-kill': 'kill -9 of an agent just after a source update (mid fan-out), restarted 3 s later',
@@ -40,8 +44,8 @@ export const FAULT_TEXT: Record<FaultKind, string> = {
   'eks-outage':
     'the EKS API answers 503 for 30 s while the hub leader is killed and must re-describe',
   'hub-restart': 'kill -9 of both hub replicas, both restarted 2 s later',
-  'stall-short': `a component's watches stalled silently for ${DEADLINE_S / 2} s (under the ${DEADLINE_S} s progress deadline), then passed again`,
-  'stall-long': `a component's watches stalled silently for ${DEADLINE_S * 2} s (twice the progress deadline)`,
+  'stall-short': `a component's connections stalled silently for ${SHORT_STALL_S} s, then passed again: no watch can notice (its last bookmark is at most 60 s old, the deadline ${DEADLINE_S} s)`,
+  'stall-long': `a component's connections stalled silently for ${LONG_STALL_S} s, twice the ${DEADLINE_S} s progress deadline`,
 };
 
 export interface FaultRecord {
@@ -260,7 +264,7 @@ export class Faults {
         const before = this.count(proc, 'watch stalled');
         const stalled = proxy.stall();
         await this.churn.putSource(this.round % MIRROR_COUNT);
-        await sleep((kind === 'stall-short' ? DEADLINE_S / 2 : DEADLINE_S * 2) * 1000);
+        await sleep((kind === 'stall-short' ? SHORT_STALL_S : LONG_STALL_S) * 1000);
         proxy.resume();
         const noticed = this.count(proc, 'watch stalled') - before;
         const bit = stalled > 0 && (kind === 'stall-long' ? noticed > 0 : true);

@@ -27,8 +27,11 @@ export const SOURCE_NS = 'platform-sources';
 /** Namespaces the agents' policy denies (the checker knows it as the follower's owner would). */
 export const LOCKED = /^soak-locked-/;
 export const POLICY = { namespaces: { deny: ['soak-locked-.+'] } };
-/** Every watch's progress deadline in the soak: stalls are injected shorter and longer. */
-export const DEADLINE_S = 20;
+/**
+ * Every watch's progress deadline in the soak, the shortest the environment allows (the API
+ * server's bookmarks come about once a minute). Stalls are injected shorter and longer.
+ */
+export const DEADLINE_S = 90;
 
 export interface WorldOptions {
   followers: number;
