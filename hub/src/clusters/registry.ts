@@ -45,9 +45,13 @@ export class ClusterRegistry {
     this.emit(previous ? { type: 'updated', target, previous } : { type: 'added', target });
   }
 
-  remove(name: string): boolean {
+  /**
+   * Remove the target with this name; with `only`, just when it is still that target, so a
+   * controller winding down never removes what its successor registered since.
+   */
+  remove(name: string, only?: ClusterTarget): boolean {
     const target = this.targets.get(name);
-    if (!target) return false;
+    if (!target || (only !== undefined && target !== only)) return false;
     this.targets.delete(name);
     this.emit({ type: 'removed', target });
     return true;

@@ -216,4 +216,33 @@ describe('Reconciler', () => {
     expect(w.running).toBe(false);
     expect(lw.lists).toEqual([]);
   });
+
+  it('a second stop() resolves only once the first one is done', async () => {
+    // The hub stops its controllers on abort and again in its finally; if the second call
+    // returned at once, a new leadership term could start while the old one still tore down
+    // (the soak saw the old term remove the clusters the new term had just registered).
+    let finish: (() => void) | undefined;
+    const r = new Reconciler({
+      name: 'slow',
+      logger,
+      metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
+      reconcile: () => new Promise<void>((resolve) => (finish = resolve)),
+    });
+    const lw = new FakeListerWatcher<V1ConfigMap>();
+    lw.create(cm('a'));
+    r.watch(new Watcher<V1ConfigMap>({ resource: 'configmaps', listerWatcher: lw }), {
+      onAdd: (o) => r.add(`ns/${o.metadata?.name}`),
+    });
+    await r.synced();
+    r.start();
+    await expect.poll(() => finish).toBeDefined();
+    const done: string[] = [];
+    const first = r.stop().then(() => done.push('first'));
+    const second = r.stop().then(() => done.push('second'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(done).toEqual([]); // the reconcile in flight holds the stop
+    finish!();
+    await Promise.all([first, second]);
+    expect(done).toEqual(['first', 'second']);
+  });
 });

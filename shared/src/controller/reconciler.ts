@@ -58,6 +58,7 @@ export class Reconciler {
   private queue: WorkQueue;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private stopping: Promise<void> | undefined;
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.clock = opts.clock ?? realClock;
@@ -191,9 +192,16 @@ export class Reconciler {
     void this.run(this.lifetime.signal);
   }
 
-  /** End the current run, unregister and stop every watcher. */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  /**
+   * End the current run, unregister and stop every watcher. Idempotent: every call resolves
+   * once the one stop is done (a caller that stops twice must not go on while it is under way).
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
     this.stopped = true;
     const running = this.running;
     this.lifetime.abort();

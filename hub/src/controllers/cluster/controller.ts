@@ -175,6 +175,7 @@ export class ClusterController {
   private readonly timeoutMs: number;
   private started = false;
   private stopped = false;
+  private stopping: Promise<void> | undefined;
 
   constructor(private readonly opts: ClusterControllerOptions) {
     this.log = childLogger(opts.logger, { controller: CONTROLLER });
@@ -287,8 +288,13 @@ export class ClusterController {
     this.log.info({ clusters: this.entries.size }, 'cluster controller started');
   }
 
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  /** Idempotent: every call resolves once the one stop is done. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe.splice(0)) u();
     await this.reconciler.stop(); // and every watch
@@ -524,8 +530,12 @@ export class ClusterController {
     e.abort.abort();
     e.eks?.destroy();
     if (e.access.type === 'Kubeconfig') this.unwatchSecret(e.access, name);
-    if (e.access.type === 'InCluster') this.opts.registry.set(this.opts.localTarget);
-    else this.opts.registry.remove(name);
+    // Only what this controller registered: a successor (a new leadership term while this one
+    // winds down) may have registered the cluster again since.
+    const mine = e.target !== undefined && this.opts.registry.get(name) === e.target;
+    if (e.access.type === 'InCluster') {
+      if (mine) this.opts.registry.set(this.opts.localTarget);
+    } else if (e.target) this.opts.registry.remove(name, e.target);
     return true;
   }
 

@@ -174,6 +174,7 @@ export class MirrorController {
   private readonly clusterGauge: Gauge<'state'>;
   private readonly sourceGauge: Gauge;
   private stopped = false;
+  private stopping: Promise<void> | undefined;
   private started = false;
 
   constructor(private readonly opts: MirrorControllerOptions) {
@@ -308,8 +309,13 @@ export class MirrorController {
     );
   }
 
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  /** Idempotent: every call resolves once the one stop is done. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe.splice(0)) u();
     await this.reconciler.stop(); // and the mirror watches
