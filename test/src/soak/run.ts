@@ -154,6 +154,12 @@ async function drive(
     }
     const clear = checker.lastClear;
     const convergedMs = await convergedAfter(checker, clear);
+    // The next fault would reset the bound: not converging after this one is a violation now.
+    if (convergedMs === undefined)
+      checker.record(
+        'not converged after a fault',
+        `${kind}: still open ${checker.boundMs / 1000}s after it cleared: ${checker.lingering().slice(0, 5).join('; ')}`,
+      );
     records.push({ ...ran, clear, ...(convergedMs !== undefined ? { convergedMs } : {}) });
     log(
       `  ${ran.bit ? 'bit' : 'DID NOT BITE'}: ${ran.evidence}; converged ${convergedMs === undefined ? 'NOT within the bound' : `in ${(convergedMs / 1000).toFixed(1)}s`}`,
