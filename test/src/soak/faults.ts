@@ -174,8 +174,14 @@ export class Faults {
         return done(n > 0, `${n} watch restart(s) with reason "gone" (410) on the hub cluster`);
       }
       case 'conflicting-writer': {
-        // The source with the most copies in a cluster that has any (churn decides which).
-        const target = await this.busiestCopies();
+        // The source with the most copies in a cluster that has any (churn decides which). When
+        // churn has just deleted every mirror, one is put back first.
+        let target = await this.busiestCopies();
+        for (const deadline = Date.now() + 60_000; !target && Date.now() < deadline;) {
+          await this.churn.applyMirror(0, this.churn.mirrorSpec(0, 0)).catch(() => {});
+          await sleep(2_000);
+          target = await this.busiestCopies();
+        }
         if (!target) return done(false, 'no copies anywhere to compete for');
         const { cluster, source } = target;
         const agent = this.w.agents.get(cluster)!;
