@@ -253,6 +253,13 @@ export class DeliveryController {
     // Settle what the writes did into the status, and report it.
     const s = settle(input, p, outcomes);
     if (p.removeFinalizer && s.clean) {
+      // Copies created moments ago are not in the cache yet, so this plan did not remove them:
+      // wait for their watch events (their own adds do not queue us), then remove them too.
+      const unseen = this.knowledge.unseenCopies(name);
+      if (unseen > 0) {
+        log.debug({ unseen }, 'delivery deleted: waiting for copies just created to show');
+        return { requeueAfterMs: 250 };
+      }
       await this.setFinalizer(name, false);
       log.info(
         { copies: outcomes.length },

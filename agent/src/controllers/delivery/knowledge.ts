@@ -65,6 +65,14 @@ export class CopyKnowledge {
    */
   private readonly echoes = new Map<string, string>();
 
+  /**
+   * Copies we created whose watch event has not arrived, by uid: their delivery and when. The
+   * cache does not hold them yet, so a delivery being deleted would not see them to remove
+   * them (the soak found 20 copies orphaned so). Entries older than `UNSEEN_MAX_AGE_MS` are
+   * forgotten: an echo that late means the watch re-listed without the copy (it is gone).
+   */
+  private readonly unseen = new Map<string, { delivery: string; at: number }>();
+
   /** Writes still waiting for their watch event (tests: none are left behind). */
   get pendingEchoes(): number {
     return this.echoes.size;
@@ -92,7 +100,10 @@ export class CopyKnowledge {
       this.known.set(uid, k);
     }
     // A create's echo: the cache has caught up.
-    if (uid !== undefined) this.echoes.delete(uid);
+    if (uid !== undefined) {
+      this.echoes.delete(uid);
+      this.unseen.delete(uid);
+    }
     return this.isOurWrite(c);
   }
 
@@ -114,7 +125,19 @@ export class CopyKnowledge {
     if (!uid) return false;
     this.known.delete(uid);
     this.echoes.delete(uid);
+    this.unseen.delete(uid);
     return this.removing.delete(uid);
+  }
+
+  /** Copies of `delivery` we created that the cache does not show yet. */
+  unseenCopies(delivery: string): number {
+    const oldest = this.clock.now() - UNSEEN_MAX_AGE_MS;
+    let n = 0;
+    for (const [uid, u] of this.unseen) {
+      if (u.at < oldest) this.unseen.delete(uid);
+      else if (u.delivery === delivery) n++;
+    }
+    return n;
   }
 
   // ---- what our writes tell us -----------------------------------------------------------------
@@ -157,6 +180,9 @@ export class CopyKnowledge {
         this.holds(kind, m, payloadVersion);
         const cached =
           m.name && m.namespace ? this.copies[kind].get(m.name, m.namespace) : undefined;
+        const delivery = m.labels?.[LABEL_DELIVERY];
+        if (m.uid && !cached && delivery)
+          this.unseen.set(m.uid, { delivery, at: this.clock.now() });
         // Answered before the watch showed it: remember the write until its echo arrives.
         if (m.uid && m.resourceVersion && cached?.metadata.resourceVersion !== m.resourceVersion)
           this.echoes.set(
@@ -287,6 +313,9 @@ function newerVersion(a: string, b: string): boolean {
   if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
   return a.length !== b.length ? a.length > b.length : a > b;
 }
+
+/** See `CopyKnowledge.unseen`. Longer than any sane watch progress deadline. */
+export const UNSEEN_MAX_AGE_MS = 10 * 60_000;
 
 /** The delivery a copy says it belongs to (its mirrorhub.io/delivery label). */
 export function deliveryOf(c: CopyObject): string | undefined {
