@@ -45,7 +45,7 @@ export const FAULT_TEXT: Record<FaultKind, string> = {
     'the EKS API answers 503 for 30 s while the hub leader is killed and must re-describe',
   'hub-restart': 'kill -9 of both hub replicas, both restarted 2 s later',
   'stall-short': `a component's connections stalled silently for ${SHORT_STALL_S} s, then passed again: no watch can notice (its last bookmark is at most 60 s old, the deadline ${DEADLINE_S} s)`,
-  'stall-long': `a component's connections stalled silently for ${LONG_STALL_S} s, twice the ${DEADLINE_S} s progress deadline`,
+  'stall-long': `a component's connections stalled silently for ${LONG_STALL_S} s, twice the ${DEADLINE_S} s progress deadline: repaired by the deadline or by a poll's fresh look`,
 };
 
 export interface FaultRecord {
@@ -267,17 +267,25 @@ export class Faults {
           : way === 0
             ? this.w.hubProxies[this.w.hubs.indexOf(leader)]!
             : this.w.followerProxies.get(cluster)!;
-        const before = this.count(proc, 'watch stalled');
+        // A stalled watch is repaired by whichever comes first: the progress deadline ("watch
+        // stalled") or the poll period's fresh look finding what it missed (a periodic re-list).
+        const repairs = async () => ({
+          stalled: await this.metric(proc, 'mirrorhub_watch_restarts_total', 'stalled'),
+          looked: await this.metric(proc, 'mirrorhub_watch_relists_total', 'periodic'),
+        });
+        const before = await repairs();
         const stalled = proxy.stall();
         await this.churn.putSource(this.round % MIRROR_COUNT);
         await sleep((kind === 'stall-short' ? SHORT_STALL_S : LONG_STALL_S) * 1000);
         proxy.resume();
-        const noticed = this.count(proc, 'watch stalled') - before;
-        const bit = stalled > 0 && (kind === 'stall-long' ? noticed > 0 : true);
+        const after = await repairs();
+        const noticed = after.stalled - before.stalled;
+        const looked = after.looked - before.looked;
+        const bit = stalled > 0 && (kind === 'stall-long' ? noticed + looked > 0 : true);
         const to = leader && way === 1 ? ` to ${cluster}` : '';
         return done(
           bit,
-          `${stalled} connection(s) of ${proc.name}${to} stalled; ${noticed} "watch stalled" in its log`,
+          `${stalled} connection(s) of ${proc.name}${to} stalled; ${noticed} watch(es) restarted as stalled, ${looked} periodic look(s) found what they missed`,
         );
       }
     }
