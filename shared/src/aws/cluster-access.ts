@@ -410,9 +410,10 @@ export class EksClusterAccess {
         expiration: c.Expiration,
       };
       const expiresAt = c.Expiration.getTime();
-      // STS may answer a shorter session than asked: then renew halfway through it, not on
-      // every call because the refresh margin is longer than the whole session.
-      const margin = Math.min(this.refreshBeforeMs, (expiresAt - this.now().getTime()) / 2);
+      // STS may answer a session shorter than the refresh margin: then renew halfway through
+      // it, not on every call. A margin shorter than the session is kept as asked.
+      const left = expiresAt - this.now().getTime();
+      const margin = this.refreshBeforeMs < left ? this.refreshBeforeMs : left / 2;
       this.creds = {
         value,
         expiresAt,
