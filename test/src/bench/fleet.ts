@@ -13,7 +13,7 @@ import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
-import { prepareFollower } from '../support/multicluster.js';
+import { hubAwsEnv, prepareFollower } from '../support/multicluster.js';
 import { registerCluster } from '../support/objects.js';
 import { pool } from './util.js';
 import { startMain, stopAll, waitHttp } from './procs.js';
@@ -90,11 +90,7 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
       KUBECONFIG: hubCluster.kubeconfigPath,
       MIRRORHUB_CLUSTER_NAME: 'hub',
       PORT: String(hubPort),
-      AWS_ACCESS_KEY_ID: hubUser.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: hubUser.credentials.secretAccessKey,
-      AWS_REGION: kit.aws!.region,
-      MIRRORHUB_STS_ENDPOINT: kit.aws!.stsEndpoint,
-      MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
+      ...hubAwsEnv(kit, hubUser),
     });
     procs.push(hub);
     await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);

@@ -21,7 +21,7 @@ import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 
 import { installCrds } from '../support/crds.js';
 import { registerCluster } from '../support/objects.js';
-import { prepareFollower, type FollowerAccess } from '../support/multicluster.js';
+import { hubAwsEnv, prepareFollower, type FollowerAccess } from '../support/multicluster.js';
 import { eventually } from '../support/eventually.js';
 import { clusterViewerToken } from '../support/viewers.js';
 import { generateHubKeyPair } from '../support/signing.js';
@@ -106,11 +106,7 @@ async function main(): Promise<void> {
       run('hub', 'hub/dist/main.js', hub.kubeconfigPath, dir, {
         PORT: String(hubPort),
         POD_NAME: 'hub-demo',
-        AWS_ACCESS_KEY_ID: hubUser.credentials.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: hubUser.credentials.secretAccessKey,
-        AWS_REGION: kit.aws!.region,
-        MIRRORHUB_STS_ENDPOINT: kit.aws!.stsEndpoint,
-        MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
+        ...hubAwsEnv(kit, hubUser),
       }),
     );
     const custom = kc.makeApiClient(CustomObjectsApi);

@@ -17,7 +17,7 @@ import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
-import { prepareFollower } from '../support/multicluster.js';
+import { hubAwsEnv, prepareFollower } from '../support/multicluster.js';
 import { registerCluster, SYSTEM_NS } from '../support/objects.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startMain, stopAll, waitHttp } from '../bench/procs.js';
@@ -243,11 +243,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
           MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS: '30',
           MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS: '5',
           MIRRORHUB_ROLE_DURATION_SECONDS: '900',
-          AWS_ACCESS_KEY_ID: hubUser.credentials.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: hubUser.credentials.secretAccessKey,
-          AWS_REGION: kit.aws!.region,
-          MIRRORHUB_STS_ENDPOINT: kit.aws!.stsEndpoint,
-          MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
+          ...hubAwsEnv(kit, hubUser),
         },
         await findFreePort(),
         join(logDir, `hub-${i}.log`),

@@ -426,6 +426,21 @@ export class MultiCluster {
 
 export { clusterSecretMirror, secretMirror } from './objects.js';
 
+/**
+ * The environment a hub process needs to reach followers as `hub` (the base identity IRSA or Pod
+ * Identity would give it in EKS): its access key, the region and the emulators' endpoints.
+ */
+export function hubAwsEnv(kit: Kit, hub: Principal): Record<string, string> {
+  const { region, stsEndpoint, eksEndpoint } = kit.aws!;
+  return {
+    AWS_ACCESS_KEY_ID: hub.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: hub.credentials.secretAccessKey,
+    AWS_REGION: region,
+    MIRRORHUB_STS_ENDPOINT: stsEndpoint,
+    MIRRORHUB_EKS_ENDPOINT: eksEndpoint,
+  };
+}
+
 let rendered: Promise<{ role: V1Role; binding: V1RoleBinding }> | undefined;
 
 /**
