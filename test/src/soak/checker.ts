@@ -9,7 +9,8 @@
  * - no planted object ever changes uid or resourceVersion, and nothing is ever written in a
  *   namespace the agents' policy denies (both at once, no bound);
  * - no secret value appears in any log line, Event, status or metric (`scanForSecrets`);
- * - at the end, each mirror's status counts agree with what the checker sees (`statusAgrees`).
+ * - at quiet points (after each fault, churn paused; at the end) each mirror's status counts
+ *   agree with what the checker sees (`statusAgrees`; run.ts decides when).
  */
 import { readFileSync } from 'node:fs';
 

@@ -50,6 +50,12 @@ export function section(r: SoakResult, command: string, m: Machine): string {
           .join(', ') || 'none'
       }.`,
     '',
+    `Mirror status (observed generation, synced and conflict counts) was compared with the ` +
+      `clusters at ${r.statusAgreedMs.length} quiet points, after each fault converged and at the ` +
+      `end, churn paused meanwhile: it agreed ${s(r.statusAgreedMs.length ? percentile(r.statusAgreedMs, 50) : undefined)} (p50) and at ` +
+      `most ${s(r.statusAgreedMs.length ? Math.max(...r.statusAgreedMs) : undefined)} after ` +
+      `the pause began; a disagreement past the bound would be a violation.`,
+    '',
     '| fault | injected | took effect | converged p50 | p99 | max | what |',
     '| --- | ---: | ---: | ---: | ---: | ---: | --- |',
   );

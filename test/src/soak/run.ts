@@ -1,8 +1,11 @@
 /**
  * One soak run: the world starts, churn seeds it and converges, a quiet minute measures the API
  * request rate at steady state, then churn, checks and faults run side by side until the
- * duration is up (the fault in progress finishes). Churn stops, the clusters must converge, the
- * mirrors' status must agree with the checker, and a last scan looks for secret values.
+ * duration is up (the fault in progress finishes). After each fault has cleared and the clusters
+ * converged, churn pauses until the mirrors' status agrees with what the checker sees (status
+ * reports lag the copies by design, so it is judged at these quiet points, within the bound).
+ * Churn stops, the clusters must converge, status must agree once more, and a last scan looks
+ * for secret values.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -57,6 +60,11 @@ export interface SoakResult {
   repaired: Checker['repaired'];
   /** Places the secret scan looked at, summed over scans. */
   scanned: number;
+  /**
+   * Time from each quiet point (after a fault converged, and at the end) until every mirror's
+   * status agreed with the clusters; a disagreement past the bound is a violation instead.
+   */
+  statusAgreedMs: number[];
   logDir: string;
 }
 
@@ -113,11 +121,33 @@ async function drive(
   const t0 = Date.now();
   let stopping = false;
   let scanned = 0;
+  // Churn pauses while status is judged: `paused` is what the loop waits for, `ticking` the
+  // action in flight.
+  let paused: Promise<void> | undefined;
+  let ticking: Promise<void> = Promise.resolve();
+  const statusAgreedMs: number[] = [];
+  const quietStatus = async (what: string) => {
+    let resume = () => {};
+    paused = new Promise<void>((r) => (resume = r));
+    try {
+      await ticking;
+      const agreedMs = await statusAgreement(checker, what, 'the loop');
+      if (agreedMs !== undefined) statusAgreedMs.push(agreedMs);
+      log(
+        `  status ${agreedMs === undefined ? 'DISAGREES' : `agrees ${(agreedMs / 1000).toFixed(1)}s after churn paused`}`,
+      );
+    } finally {
+      paused = undefined;
+      resume();
+    }
+  };
   const loops: Array<Promise<void>> = [];
   loops.push(
     (async () => {
       while (!stopping) {
-        await churn.tick();
+        if (paused) await paused;
+        ticking = churn.tick();
+        await ticking;
         await sleep(o.tickMs);
       }
     })(),
@@ -164,6 +194,7 @@ async function drive(
     log(
       `  ${ran.bit ? 'bit' : 'DID NOT BITE'}: ${ran.evidence}; converged ${convergedMs === undefined ? 'NOT within the bound' : `in ${(convergedMs / 1000).toFixed(1)}s`}`,
     );
+    if (convergedMs !== undefined) await quietStatus(`after ${kind}`);
   }
   if (!middle) rss.push(sampleRss(w, 'middle'));
   stopping = true;
@@ -174,13 +205,8 @@ async function drive(
   await converge(checker, o.boundMs, 'the final state').catch((err: Error) =>
     checker.record('not converged at the end', err.message),
   );
-  let disagree: string[] = [];
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    disagree = await checker.statusAgrees();
-    if (disagree.length === 0) break;
-    await sleep(2_000);
-  }
-  for (const d of disagree) checker.record('status disagrees', d);
+  const agreedMs = await statusAgreement(checker, 'at the end', 'itself');
+  if (agreedMs !== undefined) statusAgreedMs.push(agreedMs);
   scanned += await checker.scanForSecrets();
   rss.push(sampleRss(w, 'end'));
 
@@ -210,6 +236,7 @@ async function drive(
     checks: checker.checks,
     repaired: checker.repaired,
     scanned,
+    statusAgreedMs,
     logDir: w.logDir,
   };
 }
@@ -225,6 +252,34 @@ async function converge(checker: Checker, timeoutMs: number, what: string): Prom
   throw new Error(
     `${what} did not converge in ${timeoutMs / 1000}s: ${checker.lingering().slice(0, 5).join('; ')}`,
   );
+}
+
+/**
+ * With churn paused: waits for a clean check that started after the pause, then for every
+ * mirror's status to agree with the clusters. Returns how long status took to agree, or records
+ * each disagreement still there after the bound and returns undefined. `checks` says whether to
+ * run the checks itself (after the check loop stopped) or to wait for the loop's.
+ */
+async function statusAgreement(
+  checker: Checker,
+  what: string,
+  checks: 'itself' | 'the loop',
+): Promise<number | undefined> {
+  const since = Date.now();
+  const deadline = since + checker.boundMs;
+  let disagree: string[] = [];
+  while (Date.now() < deadline) {
+    if (checker.lastClean < since && checks === 'itself') await checker.check();
+    if (checker.lastClean >= since) {
+      disagree = await checker.statusAgrees();
+      if (disagree.length === 0) return Date.now() - since;
+    }
+    await sleep(1_000);
+  }
+  if (checker.lastClean < since)
+    checker.record('not converged with churn paused', `${what}: ${checker.lingering().join('; ')}`);
+  for (const d of disagree) checker.record('status disagrees', `${what}: ${d}`);
+  return undefined;
 }
 
 /** Time from `clear` to the first clean check after it (the check loop runs meanwhile). */

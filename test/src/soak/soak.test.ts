@@ -59,6 +59,8 @@ describe('a short soak', () => {
           expect(f.convergedMs, `no convergence after ${kind}\n${why}`).toBeDefined();
         }
       }
+      // Status was judged after every fault and at the end (a disagreement is a violation).
+      expect(r.statusAgreedMs.length, why).toBe(r.faults.length + 1);
       // The checker saw churn's discrepancies open and close: it is not blind.
       expect(r.repaired['missing']?.count ?? 0, why).toBeGreaterThan(0);
       expect(r.checks, why).toBeGreaterThan(50);
