@@ -455,6 +455,17 @@ describe('EksClusterAccess caching', () => {
     }
     expect(assumeCalls()).toHaveLength(7);
   });
+  it('keeps a refresh margin shorter than the session as asked, even one past half of it', async () => {
+    // 899 s before the end of a 900 s session: due one second in, not halfway (a cap that
+    // halved every margin longer than half the session made rotation.test renew at 450 s).
+    const a = access({ roleDurationSeconds: 900, refreshBeforeMs: 899_000 });
+    const ka = await a.kubeAccess();
+    await bearer(ka);
+    expect(assumeCalls()).toHaveLength(1);
+    nowMs += 1_000;
+    await bearer(ka);
+    expect(assumeCalls()).toHaveLength(2);
+  });
   it('re-assumes halfway through a session STS answered shorter than the refresh margin', async () => {
     // STS may answer a shorter session than asked (an SCP, a role's own maximum, an emulator
     // with short lifetimes). Five minutes before expiry is then already past: without a cap
