@@ -12,6 +12,7 @@ import {
   type MirrorDelivery,
   type MirrorIdentity,
 } from '@mirrorhub/shared';
+import { FOREIGN_RECHECK_MS } from '@mirrorhub/hub';
 import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { Engine, secretMirror, SYSTEM_NS } from '../support/engine.js';
@@ -143,11 +144,11 @@ describe('deliveries that are not the mirror’s', () => {
 
       // Once it is deleted (it was stale), the mirror delivers.
       await deleteDelivery(name);
-      // Watched: at once. Not watched: when the hub looks again (FOREIGN_RECHECK_MS, 30 s, doubled
-      // when a second write attempt found it still there before it was deleted: up to 60 s).
+      // Watched: at once. Not watched: when the hub looks again, FOREIGN_RECHECK_MS (30 s) after
+      // its first look; other reconciles of the mirror in between must not push that out.
       await eventually(
         async () => expect(await e.secretData('app-1', mirrorName)).toEqual({ key: 'from-source' }),
-        { timeoutMs: 75_000 },
+        { timeoutMs: FOREIGN_RECHECK_MS + 15_000 },
       );
       await e.mirrorStatus('SecretMirror', mirrorName, 'src', (m) => {
         expect(m.status?.phase).toBe('Active');

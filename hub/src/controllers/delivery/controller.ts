@@ -47,7 +47,7 @@ import { applyWrite, OwnershipConflictError, readDelivery, type ApplyTarget } fr
 import {
   currentNameOfLegacy,
   fingerprintOf,
-  foreignRecheckMs,
+  foreignLook,
   heldOf,
   legacyRetirable,
   mayWrite,
@@ -57,6 +57,7 @@ import {
   planWrites,
   type DeliveryObservation,
   type DeliveryOp,
+  type ForeignLook,
   type Held,
   type NameState,
   type PayloadObservation,
@@ -126,7 +127,7 @@ export class ClusterConnection {
   /** Deliveries found under our names that the watch does not show (see noteForeign). */
   private readonly foreign = new Map<
     string,
-    { delivery: MirrorDelivery; since: number; ttlMs: number; timer: Timer }
+    ForeignLook & { delivery: MirrorDelivery; timer: Timer }
   >();
   /** Name -> the mirror whose name it is, while a delivery of another mirror holds it. */
   private readonly interest = new Map<string, string>();
@@ -593,10 +594,14 @@ export class ClusterConnection {
       return;
     }
     const prev = this.foreign.get(name);
+    const look = foreignLook(prev, this.clock.now());
+    if (prev && look === prev) {
+      prev.delivery = found; // seen again, not looked at again: the recheck stays when it was
+      return;
+    }
     prev?.timer.cancel();
-    const ttlMs = foreignRecheckMs(prev?.ttlMs);
-    const timer = this.clock.setTimer(() => this.opts.onMirror(mirrorKey), ttlMs);
-    this.foreign.set(name, { delivery: found, since: this.clock.now(), ttlMs, timer });
+    const timer = this.clock.setTimer(() => this.opts.onMirror(mirrorKey), look.ttlMs);
+    this.foreign.set(name, { ...look, delivery: found, timer });
   }
 
   private forgetForeign(name: string): void {

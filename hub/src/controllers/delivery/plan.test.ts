@@ -13,6 +13,7 @@ import {
   deliveryPatch,
   deliveryRefusal,
   fingerprintOf,
+  foreignLook,
   foreignRecheckMs,
   heldOf,
   legacyRetirable,
@@ -332,6 +333,20 @@ describe('refusals: never over another’s object', () => {
           'nothing is written there; if it is stale, delete it',
       );
     }
+  });
+
+  it('keeps the recheck when a plan sees the remembered foreign delivery again', () => {
+    // Two reconciles of one mirror racing at its start both plan against the foreign delivery;
+    // only the first looked. The second must not push the recheck out (it did: to 60 s, 120 s).
+    const first = foreignLook(undefined, NOW);
+    expect(first).toEqual({ since: NOW, ttlMs: FOREIGN_RECHECK_MS });
+    expect(foreignLook(first, NOW + 1)).toBe(first);
+    expect(foreignLook(first, NOW + FOREIGN_RECHECK_MS - 1)).toBe(first);
+    // Past the window the plan read it again (it was still there): that look doubles the wait.
+    expect(foreignLook(first, NOW + FOREIGN_RECHECK_MS)).toEqual({
+      since: NOW + FOREIGN_RECHECK_MS,
+      ttlMs: 2 * FOREIGN_RECHECK_MS,
+    });
   });
 
   it('looks again at a foreign delivery after 30 s, doubling to 5 min', () => {

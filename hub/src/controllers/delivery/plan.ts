@@ -65,7 +65,7 @@ export interface NameState {
   /** Deleted by us: gone as far as plans go. */
   deleted: { delivery: boolean; payload: boolean };
   /** A delivery read under the name, not shown by the watch and not ours to write. */
-  foreign?: { delivery: MirrorDelivery; since: number; ttlMs: number } | undefined;
+  foreign?: (ForeignLook & { delivery: MirrorDelivery }) | undefined;
   /** The last write under the name failed with this. */
   writeError?: string | undefined;
 }
@@ -142,7 +142,7 @@ export function heldOf(s: NameState, now: number): Held {
   const delivery = s.deleted.delivery ? undefined : (s.written.delivery ?? s.cached.delivery);
   const payload = s.deleted.payload ? undefined : (s.written.payload ?? s.cached.payload);
   if (delivery) out.delivery = delivery;
-  else if (s.foreign && now - s.foreign.since < s.foreign.ttlMs) out.delivery = s.foreign.delivery;
+  else if (s.foreign && foreignReported(s.foreign, now)) out.delivery = s.foreign.delivery;
   if (payload) out.payload = payload;
   return out;
 }
@@ -304,6 +304,28 @@ export function payloadRefusal(
     `(labels ${LABEL_PAYLOAD}=true, ${LABEL_ORIGIN_CLUSTER}=${originCluster}): ` +
     `nothing is written there; if it is stale, delete it`
   );
+}
+
+/** Whether a delivery found not ours is still reported to plans (and so not looked at again). */
+export function foreignReported(f: ForeignLook, now: number): boolean {
+  return now - f.since < f.ttlMs;
+}
+
+/** When a delivery was last found not ours under a name, and for how long plans are told so. */
+export interface ForeignLook {
+  since: number;
+  ttlMs: number;
+}
+
+/**
+ * The look to remember after a plan found a delivery not ours under a name. A plan that saw the
+ * remembered one (another reconcile while it is still reported) did not look again: the recheck
+ * stays when it was (`previous` is returned as is). Restarting or doubling it there would push
+ * it out with every reconcile, and a deleted stale delivery would wait minutes for its mirror.
+ */
+export function foreignLook(previous: ForeignLook | undefined, now: number): ForeignLook {
+  if (previous && foreignReported(previous, now)) return previous;
+  return { since: now, ttlMs: foreignRecheckMs(previous?.ttlMs) };
 }
 
 /**
