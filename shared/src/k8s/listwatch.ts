@@ -22,6 +22,7 @@ import https from 'node:https';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { StatusLike } from '../runtime/errors.js';
 import type { KubeAccess } from './access.js';
+import { shareSecureContext } from './tls.js';
 
 /** What to list and watch. */
 export interface ResourceTarget {
@@ -158,6 +159,7 @@ export function kubeListerWatcher<T extends KubernetesObject>(
   async function open(u: URL, accept: string): Promise<http.ClientRequest> {
     const reqOpts: https.RequestOptions = { method: 'GET', headers: {} };
     await kc.applyToHTTPSOptions(reqOpts);
+    shareSecureContext(reqOpts);
     const headers = { ...(reqOpts.headers as Record<string, string>) };
     headers['Accept'] = accept;
     headers['User-Agent'] ??= 'mirrorhub';

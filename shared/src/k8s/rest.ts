@@ -10,6 +10,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { httpStatusOf, reasonOf, type StatusLike } from '../runtime/errors.js';
 import type { KubeAccess } from './access.js';
+import { shareSecureContext } from './tls.js';
 
 /** An error answer of the API server. `code` and `body` have client-node's ApiException shape. */
 export class KubeApiError extends Error {
@@ -157,6 +158,7 @@ export class RestClient {
     const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const reqOpts: https.RequestOptions = { method, headers: {} };
     await this.access.applyToHTTPSOptions(reqOpts);
+    shareSecureContext(reqOpts);
     const headers: Record<string, string> = {
       ...(reqOpts.headers as Record<string, string>),
       Accept: opts.accept ?? 'application/json',
