@@ -133,6 +133,28 @@ function ensureNodeLts() {
 }
 
 /**
+ * The Node.js LTS to run on besides this one: undefined when this already is its major or
+ * MIRRORHUB_NODE_LTS=off (said on stderr), else its path, checked to run.
+ */
+function ltsNode() {
+  const ltsMajor = NODE_LTS.split('.')[0];
+  if (process.env.MIRRORHUB_NODE_LTS === 'off') {
+    console.error(`mirrorhub: MIRRORHUB_NODE_LTS=off: no runs on Node.js ${NODE_LTS}`);
+    return undefined;
+  }
+  if (process.versions.node.split('.')[0] === ltsMajor) {
+    console.error(`mirrorhub: this is Node.js ${ltsMajor} already: no second run on ${NODE_LTS}`);
+    return undefined;
+  }
+  const node = ensureNodeLts();
+  if (!has(node))
+    fail(
+      `${node} (MIRRORHUB_NODE_LTS) does not run: point it at a Node.js ${ltsMajor} binary, or unset it`,
+    );
+  return node;
+}
+
+/**
  * One vitest run; returns its counts from vitest's JSON report (undefined counts when vitest
  * could not start: its own output says why) and whether it passed.
  */
@@ -191,18 +213,9 @@ switch (task) {
         ...rest,
       ]),
     ];
-    const ltsMajor = NODE_LTS.split('.')[0];
-    if (process.env.MIRRORHUB_NODE_LTS === 'off') {
-      console.error(`mirrorhub: MIRRORHUB_NODE_LTS=off: no runs on Node.js ${NODE_LTS}`);
-    } else if (process.versions.node.split('.')[0] === ltsMajor) {
-      console.error(`mirrorhub: this is Node.js ${ltsMajor} already: no second run on ${NODE_LTS}`);
-    } else {
-      const node = ensureNodeLts();
+    const node = ltsNode();
+    if (node) {
       const version = has(node);
-      if (!version)
-        fail(
-          `${node} (MIRRORHUB_NODE_LTS) does not run: point it at a Node.js ${ltsMajor} binary, or unset it`,
-        );
       // Child processes that run `node` (or a node_modules/.bin tool) get the LTS too.
       const env = {
         ...process.env,
@@ -228,7 +241,9 @@ switch (task) {
     break;
   case 'bench':
     await ensureMoto();
-    run(process.execPath, [join(root, 'test/dist/bench/main.js'), ...rest]);
+    // On the Node.js the image ships (its V8 decides what the charts' v8Flags cost), hub and
+    // agents too: the bench starts them with its own node. MIRRORHUB_NODE_LTS=off: this one.
+    run(ltsNode() ?? process.execPath, [join(root, 'test/dist/bench/main.js'), ...rest]);
     break;
   case 'soak':
     await ensureMoto();

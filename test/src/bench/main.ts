@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: runs the benchmarks on real API servers, prints the figures and rewrites
- * their section of docs/BENCHMARKS.md with the command and the machine.
+ * their section of docs/BENCHMARKS.md with the command and the machine. scripts/run.mjs runs
+ * it on the Node.js the image ships, and hub and agents run on the node that runs this.
  *
  *   npm run bench                 # every benchmark at full size (~22 minutes here)
  *   npm run bench -- --only multicluster   # or --only engine, growth, signing or vault
