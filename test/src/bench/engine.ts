@@ -29,6 +29,7 @@ import {
   pool,
   type PhaseCost,
   rssMb,
+  rssSplitMb,
   watchCopies,
   type ApiCounts,
 } from './util.js';
@@ -71,6 +72,11 @@ export interface EngineBenchResult {
     cost: PhaseCost;
   };
   rss: { hub: Record<string, number>; agent: Record<string, number> };
+  /** The same moments, split into anonymous and file-backed (see rssSplitMb). */
+  rssSplit: {
+    hub: Record<string, { anon: number; file: number }>;
+    agent: Record<string, { anon: number; file: number }>;
+  };
   /** Peak resident set over the whole run (VmHWM: start-up, fan-out and bursts included). */
   peakRss: { hub: number; agent: number };
   steadyPerMinute: ApiCounts;
@@ -192,14 +198,18 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     const rssAt = async (label: string) => {
       rss.hub[label] = rssMb(hub.pid!);
       rss.agent[label] = rssMb(agent.pid!);
+      const split = { hub: rssSplitMb(hub.pid!), agent: rssSplitMb(agent.pid!) };
+      rssSplit.hub[label] = split.hub;
+      rssSplit.agent[label] = split.agent;
       // V8 heap in use (live objects and not yet collected garbage), to size --max-old-space-size.
       const [hubHeap, agentHeap] = await Promise.all([heapUsedMb(hubPort), heapUsedMb(agentPort)]);
       log(
-        `RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB (heap used ${hubHeap}), ` +
-          `agent ${rss.agent[label]!.toFixed(0)} MB (heap used ${agentHeap})`,
+        `RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB (anonymous ${split.hub.anon.toFixed(0)} MB, heap used ${hubHeap}), ` +
+          `agent ${rss.agent[label]!.toFixed(0)} MB (anonymous ${split.agent.anon.toFixed(0)} MB, heap used ${agentHeap})`,
       );
     };
     const rss: EngineBenchResult['rss'] = { hub: {}, agent: {} };
+    const rssSplit: EngineBenchResult['rssSplit'] = { hub: {}, agent: {} };
     await rssAt(`${o.noiseStart} unrelated Secrets`);
 
     await addNoise(o.noiseMid);
@@ -347,6 +357,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         cost: updateCost,
       },
       rss,
+      rssSplit,
       peakRss,
       steadyPerMinute,
       dashboard: { ...viewerStats, hubRssMb: rss.hub[withViewers]!, updates: dashboardUpdates },

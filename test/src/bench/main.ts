@@ -423,8 +423,13 @@ function startedAs(component: 'hub' | 'agent'): string {
 
 function renderEngine(r: EngineBenchResult, scale: number): string {
   const o = r.options;
+  const split = (c: 'hub' | 'agent', k: string) => {
+    const s = r.rssSplit[c][k];
+    return s ? `${s.anon.toFixed(0)} / ${s.file.toFixed(0)} MB` : '?';
+  };
   const rssRows = Object.keys(r.rss.hub).map(
-    (k) => `| ${k} | ${r.rss.hub[k]!.toFixed(0)} MB | ${r.rss.agent[k]!.toFixed(0)} MB |`,
+    (k) =>
+      `| ${k} | ${r.rss.hub[k]!.toFixed(0)} MB | ${r.rss.agent[k]!.toFixed(0)} MB | ${split('hub', k)} | ${split('agent', k)} |`,
   );
   const ok = (good: boolean) => (good ? 'met' : '**missed**');
   const hubMax = Math.max(...Object.values(r.rss.hub));
@@ -458,9 +463,11 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `| dashboard snapshot (${o.mirrors} mirrors, ${(r.dashboard.snapshotBytes / 1024).toFixed(0)} KB): fetches p50 / p99 (${r.dashboard.fetches} fetches, ${r.dashboard.changes} changes streamed) | ${fmtMs(r.dashboard.fetchP50Ms)} / ${fmtMs(r.dashboard.fetchP99Ms)} | |`,
     '',
     ...costTable(r),
-    '| unrelated Secrets in the cluster | hub RSS | agent RSS |',
-    '| --- | --- | --- |',
+    '| unrelated Secrets in the cluster | hub RSS | agent RSS | hub: anonymous / file-backed | agent: anonymous / file-backed |',
+    '| --- | --- | --- | --- | --- |',
     ...rssRows,
+    '',
+    "Anonymous memory is the process's own (V8 heap, native allocations); file-backed is mostly node's own binary, the pages of its code and data the process has touched, shared with every process running the same binary and reclaimable by the kernel. RSS counts both.",
     '',
     "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window). " +
       'Each RSS row is read once the processes are idle again (5 s after the fan-out; 5 s after the last source update; 10 s after the last unrelated Secret); the peak row shows what bursts cost. ' +

@@ -54,7 +54,16 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+/**
+ * The resident set split as the kernel counts it: anonymous (the process's own: V8 heap, native
+ * allocations) and file-backed (mostly node's own binary, mapped pages of its code and data,
+ * shared with every process running the same binary and reclaimable). RssShmem is left out.
+ */
+export function rssSplitMb(pid: number): { anon: number; file: number } {
+  return { anon: statusMb(pid, 'RssAnon'), file: statusMb(pid, 'RssFile') };
+}
+
+function statusMb(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   return kb / 1024;
