@@ -5,7 +5,7 @@
 // clusters opens many: every watch timeout, every list that does not find an idle socket. So the
 // clients (rest.ts, listwatch.ts) pass one prebuilt context instead; the options keep `ca` and
 // the rest, so connection pools still tell apart connections with different credentials.
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type https from 'node:https';
 import { createSecureContext, type SecureContext } from 'node:tls';
 
@@ -46,14 +46,28 @@ function isMaterial(v: unknown): v is Material | undefined {
   return Array.isArray(v) && v.every((x) => typeof x === 'string' || Buffer.isBuffer(x));
 }
 
-function feed(h: Hash, v: Material | undefined): void {
-  const parts = v === undefined ? [] : Array.isArray(v) ? v : [v];
-  h.update(String(parts.length));
-  for (const p of parts as (string | Buffer)[]) {
-    h.update(`:${Buffer.byteLength(p)}:`);
-    h.update(p);
+/**
+ * Digests of Buffers by identity. mirrorhub's accesses (access.ts, eks-token.ts) read their CA,
+ * certificate and key once and hand out the same Buffers on every request, so each is hashed
+ * once, not on every request (most of which reuse a pooled connection and need no context).
+ */
+const bufferDigests = new WeakMap<Buffer, string>();
+
+const sha256 = (data: string | Buffer): string =>
+  createHash('sha256').update(data).digest('base64');
+
+/** One material's digest: the same for a string and a Buffer of the same bytes. */
+function digest(v: Material | undefined): string {
+  if (v === undefined) return '-';
+  if (typeof v === 'string') return sha256(v);
+  if (Buffer.isBuffer(v)) {
+    let d = bufferDigests.get(v);
+    if (d === undefined) bufferDigests.set(v, (d = sha256(v)));
+    return d;
   }
-  h.update(';');
+  const h = createHash('sha256');
+  for (const p of v) h.update(`${Buffer.byteLength(p)}:`).update(p);
+  return `[${h.digest('base64')}`;
 }
 
 /**
@@ -69,11 +83,7 @@ export function shareSecureContext(opts: TlsRequestOptions): void {
   if (OTHER_CONTEXT_OPTIONS.some((o) => all[o] !== undefined)) return;
   if (ca === undefined && cert === undefined && key === undefined) return;
   if (!isMaterial(ca) || !isMaterial(cert) || !isMaterial(key)) return;
-  const h = createHash('sha256');
-  feed(h, ca);
-  feed(h, cert);
-  feed(h, key);
-  const id = h.digest('base64');
+  const id = `${digest(ca)}|${digest(cert)}|${digest(key)}`;
   let context = contexts.get(id);
   if (context) {
     contexts.delete(id); // most recently used last
