@@ -134,7 +134,7 @@ function ensureNodeLts() {
 
 /**
  * The Node.js LTS to run on besides this one: undefined when this already is its major or
- * MIRRORHUB_NODE_LTS=off (said on stderr), else its path, checked to run.
+ * MIRRORHUB_NODE_LTS=off (said on stderr), else its path and the version it says it is.
  */
 function ltsNode() {
   const ltsMajor = NODE_LTS.split('.')[0];
@@ -147,11 +147,12 @@ function ltsNode() {
     return undefined;
   }
   const node = ensureNodeLts();
-  if (!has(node))
+  const version = has(node);
+  if (!version)
     fail(
       `${node} (MIRRORHUB_NODE_LTS) does not run: point it at a Node.js ${ltsMajor} binary, or unset it`,
     );
-  return node;
+  return { node, version };
 }
 
 /**
@@ -213,9 +214,9 @@ switch (task) {
         ...rest,
       ]),
     ];
-    const node = ltsNode();
-    if (node) {
-      const version = has(node);
+    const lts = ltsNode();
+    if (lts) {
+      const { node, version } = lts;
       // Child processes that run `node` (or a node_modules/.bin tool) get the LTS too.
       const env = {
         ...process.env,
@@ -243,7 +244,7 @@ switch (task) {
     await ensureMoto();
     // On the Node.js the image ships (its V8 decides what the charts' v8Flags cost), hub and
     // agents too: the bench starts them with its own node. MIRRORHUB_NODE_LTS=off: this one.
-    run(ltsNode() ?? process.execPath, [join(root, 'test/dist/bench/main.js'), ...rest]);
+    run(ltsNode()?.node ?? process.execPath, [join(root, 'test/dist/bench/main.js'), ...rest]);
     break;
   case 'soak':
     await ensureMoto();
