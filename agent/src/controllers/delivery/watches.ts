@@ -76,7 +76,7 @@ export class DeliveryWatches {
   /** Strings and mark maps shared between cached objects (cached.ts). */
   private readonly intern = new Interner();
   /** A delivery as the cache holds it (for our writes' answers). */
-  readonly asCached = slimDelivery(this.intern);
+  readonly asCached = slimDelivery(this.intern, (name) => this.delivery(name));
   private readonly namespace: string;
   /** Every namespace as the plan sees it, and which of them each delivery selects. */
   readonly selections = new NamespaceSelections();
