@@ -224,7 +224,9 @@ export class DeliveryController {
   // ---- reconcile: gather -> plan -> apply -> settle -> status --------------------------------
 
   private async reconcile(name: string): Promise<ProcessResult | void> {
-    const log = childLogger(this.log, { key: name });
+    // Made only for the lines that need it (see logOutcomes).
+    let keyed: Logger | undefined;
+    const log = () => (keyed ??= childLogger(this.log, { key: name }));
     // Gather. Our last write stands in for the cached delivery until the cache has caught up.
     let delivery = this.writer.current(name, this.watches.delivery(name));
     if (!delivery) {
@@ -235,7 +237,7 @@ export class DeliveryController {
     const note = this.notes.of(delivery);
     const payload = this.watches.payload(delivery.spec.payloadSecretName);
     if (hubMidWrite(delivery, payload)) {
-      log.debug('payload Secret and delivery contentHash differ; waiting for the hub');
+      log().debug('payload Secret and delivery contentHash differ; waiting for the hub');
       return { requeueAfterMs: this.resyncMs };
     }
     const { input, payloadVersion, settling, deferred } = this.gather(delivery, note, payload);
@@ -249,7 +251,7 @@ export class DeliveryController {
     }
     const outcomes = await this.apply(delivery, p.actions, payloadVersion);
     note.remember(outcomes, p.entries, this.clock.now());
-    logOutcomes(log, outcomes);
+    logOutcomes(this.log, outcomes, name);
 
     // Settle what the writes did into the status, and report it.
     const s = settle(input, p, outcomes);
@@ -258,11 +260,11 @@ export class DeliveryController {
       // wait for their watch events (their own adds do not queue us), then remove them too.
       const unseen = this.knowledge.unseenCopies(name);
       if (unseen > 0) {
-        log.debug({ unseen }, 'delivery deleted: waiting for copies just created to show');
+        log().debug({ unseen }, 'delivery deleted: waiting for copies just created to show');
         return { requeueAfterMs: 250 };
       }
       await this.setFinalizer(name, false);
-      log.info(
+      log().info(
         { copies: outcomes.length },
         'delivery deleted: copies cleaned up, finalizer removed',
       );

@@ -60,12 +60,15 @@ describe('delivery controller metrics', () => {
     ];
     logOutcomes(log, outcomes);
     logOutcomes(log, [{ namespace: 'c', op: 'verify', result: 'unchanged' }]);
+    logOutcomes(log, [outcomes[3]!], 'd-1');
     logOutcomes(log, []);
     expect(lines).toEqual([
       'info copies reconciled {"create":2,"unchanged":1,"failed":1,"conflict":1}',
       'warn copy write failed {"namespace":"d","op":"update","err":"403 Forbidden"}',
       'info copy conflict {"namespace":"e","reason":"not ours"}',
       'debug copies reconciled {"unchanged":1}',
+      'debug copies reconciled {"key":"d-1","failed":1}',
+      'warn copy write failed {"key":"d-1","namespace":"d","op":"update","err":"403 Forbidden"}',
     ]);
   });
 });

@@ -67,19 +67,22 @@ export function countWrites(
 }
 
 /** One line per reconcile (info when copies were written), and one per copy in trouble. */
-export function logOutcomes(log: Logger, outcomes: readonly Outcome[]): void {
+export function logOutcomes(log: Logger, outcomes: readonly Outcome[], key?: string): void {
   if (outcomes.length === 0) return;
+  // The delivery's name as a field of each line, as a child logger would bind it: a child per
+  // reconcile costs more than the lines (pino redacts its bindings when it is made).
+  const base = key === undefined ? {} : { key };
   const counts: Record<string, number> = {};
   for (const o of outcomes) {
     const k = o.result === 'ok' ? o.op : o.result;
     counts[k] = (counts[k] ?? 0) + 1;
   }
   const wrote = outcomes.some((o) => o.result === 'ok');
-  (wrote ? log.info : log.debug).call(log, counts, 'copies reconciled');
+  (wrote ? log.info : log.debug).call(log, { ...base, ...counts }, 'copies reconciled');
   for (const o of outcomes) {
     if (o.result === 'failed')
-      log.warn({ namespace: o.namespace, op: o.op, err: o.message }, 'copy write failed');
+      log.warn({ ...base, namespace: o.namespace, op: o.op, err: o.message }, 'copy write failed');
     else if (o.result === 'conflict')
-      log.info({ namespace: o.namespace, reason: o.message }, 'copy conflict');
+      log.info({ ...base, namespace: o.namespace, reason: o.message }, 'copy conflict');
   }
 }
