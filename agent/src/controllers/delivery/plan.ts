@@ -263,12 +263,12 @@ export function hubMidWrite(
 
 /** Labels and annotations under our marks carry exactly the values `marks` says. */
 export function marksMatch(copy: CopyView, marks: CopyMarks): boolean {
+  // Runs for every copy of every plan: no arrays made per call.
   const labels = copy.labels ?? {};
   const annotations = copy.annotations ?? {};
-  return (
-    Object.entries(marks.labels).every(([k, v]) => labels[k] === v) &&
-    Object.entries(marks.annotations).every(([k, v]) => annotations[k] === v)
-  );
+  for (const k in marks.labels) if (labels[k] !== marks.labels[k]) return false;
+  for (const k in marks.annotations) if (annotations[k] !== marks.annotations[k]) return false;
+  return true;
 }
 
 function clip(text: string, max: number): string {
@@ -507,12 +507,20 @@ function finish(
   draft: Draft,
   opts: { wrote: boolean; keepStatus?: boolean },
 ): Plan {
-  const status = buildStatus(input, draft, opts);
-  return {
-    ...draft,
-    status,
-    statusChanged: statusDiffers(input.delivery.status, status, opts.wrote),
+  // Built when first read: the agent reports settle()'s status, so building this one too
+  // (up to 500 entries, sorted and compared with the last report) would be done twice.
+  let report: Pick<Plan, 'status' | 'statusChanged'> | undefined;
+  const reported = () => {
+    if (!report) {
+      const status = buildStatus(input, draft, opts);
+      report = { status, statusChanged: statusDiffers(input.delivery.status, status, opts.wrote) };
+    }
+    return report;
   };
+  return Object.defineProperties({ ...draft } as Plan, {
+    status: { get: () => reported().status, enumerable: true },
+    statusChanged: { get: () => reported().statusChanged, enumerable: true },
+  });
 }
 
 /** A status patch is due when anything but timestamps changed, or copies were written. */
@@ -673,7 +681,18 @@ export function settle(input: PlanInput, p: Plan, outcomes: readonly Outcome[]):
     }
   }
 
-  const draft: Draft = { ...p, entries };
+  // Field by field, not `...p`: a spread would read, so build, the plan's own status (finish).
+  const draft: Draft = {
+    actions: p.actions,
+    addFinalizer: p.addFinalizer,
+    removeFinalizer: p.removeFinalizer,
+    entries,
+    selected: p.selected,
+    error: p.error,
+    refused: p.refused,
+    suspended: p.suspended,
+    deleting: p.deleting,
+  };
   const status = buildStatus(input, draft, { wrote, keepStatus: p.deleting || p.suspended });
   return { status, statusChanged: statusDiffers(input.delivery.status, status, wrote), clean };
 }
