@@ -231,7 +231,6 @@ export class DeliveryController {
     let delivery = this.writer.current(name, this.watches.delivery(name));
     if (!delivery) {
       this.notes.forget(name);
-      this.watches.selections.forget(name);
       return;
     }
     const note = this.notes.of(delivery);
@@ -312,22 +311,16 @@ export class DeliveryController {
       delivery.metadata.generation,
     );
     const { verifier, clusterName: cluster, namespace } = this.opts;
-    const matcher = this.notes.matcherFor(delivery);
     const input: PlanInput = {
       delivery,
       payload: payloadSecret ? readPayload(payloadSecret) : null,
-      // The namespaces it selects and those holding its copies: the rest plan to nothing.
-      namespaces: this.watches.selections.planViews(
-        name,
-        { matcher, acceptLabel: delivery.spec.acceptLabel },
-        copies.map((c) => c.namespace),
-      ),
+      namespaces: this.watches.namespaceViews(),
       copies,
       conflicts: note.conflictsAt(now, this.resyncMs),
       failures: note.failures,
       agentVersion: this.opts.agentVersion,
       now: new Date(now),
-      matcher,
+      matcher: this.notes.matcherFor(delivery),
       policy: this.opts.policy,
       signature: checkSignatures(
         verifier,
