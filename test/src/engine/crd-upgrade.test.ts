@@ -6,7 +6,7 @@
 import { ApiextensionsV1Api, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { loadCrds } from '../support/crds.js';
+import { applyCrd, loadCrds } from '../support/crds.js';
 import { Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
 
@@ -32,18 +32,6 @@ function deliveryCrd(listType: 'current' | 'map'): V1CustomResourceDefinition {
 describe('upgrading the MirrorDelivery CRD over existing deliveries', () => {
   let e: Engine;
   const api = () => e.kc.makeApiClient(ApiextensionsV1Api);
-
-  /** Replace the CRD in the cluster, as `kubectl apply --server-side` of the file would. */
-  async function replaceCrd(crd: V1CustomResourceDefinition): Promise<void> {
-    const cur = await api().readCustomResourceDefinition({ name: CRD });
-    await api().replaceCustomResourceDefinition({
-      name: CRD,
-      body: {
-        ...crd,
-        metadata: { ...crd.metadata, resourceVersion: cur.metadata!.resourceVersion },
-      },
-    });
-  }
 
   /** A new namespace gets its copy, and the delivery's status lists every namespace Synced. */
   async function delivers(namespaces: string[]): Promise<void> {
@@ -81,13 +69,13 @@ describe('upgrading the MirrorDelivery CRD over existing deliveries', () => {
     await delivers(['app-1']);
 
     // Back to the release before: a list-map. The agent reports on.
-    await replaceCrd(deliveryCrd('map'));
+    await applyCrd(e.kc, deliveryCrd('map'));
     await delivers(['app-1', 'app-2']);
     const old = await api().readCustomResourceDefinition({ name: CRD });
     expect(namespacesSchema(old).x_kubernetes_list_type).toBe('map');
 
     // Upgraded again, over the delivery whose status the list-map CRD holds.
-    await replaceCrd(deliveryCrd('current'));
+    await applyCrd(e.kc, deliveryCrd('current'));
     await delivers(['app-1', 'app-2', 'app-3']);
     const [d] = await e.deliveries();
     // The status entries are one field now, not one managed entry per namespace.

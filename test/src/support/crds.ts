@@ -29,27 +29,30 @@ export async function installCrds(
   kc: KubeConfig,
   chart: 'mirrorhub-hub' | 'mirrorhub-agent' = 'mirrorhub-hub',
 ): Promise<void> {
+  for (const crd of loadCrds(chart)) await applyCrd(kc, crd);
+}
+
+/** Creates `crd`, or replaces the one of its name, and waits until the API server serves it. */
+export async function applyCrd(kc: KubeConfig, crd: V1CustomResourceDefinition): Promise<void> {
   const api = kc.makeApiClient(ApiextensionsV1Api);
-  for (const crd of loadCrds(chart)) {
-    const name = crd.metadata!.name!;
-    try {
-      await api.createCustomResourceDefinition({ body: crd });
-    } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
-      const cur = await api.readCustomResourceDefinition({ name });
-      await api.replaceCustomResourceDefinition({
-        name,
-        body: {
-          ...crd,
-          metadata: { ...crd.metadata, resourceVersion: cur.metadata!.resourceVersion },
-        },
-      });
-    }
-    await eventually(async () => {
-      const cur = await api.readCustomResourceDefinition({ name });
-      if (!cur.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) {
-        throw new Error(`CRD ${name} not established yet`);
-      }
+  const name = crd.metadata!.name!;
+  try {
+    await api.createCustomResourceDefinition({ body: crd });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+    const cur = await api.readCustomResourceDefinition({ name });
+    await api.replaceCustomResourceDefinition({
+      name,
+      body: {
+        ...crd,
+        metadata: { ...crd.metadata, resourceVersion: cur.metadata!.resourceVersion },
+      },
     });
   }
+  await eventually(async () => {
+    const cur = await api.readCustomResourceDefinition({ name });
+    if (!cur.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) {
+      throw new Error(`CRD ${name} not established yet`);
+    }
+  });
 }
