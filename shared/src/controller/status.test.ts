@@ -283,6 +283,23 @@ describe('StatusWriter', () => {
     ]);
   });
 
+  it('an object a write found gone stays gone for current() until the cache shows it', async () => {
+    api.reply = () => ({ status: 404, body: { code: 404, reason: 'NotFound' } });
+    const stale = thing('1', undefined, ['mine']);
+    expect(await writer.setFinalizer(stale, 'mine', false)).toBeUndefined();
+    // The cache (its watch down) still holds the object: it is not handed out again.
+    expect(writer.current('ns/t', stale)).toBeUndefined();
+    // Another object under the same name is not that one.
+    const recreated = { ...thing('5'), metadata: { ...thing('5').metadata, uid: 'u-2' } };
+    expect(writer.current('ns/t', recreated)).toBe(recreated);
+    // The cache caught up (a re-list, or the delete event): it is the truth again.
+    writer.relisted();
+    expect(writer.current('ns/t', stale)).toBe(stale);
+    expect(await writer.writeStatus(stale, { phase: 'Active' })).toBeUndefined();
+    writer.deleted('ns/t');
+    expect(writer.current('ns/t', stale)).toBe(stale);
+  });
+
   it('a gone object is undefined; a concurrent change says so; both are counted', async () => {
     api.reply = () => ({ status: 404, body: { code: 404, reason: 'NotFound' } });
     expect(await writer.writeStatus(thing('1'), { phase: 'Active' })).toBeUndefined();

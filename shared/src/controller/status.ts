@@ -95,6 +95,14 @@ interface QueuedStatus<T extends WritableObject> {
 
 export class StatusWriter<T extends WritableObject> {
   private readonly overlay = new WriteOverlay<T>();
+  /**
+   * Key -> uid of an object a write of ours found gone (404) while the cache may still hold it
+   * (its watch behind, or down): current() does not hand that object out again until the cache
+   * shows the delete or re-lists. Without this, an agent whose delivery watch was down removed
+   * its finalizer, found the delivery gone on a second try, and then planned from the stale
+   * cached delivery, writing copies for a spec that no longer existed (the soak found it).
+   */
+  private readonly gone = new Map<string, string>();
   private readonly writtenAt = new Map<string, number>();
   /** The newest queued status per key, until written. */
   private readonly queued = new Map<string, QueuedStatus<T>>();
@@ -135,6 +143,7 @@ export class StatusWriter<T extends WritableObject> {
 
   /** The object was deleted: forget what we wrote, and what was queued for it. */
   deleted(key: string): void {
+    this.gone.delete(key);
     this.overlay.deleted(key);
     this.writtenAt.delete(key);
     this.cancelQueued(key);
@@ -143,11 +152,12 @@ export class StatusWriter<T extends WritableObject> {
   /** A fresh list replaced the cache: it is the truth now. */
   relisted(): void {
     this.overlay.clear();
+    this.gone.clear();
   }
 
   /** The freshest view of `cached`: our last write while the cache has not caught up with it. */
   current(key: string, cached: T | undefined): T | undefined {
-    if (!cached) return undefined;
+    if (!cached || this.gone.get(key) === cached.metadata.uid) return undefined;
     const w = this.overlay.get(key);
     const base = w && w.metadata.uid === cached.metadata.uid ? w : cached;
     const q = this.queued.get(key);
@@ -310,6 +320,7 @@ export class StatusWriter<T extends WritableObject> {
       });
       if (isNotFound(err)) {
         this.deleted(key);
+        if (obj.metadata.uid !== undefined) this.gone.set(key, obj.metadata.uid);
         return undefined;
       }
       if (isConflict(err)) {
