@@ -146,6 +146,25 @@ describe('slimDelivery', () => {
     });
     expect(Object.isFrozen(a.status?.namespaces?.[0])).toBe(true);
   });
+
+  it('keeps the cached spec object while uid and generation stay (a status write and its echo)', () => {
+    const held = new Map<string, MirrorDelivery>();
+    const slim = slimDelivery(new Interner(), (name) => held.get(name));
+    const version = (generation: number, uid = 'u1', hash = 'h') => {
+      const d = delivery('a', 'forbidden');
+      d.metadata = { ...d.metadata, uid, generation };
+      d.spec = { ...d.spec, contentHash: hash };
+      return d;
+    };
+    const first = slim(version(1));
+    held.set('a', first);
+    expect(slim(version(1)).spec).toBe(first.spec); // a status change: same spec
+    const next = slim(version(2, 'u1', 'h2')); // the spec changed: the generation moved
+    expect(next.spec).not.toBe(first.spec);
+    expect(next.spec.contentHash).toBe('h2');
+    const recreated = slim(version(1, 'u2', 'h3')); // deleted and created again
+    expect(recreated.spec.contentHash).toBe('h3');
+  });
 });
 
 describe('Interner', () => {

@@ -147,9 +147,28 @@ export function slimNamespace(intern: Interner) {
  * namespace in the same state appears in many deliveries (at 200 deliveries x 100 namespaces:
  * 20,000 entries, 2,000 distinct). Entries are read only (plan compares, settle copies).
  */
-export function slimDelivery(intern: Interner) {
+export function slimDelivery(
+  intern: Interner,
+  /**
+   * The cached delivery of this name. While its uid and generation are the same, the new
+   * object takes over its spec object: the API server moves the generation on every change of
+   * spec, so the spec is the one held, and what is remembered per spec object stays valid
+   * (a status write or its watch echo does not make the agent verify the signature again).
+   */
+  cached?: (name: string) => MirrorDelivery | undefined,
+) {
   return (d: MirrorDelivery): MirrorDelivery => {
     stripManagedFields(d);
+    const m = d.metadata;
+    const held = cached?.(m.name ?? '');
+    if (
+      held &&
+      m.generation !== undefined &&
+      held.metadata.generation === m.generation &&
+      held.metadata.uid === m.uid
+    ) {
+      d.spec = held.spec;
+    }
     const status = d.status;
     if (status?.namespaces) {
       status.namespaces = status.namespaces.map(

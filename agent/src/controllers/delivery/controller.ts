@@ -231,6 +231,7 @@ export class DeliveryController {
     let delivery = this.writer.current(name, this.watches.delivery(name));
     if (!delivery) {
       this.notes.forget(name);
+      this.watches.selections.forget(name);
       return;
     }
     const note = this.notes.of(delivery);
@@ -311,16 +312,22 @@ export class DeliveryController {
       delivery.metadata.generation,
     );
     const { verifier, clusterName: cluster, namespace } = this.opts;
+    const matcher = this.notes.matcherFor(delivery);
     const input: PlanInput = {
       delivery,
       payload: payloadSecret ? readPayload(payloadSecret) : null,
-      namespaces: this.watches.namespaceViews(),
+      // The namespaces it selects and those holding its copies: the rest plan to nothing.
+      namespaces: this.watches.selections.planViews(
+        name,
+        { matcher, acceptLabel: delivery.spec.acceptLabel },
+        copies.map((c) => c.namespace),
+      ),
       copies,
       conflicts: note.conflictsAt(now, this.resyncMs),
       failures: note.failures,
       agentVersion: this.opts.agentVersion,
       now: new Date(now),
-      matcher: this.notes.matcherFor(delivery),
+      matcher,
       policy: this.opts.policy,
       signature: checkSignatures(
         verifier,

@@ -95,6 +95,10 @@ export interface PlanInput {
   delivery: MirrorDelivery;
   /** Payload data (readPayload), or null when the payload Secret does not exist. */
   payload: Payload | null;
+  /**
+   * The cluster's namespaces: at least every one the delivery selects or holds a copy in (any
+   * other plans to nothing, so the agent passes only those; see selection.ts).
+   */
   namespaces: readonly NamespaceView[];
   /** Every copy labelled with this delivery's name, of any kind and name. */
   copies: readonly CopyView[];

@@ -16,6 +16,7 @@ import {
 } from '@mirrorhub/shared/contract';
 import { CopyKnowledge } from './knowledge.js';
 import { DeliveryNotes } from './notes.js';
+import { compileDeliveryMatcher } from './plan.js';
 import { DeliveryWatches } from './watches.js';
 
 const NS = 'mirrorhub-system';
@@ -215,6 +216,31 @@ describe('DeliveryWatches routing', () => {
       'by-name',
       'with-copy',
     ]);
+  });
+
+  it("keeps each delivery's selection in step with the namespaces, a missed delete included", async () => {
+    const w = await started();
+    const d = delivery('by-label', []);
+    d.spec = {
+      ...d.spec,
+      namespaces: undefined,
+      namespaceSelector: { matchLabels: { team: 'a' } },
+    };
+    const rule = { matcher: compileDeliveryMatcher(d) };
+    const selected = () => w.watches.selections.planViews('by-label', rule, []).map((v) => v.name);
+    w.namespaces.create(namespace('team-y', { team: 'a' }));
+    const ns = w.namespaces.create(namespace('team-x')) as V1Namespace;
+    await expect.poll(() => w.watches.namespaces.get('team-x')).toBeDefined();
+    expect(selected()).toEqual(['team-y']);
+
+    w.namespaces.update({ ...ns, metadata: { ...ns.metadata, labels: { team: 'a' } } });
+    await expect.poll(() => selected().sort()).toEqual(['team-x', 'team-y']);
+    w.namespaces.delete('team-y');
+    await expect.poll(selected).toEqual(['team-x']);
+    // The watch misses a delete: the next re-list finds it, and the selection follows.
+    w.namespaces.silently(() => w.namespaces.delete('team-x'));
+    await w.clock.advance(360_000); // the resync period, jittered up to +20 %
+    await expect.poll(selected).toEqual([]);
   });
 
   it('a copy changed by someone else queues its delivery; our own writes and removals do not', async () => {

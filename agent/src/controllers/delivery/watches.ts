@@ -43,6 +43,7 @@ import {
 import { deliveryOf, type CopyKnowledge } from './knowledge.js';
 import type { DeliveryNotes } from './notes.js';
 import type { NamespaceView } from './plan.js';
+import { NamespaceSelections } from './selection.js';
 
 export interface WatchesOptions {
   kubeConfig: KubeAccess;
@@ -75,10 +76,10 @@ export class DeliveryWatches {
   /** Strings and mark maps shared between cached objects (cached.ts). */
   private readonly intern = new Interner();
   /** A delivery as the cache holds it (for our writes' answers). */
-  readonly asCached = slimDelivery(this.intern);
+  readonly asCached = slimDelivery(this.intern, (name) => this.delivery(name));
   private readonly namespace: string;
-  /** namespaceViews(), until the namespace cache changes. */
-  private nsViews: NamespaceView[] | undefined;
+  /** Every namespace as the plan sees it, and which of them each delivery selects. */
+  readonly selections = new NamespaceSelections();
   /** The shortest poll period of the deliveries: how often every cache re-lists. */
   private readonly freshness: ShortestPeriod;
   private readonly resyncMs: number;
@@ -173,19 +174,6 @@ export class DeliveryWatches {
     return this.payloads.get(name, this.namespace);
   }
 
-  /**
-   * Every namespace as the plan sees it. Built once per change of the namespace cache, not per
-   * reconcile: a new namespace reconciles every delivery selecting it, over all namespaces.
-   */
-  namespaceViews(): readonly NamespaceView[] {
-    this.nsViews ??= this.namespaces.list().map((n) => ({
-      name: n.metadata.name,
-      labels: n.metadata.labels,
-      terminating: Boolean(n.metadata.deletionTimestamp),
-    }));
-    return this.nsViews;
-  }
-
   /** Start every watcher on `reconciler`, each change routed to the deliveries it concerns. */
   start(reconciler: Pick<Reconciler, 'watch' | 'add'>, deps: RoutingDeps): void {
     const { knowledge, writer } = deps;
@@ -234,24 +222,26 @@ export class DeliveryWatches {
 
     reconciler.watch(this.namespaces, {
       onAdd: (ns) => {
-        this.nsViews = undefined;
+        this.selections.set(namespaceView(ns));
         this.namespaceChanged(ns, undefined, deps, enqueue);
       },
       onUpdate: (ns, old) => {
-        this.nsViews = undefined;
         if (
           sameMap(ns.metadata.labels, old.metadata.labels) &&
           Boolean(ns.metadata.deletionTimestamp) === Boolean(old.metadata.deletionTimestamp)
         ) {
           return;
         }
+        this.selections.set(namespaceView(ns));
         this.namespaceChanged(ns, old, deps, enqueue);
       },
       onDelete: (ns) => {
-        this.nsViews = undefined;
+        this.selections.delete(ns.metadata.name);
         this.namespaceChanged(ns, undefined, deps, enqueue);
       },
-      onListed: () => (this.nsViews = undefined),
+      // The handlers above saw every difference the list found; selections are built again
+      // from the cache anyway, so they never drift from it for longer than a re-list period.
+      onListed: () => this.selections.reset(this.namespaces.list().map(namespaceView)),
     });
 
     for (const kind of ['Secret', 'ConfigMap'] as const) {
@@ -302,6 +292,15 @@ export class DeliveryWatches {
       }
     }
   }
+}
+
+/** A namespace as the plan sees it. */
+function namespaceView(ns: NamespaceObject): NamespaceView {
+  return {
+    name: ns.metadata.name,
+    labels: ns.metadata.labels,
+    terminating: Boolean(ns.metadata.deletionTimestamp),
+  };
 }
 
 /** A delivery change worth a reconcile: spec (generation), deletion, finalizers, annotations. */
