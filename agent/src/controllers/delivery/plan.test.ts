@@ -528,7 +528,7 @@ describe('plan: status', () => {
       },
     ],
   ])('%s', (_, over, expected) => {
-    expect(plan(input(over)).status).toMatchObject(expected);
+    expect(plan(input(over)).report().status).toMatchObject(expected);
   });
 
   it('steady: no writes and no status change; lastSyncTime stays', () => {
@@ -539,8 +539,8 @@ describe('plan: status', () => {
       }),
     );
     expect(p.actions).toEqual([]);
-    expect(p.statusChanged).toBe(false);
-    expect(p.status.lastSyncTime).toBe(EARLIER);
+    expect(p.report().statusChanged).toBe(false);
+    expect(p.report().status.lastSyncTime).toBe(EARLIER);
   });
 
   it('a verify alone does not move lastSyncTime', () => {
@@ -550,21 +550,26 @@ describe('plan: status', () => {
         copies: [copy('team-a', { verified: false }), copy('team-b')],
       }),
     );
-    expect(p.statusChanged).toBe(false);
-    expect(p.status.lastSyncTime).toBe(EARLIER);
+    expect(p.report().statusChanged).toBe(false);
+    expect(p.report().status.lastSyncTime).toBe(EARLIER);
   });
 
   it('lists at most 500 namespaces, problems first, and says it truncated', () => {
     const many = Array.from({ length: 600 }, (_, i) => ns(`team-${String(i).padStart(3, '0')}`));
     const p = plan(input({ namespaces: many, failures: new Map([['team-599', 'boom']]) }));
-    expect(p.status.namespaces).toHaveLength(500);
-    expect(p.status.namespaces?.[0]).toEqual({
+    expect(p.report().status.namespaces).toHaveLength(500);
+    expect(p.report().status.namespaces?.[0]).toEqual({
       name: 'team-599',
       state: 'Failed',
       message: 'boom',
     });
-    expect(p.status.truncated).toBe(true);
-    expect(p.status.counts).toEqual({ namespaces: 600, synced: 599, failed: 1, conflicts: 0 });
+    expect(p.report().status.truncated).toBe(true);
+    expect(p.report().status.counts).toEqual({
+      namespaces: 600,
+      synced: 599,
+      failed: 1,
+      conflicts: 0,
+    });
   });
 });
 
@@ -658,7 +663,7 @@ describe('settle: the status after applying', () => {
   it('a failure that is fixed by this round clears', () => {
     const withFailure = { ...base, failures: new Map([['team-b', '403 Forbidden']]) };
     const p2 = plan({ ...withFailure, copies: [copy('team-a')] });
-    expect(p2.status.phase).toBe('Degraded');
+    expect(p2.report().status.phase).toBe('Degraded');
     const s = settle(withFailure, p2, [{ namespace: 'team-b', op: 'create', result: 'ok' }]);
     expect(s.status.phase).toBe('Active');
     expect(s.status.counts).toEqual({ namespaces: 2, synced: 2, failed: 0, conflicts: 0 });
@@ -710,11 +715,11 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
       'kube-system: PolicyDenied (policy.namespaces.always-denied): namespace kube-system is never written by mirrorhub (system or agent namespace)',
       'mirrorhub-system: PolicyDenied (policy.namespaces.always-denied): namespace mirrorhub-system is never written by mirrorhub (system or agent namespace)',
     ]);
-    expect(p.status).toMatchObject({
+    expect(p.report().status).toMatchObject({
       phase: 'Degraded',
       counts: { namespaces: 5, synced: 3, failed: 0, conflicts: 0, denied: 2 },
     });
-    expect(p.status.message).toMatch(
+    expect(p.report().status.message).toMatch(
       /^3\/5 namespaces synced; 2 denied by policy; first: kube-system: PolicyDenied \(policy.namespaces.always-denied\)/,
     );
   });
@@ -751,11 +756,11 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
         input({ delivery: delivery(spec), copies: [copy('team-a', withHash('h-old'))] }),
       );
       expect(p.actions).toEqual([]);
-      expect(p.status.phase).toBe('Error');
-      expect(p.status.message).toMatch(message);
+      expect(p.report().status.phase).toBe('Error');
+      expect(p.report().status.message).toMatch(message);
       expect(p.entries.map((e) => e.state)).toEqual(['PolicyDenied', 'PolicyDenied']);
       // The hub must see this report as the answer to this content, not wait for another.
-      expect(p.status.observedHash).toBe(HASH);
+      expect(p.report().status.observedHash).toBe(HASH);
     },
   );
 
@@ -769,7 +774,10 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
     );
     expect(ops(p.actions)).toEqual(['create team-a']);
     // Not accepting is not an error: the namespace is simply not selected.
-    expect(p.status).toMatchObject({ phase: 'Active', counts: { namespaces: 1, synced: 1 } });
+    expect(p.report().status).toMatchObject({
+      phase: 'Active',
+      counts: { namespaces: 1, synced: 1 },
+    });
   });
 
   it('reports a conflict Adopt would need as PolicyDenied when Adopt is not allowed', () => {
@@ -795,7 +803,7 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
     const p = plan(input({ signature, copies: [copy('team-a', withHash('h-old'))] }));
     expect(p.actions).toEqual([]);
     expect(p.addFinalizer).toBe(false);
-    expect(p.status).toMatchObject({
+    expect(p.report().status).toMatchObject({
       phase: 'Error',
       message:
         'SignatureInvalid: nothing is written for this delivery: MirrorDelivery x: not signed',

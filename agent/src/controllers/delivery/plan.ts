@@ -172,7 +172,15 @@ export interface Plan {
   refused?: boolean | undefined;
   suspended: boolean;
   deleting: boolean;
-  /** Status to report when every action succeeds. */
+  /**
+   * The status to report if every action succeeds, and whether it differs from the last report.
+   * Built when called (once): the agent reports settle()'s status, so the controller never
+   * builds this one (up to 500 entries, sorted and compared with the last report).
+   */
+  report(): Report;
+}
+
+export interface Report {
   status: MirrorDeliveryStatus;
   statusChanged: boolean;
 }
@@ -187,9 +195,7 @@ export type Outcome =
   /** Lost a race (409 on a stale resourceVersion, object vanished): the queue retries soon. */
   | { namespace: string; op: ActionOp; result: 'retry'; message: string };
 
-export interface Settled {
-  status: MirrorDeliveryStatus;
-  statusChanged: boolean;
+export interface Settled extends Report {
   /** Every action succeeded (no failure, conflict or retry). */
   clean: boolean;
 }
@@ -507,20 +513,20 @@ function finish(
   draft: Draft,
   opts: { wrote: boolean; keepStatus?: boolean },
 ): Plan {
-  // Built when first read: the agent reports settle()'s status, so building this one too
-  // (up to 500 entries, sorted and compared with the last report) would be done twice.
-  let report: Pick<Plan, 'status' | 'statusChanged'> | undefined;
-  const reported = () => {
-    if (!report) {
-      const status = buildStatus(input, draft, opts);
-      report = { status, statusChanged: statusDiffers(input.delivery.status, status, opts.wrote) };
-    }
-    return report;
+  let report: Report | undefined;
+  return {
+    ...draft,
+    report() {
+      if (!report) {
+        const status = buildStatus(input, draft, opts);
+        report = {
+          status,
+          statusChanged: statusDiffers(input.delivery.status, status, opts.wrote),
+        };
+      }
+      return report;
+    },
   };
-  return Object.defineProperties({ ...draft } as Plan, {
-    status: { get: () => reported().status, enumerable: true },
-    statusChanged: { get: () => reported().statusChanged, enumerable: true },
-  });
 }
 
 /** A status patch is due when anything but timestamps changed, or copies were written. */
@@ -681,18 +687,7 @@ export function settle(input: PlanInput, p: Plan, outcomes: readonly Outcome[]):
     }
   }
 
-  // Field by field, not `...p`: a spread would read, so build, the plan's own status (finish).
-  const draft: Draft = {
-    actions: p.actions,
-    addFinalizer: p.addFinalizer,
-    removeFinalizer: p.removeFinalizer,
-    entries,
-    selected: p.selected,
-    error: p.error,
-    refused: p.refused,
-    suspended: p.suspended,
-    deleting: p.deleting,
-  };
+  const draft: Draft = { ...p, entries };
   const status = buildStatus(input, draft, { wrote, keepStatus: p.deleting || p.suspended });
   return { status, statusChanged: statusDiffers(input.delivery.status, status, wrote), clean };
 }

@@ -177,7 +177,7 @@ describe('a plan over the selected namespaces', () => {
       'delete team-c',
       'delete team-d',
     ]);
-    expect(fast.status).toEqual(full.status);
+    expect(fast.report().status).toEqual(full.report().status);
     expect(fast.selected).toBe(full.selected);
   });
 });
