@@ -1,11 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { configFromEnv as readEnv } from './config.js';
 
-const KEY_FILE = join(mkdtempSync(join(tmpdir(), 'mirrorhub-hub-config-')), 'private.pem');
+const KEY_DIR = mkdtempSync(join(tmpdir(), 'mirrorhub-hub-config-'));
+const KEY_FILE = join(KEY_DIR, 'private.pem');
+afterAll(() => rmSync(KEY_DIR, { recursive: true, force: true }));
 const KEY_PEM = generateKeyPairSync('ed25519')
   .privateKey.export({ type: 'pkcs8', format: 'pem' })
   .toString();

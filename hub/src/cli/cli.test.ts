@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
 import type {
   ClusterSecretMirror,
@@ -183,13 +183,18 @@ interface Ran {
   stderr: string;
 }
 
+// One scratch directory for the file, removed at the end: HOME (empty: no ~/.kube/config) and
+// the kubeconfigs tests write.
+const scratch = mkdtempSync(join(tmpdir(), 'mirrorhub-cli-test-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
 async function cli(argv: string[], extra: Partial<Io> = {}): Promise<Ran> {
   let stdout = '';
   let stderr = '';
   const io: Io = {
     stdout: { write: (s: string) => (stdout += s) },
     stderr: { write: (s: string) => (stderr += s) },
-    env: { HOME: mkdtempSync(join(tmpdir(), 'mirrorhub-cli-home-')) },
+    env: { HOME: scratch },
     now: () => NOW,
     ...extra,
   };
@@ -292,7 +297,7 @@ describe('errors say what is wrong and what to do', () => {
   });
 
   const kubeconfig = (server: string) => {
-    const file = join(mkdtempSync(join(tmpdir(), 'mirrorhub-cli-')), 'kubeconfig');
+    const file = join(mkdtempSync(join(scratch, 'kubeconfig-')), 'kubeconfig');
     writeFileSync(
       file,
       [
@@ -564,7 +569,7 @@ describe('--hub-url: the dashboard API', () => {
   });
 
   it('sends the kubeconfig user bearer token when no token is given', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'mirrorhub-cli-')), 'kubeconfig');
+    const file = join(mkdtempSync(join(scratch, 'kubeconfig-')), 'kubeconfig');
     writeFileSync(
       file,
       'current-context: c\nclusters: [{name: k, cluster: {server: "https://127.0.0.1:1"}}]\n' +

@@ -1,8 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   inClusterAccess,
@@ -155,6 +155,7 @@ async function optionsOf(access: KubeAccess): Promise<https.RequestOptions> {
 
 describe('kubeconfigFileAccess', () => {
   const dir = mkdtempSync(join(tmpdir(), 'kubeconfig-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'ca.crt'), 'CA-FROM-FILE');
   writeFileSync(join(dir, 'token'), 'file-token\n');
 
@@ -235,6 +236,7 @@ describe('kubeconfigFileAccess', () => {
 
 describe('inClusterAccess / loadKubeAccess', () => {
   const sa = mkdtempSync(join(tmpdir(), 'sa-'));
+  afterAll(() => rmSync(sa, { recursive: true, force: true }));
   writeFileSync(join(sa, 'ca.crt'), 'SA-CA');
   writeFileSync(join(sa, 'token'), 'sa-token\n');
   const podEnv = { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' };

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, closeSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, closeSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,7 +26,9 @@ let keyFile: string | undefined;
 function signingEnv(name: 'hub' | 'agent'): Record<string, string> {
   if (name === 'agent') return { MIRRORHUB_HUB_PUBLIC_KEYS: HUB_KEY.publicKeyPem };
   if (!keyFile) {
-    keyFile = join(mkdtempSync(join(tmpdir(), 'mirrorhub-bench-key-')), 'private.pem');
+    const dir = mkdtempSync(join(tmpdir(), 'mirrorhub-bench-key-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    keyFile = join(dir, 'private.pem');
     writeFileSync(keyFile, HUB_KEY.privateKeyPem, { mode: 0o600 });
   }
   return { MIRRORHUB_SIGNING_KEY_FILE: keyFile };
