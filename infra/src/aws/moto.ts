@@ -18,7 +18,7 @@
 // - moto does not expose secrets through its API, but /moto-api/data.json dumps every model,
 //   including IAM access keys and STS sessions with their secret keys. The EKS emulator uses it
 //   (lookupAccessKey) to recompute SigV4 signatures the way STS/EKS would.
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCallerIdentityCommand, AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
@@ -50,7 +50,7 @@ export interface MotoServer {
 }
 
 export interface StartMotoOptions {
-  /** Directory for moto.log (default: a new temp dir). */
+  /** Directory for moto.log (default: a new temp dir, removed by stop()). */
   dir?: string;
   /** Fixed port; default a free one (moto_server cannot bind port 0 and tell us the port). */
   port?: number;
@@ -98,7 +98,11 @@ export async function startMoto(opts: StartMotoOptions = {}): Promise<MotoServer
       throw new Error(`${(err as Error).message}: ${lastLine(log)}`, { cause: err });
     }
     opts.log?.(`moto ${endpoint} (log ${logFile})`);
-    return { endpoint, port, logFile, pid: proc.pid, stop: () => proc.stop() };
+    const stop = async () => {
+      await proc.stop();
+      if (opts.dir === undefined) await rm(dir, { recursive: true, force: true });
+    };
+    return { endpoint, port, logFile, pid: proc.pid, stop };
   }
 }
 
