@@ -94,6 +94,11 @@ export interface EngineBenchResult {
     /** The same updates as server-side apply with force, as the agent writes copies. */
     applyUpdate: { p50: number; p99: number };
     updateConcurrency: number;
+    /**
+     * The floor of "new namespace -> its copies": one client creates the namespace, then applies
+     * its copies all at once, with no watch and no controller between (ms to the last write).
+     */
+    newNamespace: { p50: number; p99: number; samples: number; copiesEach: number };
   };
   /** 5 dashboards open through source updates: what they fetched, and the hub's RSS then. */
   dashboard: ViewerStats & { hubRssMb: number; updates: number };
@@ -160,13 +165,14 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
   };
 
   // The API server's own speed first, in the state the fan-out meets (before mirrorhub runs).
-  const raw = await rawWrites(
-    kc,
-    Math.min(5000, o.mirrors * (o.namespaces / o.shards)),
-    o.namespaces / o.shards,
-    o.updateSamples,
+  const raw = await rawWrites(kc, {
+    creates: Math.min(5000, o.mirrors * (o.namespaces / o.shards)),
+    copiesEach: o.namespaces / o.shards,
+    samples: o.updateSamples,
+    newNamespaces: o.newNamespaceSamples,
+    copiesPerNamespace: o.mirrors / o.shards,
     log,
-  );
+  });
   const { hub, agent, hubPort, agentPort, procs } = await startOneCluster(
     o.root,
     hubCluster.kubeconfigPath,
@@ -381,30 +387,37 @@ function logCost(log: (line: string) => void, phase: string, c: PhaseCost): void
  */
 async function rawWrites(
   kc: KubeConfig,
-  creates: number,
-  copiesEach: number,
-  samples: number,
-  log: (line: string) => void,
+  o: {
+    creates: number;
+    copiesEach: number;
+    samples: number;
+    newNamespaces: number;
+    copiesPerNamespace: number;
+    log: (line: string) => void;
+  },
 ): Promise<EngineBenchResult['raw']> {
+  const { creates, copiesEach, samples, log } = o;
   // The agent's own HTTP client, with the agent's connection limit.
   const rest = new RestClient(kc, { maxSockets: FAN_OUT_CONCURRENCY });
   const namespace = 'bench-raw';
   const secrets = corePath('secrets', namespace);
   await rest.post(corePath('namespaces'), { metadata: { name: namespace } });
-  const secret = (name: string, j: number, version: number) => ({
+  const secret = (name: string, j: number, version: number, ns = namespace) => ({
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name, namespace },
+    metadata: { name, namespace: ns },
     type: 'kubernetes.io/tls',
     stringData: { 'tls.crt': certLike(j, version), 'tls.key': 'k'.repeat(1700) },
   });
   // The agent's write: server-side apply with force (apply.ts), so each ratio splits into what
   // apply costs the API server and what mirrorhub adds.
-  const apply = (name: string, j: number, version: number) =>
-    rest.patch(`${secrets}/${name}`, secret(name, j, version), CONTENT_TYPE.apply, {
-      fieldManager: 'bench-raw',
-      force: true,
-    });
+  const apply = (name: string, j: number, version: number, ns = namespace) =>
+    rest.patch(
+      `${corePath('secrets', ns)}/${name}`,
+      secret(name, j, version, ns),
+      CONTENT_TYPE.apply,
+      { fieldManager: 'bench-raw', force: true },
+    );
   const ids = Array.from({ length: creates }, (_, j) => j);
   /** Creates per second: one write for each id, FAN_OUT_CONCURRENCY at a time. */
   const createRate = async (write: (j: number) => Promise<unknown>) => {
@@ -432,13 +445,31 @@ async function rawWrites(
   );
   const applies = await updateRounds((j, k) => apply(`raw-${j}`, j, samples + k + 2));
   const appliedCreatesPerSecond = await createRate((j) => apply(`rawa-${j}`, j, 0));
+  // The floor of a new namespace's copies. The namespaces carry no shard label (no mirror selects
+  // them) and stay, empty: without a controller-manager a deleted namespace stays Terminating.
+  const floor: number[] = [];
+  const copyIds = Array.from({ length: o.copiesPerNamespace }, (_, j) => j);
+  for (let k = 0; k < o.newNamespaces; k++) {
+    const ns = `bench-floor-${k}`;
+    const start = Date.now();
+    await rest.post(corePath('namespaces'), { metadata: { name: ns } });
+    await Promise.all(copyIds.map((j) => apply(`src-${j}`, j, 0, ns)));
+    floor.push(Date.now() - start);
+    await sleep(100);
+  }
   // Gone again before mirrorhub starts: the run's unrelated Secrets are the ones it says.
   await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/raw-${j}`));
   await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/rawa-${j}`));
+  for (let k = 0; k < o.newNamespaces; k++) {
+    await pool(copyIds, FAN_OUT_CONCURRENCY, (j) =>
+      rest.delete(`${corePath('secrets', `bench-floor-${k}`)}/src-${j}`),
+    );
+  }
   rest.close();
   log(
     `raw API server: ${creates} creates at ${createsPerSecond.toFixed(0)}/s, as apply ${appliedCreatesPerSecond.toFixed(0)}/s (concurrency ${FAN_OUT_CONCURRENCY}), ` +
-      `${copiesEach} updates p50 ${fmtMs(percentile(updates, 50))}, as apply ${fmtMs(percentile(applies, 50))} (concurrency ${DELIVERY_CONCURRENCY})`,
+      `${copiesEach} updates p50 ${fmtMs(percentile(updates, 50))}, as apply ${fmtMs(percentile(applies, 50))} (concurrency ${DELIVERY_CONCURRENCY}), ` +
+      `a namespace and its ${o.copiesPerNamespace} Secrets p50 / p99 ${fmtMs(percentile(floor, 50))} / ${fmtMs(percentile(floor, 99))}`,
   );
   return {
     creates,
@@ -453,6 +484,12 @@ async function rawWrites(
     },
     applyUpdate: { p50: percentile(applies, 50), p99: percentile(applies, 99) },
     updateConcurrency: DELIVERY_CONCURRENCY,
+    newNamespace: {
+      p50: percentile(floor, 50),
+      p99: percentile(floor, 99),
+      samples: floor.length,
+      copiesEach: o.copiesPerNamespace,
+    },
   };
 }
 

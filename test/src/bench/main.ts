@@ -449,6 +449,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `| initial fan-out of ${r.copies} copies | ${fmtMs(r.initialFanOutMs)} | |`,
     `| new namespace -> its ${perShard(o.mirrors, o.shards)} copies (the last of them), p50 / p99 (${r.newNamespace.samples} namespaces, 1 s apart) | ${fmtMs(r.newNamespace.p50)} / ${fmtMs(r.newNamespace.p99)} | p50 < 40 ms: ${ok(r.newNamespace.p50 < 40)}, p99 < 150 ms: ${ok(r.newNamespace.p99 < 150)} |`,
     `| the same, ${r.newNamespace.samples} namespaces created back to back | ${fmtMs(r.newNamespace.burst.p50)} / ${fmtMs(r.newNamespace.burst.p99)} | |`,
+    `| the floor without mirrorhub: one client creates a namespace, then applies its ${r.raw.newNamespace.copiesEach} Secrets at once (no watch, no controller; ${r.raw.newNamespace.samples} namespaces, before mirrorhub starts), p50 / p99 | ${fmtMs(r.raw.newNamespace.p50)} / ${fmtMs(r.raw.newNamespace.p99)} | |`,
     `| source update -> all ${r.sourceUpdate.copiesEach} copies, p50 / p99 (${r.sourceUpdate.samples} updates) | ${fmtMs(r.sourceUpdate.p50)} / ${fmtMs(r.sourceUpdate.p99)} | p99 < 3 s: ${ok(r.sourceUpdate.p99 < 3000)} |`,
     `| API requests per minute at steady state: reads / writes / new watches | ${r.steadyPerMinute.reads.toFixed(0)} / ${r.steadyPerMinute.writes.toFixed(0)} / ${r.steadyPerMinute.watches.toFixed(0)} | writes 0: ${ok(r.steadyPerMinute.writes === 0)} |`,
     `| Lease writes per minute (hub leader election renews every 2 s, agent heartbeat every 30 s) | ${r.steadyPerMinute.leaseWrites.toFixed(0)} | by design |`,
