@@ -59,7 +59,7 @@ export interface AgentConfig {
    * (default 150; the API server bookmarks every watch about once a minute).
    */
   watchProgressDeadlineSeconds?: number | undefined;
-  /** Deliveries reconciled at once (default 4). */
+  /** Deliveries reconciled at once (default: the controller's, 16). */
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */
   writeParallelism?: number;
@@ -122,7 +122,7 @@ export function createAgent(config: AgentConfig): Agent {
     ...(config.watchProgressDeadlineSeconds !== undefined
       ? { watchProgressDeadlineMs: config.watchProgressDeadlineSeconds * 1000 }
       : {}),
-    concurrency: config.concurrency ?? 4,
+    ...(config.concurrency !== undefined ? { concurrency: config.concurrency } : {}),
     writeParallelism: config.writeParallelism ?? 16,
     eventsInstance: identity,
     gc: config.gc,

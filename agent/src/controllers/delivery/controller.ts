@@ -60,7 +60,12 @@ export interface DeliveryControllerOptions {
   resyncMs?: number;
   /** See AgentConfig.watchProgressDeadlineSeconds. */
   watchProgressDeadlineMs?: number;
-  /** Deliveries reconciled at once (default 4). */
+  /**
+   * Deliveries reconciled at once (default 16). A new namespace queues every delivery selecting
+   * it, one copy each: with 4 workers its 10 copies in the engine benchmark landed 4 at a time
+   * (p50 / p99 48 / 107 ms), with 16 together (43 / 81 ms). A reconcile is ~2 ms of CPU; the
+   * rest is waiting on the API server, and the REST client caps connections at 32 anyway.
+   */
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */
   writeParallelism?: number;
@@ -140,7 +145,7 @@ export class DeliveryController {
     this.reconciler = new Reconciler({
       name: CONTROLLER_NAME,
       reconcile: (name) => this.reconcile(name),
-      concurrency: opts.concurrency ?? 4,
+      concurrency: opts.concurrency ?? 16,
       logger: log,
       metrics,
       expected: (err) => err instanceof WritesFailedError,
