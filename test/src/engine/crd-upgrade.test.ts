@@ -1,7 +1,8 @@
-// The MirrorDelivery CRD's status.namespaces went from a list-map to an atomic list (the
-// API server's per-entry field tracking made every status write 2.4x the work). docs/helm.md
-// tells users to apply the new CRD over existing deliveries, and an agent may meet either
-// version: both directions are exercised here, with the hub and agent running throughout.
+// Two status lists went from list-maps to atomic lists: MirrorDelivery's status.namespaces
+// (written by the agent) and SecretMirror's / ClusterSecretMirror's status.clusters (written by
+// the hub). The API server's per-entry field tracking made every status write 2.4-2.6x the work.
+// docs/helm.md tells users to apply the new CRDs over existing objects, and a hub or agent may
+// meet either version: both directions are exercised here, with the hub and agent running.
 
 import { ApiextensionsV1Api, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,30 +11,52 @@ import { applyCrd, loadCrds } from '../support/crds.js';
 import { Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
 
-const CRD = 'mirrordeliveries.mirrorhub.io';
+/** Each CRD whose status list changed, the chart shipping it and the list's status field. */
+const LISTS = [
+  { crd: 'mirrordeliveries.mirrorhub.io', chart: 'mirrorhub-agent', field: 'namespaces' },
+  { crd: 'secretmirrors.mirrorhub.io', chart: 'mirrorhub-hub', field: 'clusters' },
+] as const;
+type List = (typeof LISTS)[number];
 
-/** The status.namespaces schema of a MirrorDelivery CRD. */
-function namespacesSchema(crd: V1CustomResourceDefinition) {
+/** The status list's schema in `crd`. */
+function listSchema(crd: V1CustomResourceDefinition, l: List) {
   const status = crd.spec.versions[0]!.schema!.openAPIV3Schema!.properties!['status']!;
-  return status.properties!['namespaces']!;
+  return status.properties![l.field]!;
 }
 
 /** The CRD as this release ships it, or as the release before did (a list-map by name). */
-function deliveryCrd(listType: 'current' | 'map'): V1CustomResourceDefinition {
-  const crd = loadCrds('mirrorhub-agent').find((c) => c.metadata!.name === CRD)!;
+function crdOf(l: List, listType: 'current' | 'map'): V1CustomResourceDefinition {
+  const crd = loadCrds(l.chart).find((c) => c.metadata!.name === l.crd)!;
   if (listType === 'map') {
-    const schema = namespacesSchema(crd);
+    const schema = listSchema(crd, l);
     schema.x_kubernetes_list_type = 'map';
     schema.x_kubernetes_list_map_keys = ['name'];
   }
   return crd;
 }
 
-describe('upgrading the MirrorDelivery CRD over existing deliveries', () => {
+/**
+ * What the status writer's managedFields entry holds under status.<field>: `{}` when the list is
+ * one owned field (atomic), one `k:{"name":...}` key per element as a list-map.
+ */
+function ownedList(o: { metadata?: { managedFields?: unknown[] } }, field: string): unknown {
+  const entries = (o.metadata?.managedFields ?? []) as {
+    subresource?: string;
+    fieldsV1?: Record<string, Record<string, unknown>>;
+  }[];
+  return entries.find((f) => f.subresource === 'status')?.fieldsV1?.['f:status']?.[`f:${field}`];
+}
+
+describe('upgrading the CRDs whose status lists became atomic, over existing objects', () => {
   let e: Engine;
   const api = () => e.kc.makeApiClient(ApiextensionsV1Api);
+  const applyAll = (listType: 'current' | 'map') =>
+    Promise.all(LISTS.map((l) => applyCrd(e.kc, crdOf(l, listType))));
 
-  /** A new namespace gets its copy, and the delivery's status lists every namespace Synced. */
+  /**
+   * A new namespace gets its copy, the delivery's status lists every namespace Synced, and the
+   * mirror's status counts them in its one cluster.
+   */
   async function delivers(namespaces: string[]): Promise<void> {
     await e.ensureNamespace(namespaces.at(-1)!);
     await eventually(async () =>
@@ -45,6 +68,9 @@ describe('upgrading the MirrorDelivery CRD over existing deliveries', () => {
         namespaces.map((n) => `${n} Synced`),
       );
     });
+    await e.mirrorStatus('SecretMirror', 'tls', 'src', (m) =>
+      expect(m.status?.clusters?.map((c) => c.synced)).toEqual([namespaces.length]),
+    );
   }
 
   beforeAll(async () => {
@@ -57,8 +83,9 @@ describe('upgrading the MirrorDelivery CRD over existing deliveries', () => {
     await e?.stop();
   });
 
-  it('keeps delivering and reporting from the old CRD to the new and back', async () => {
-    expect(namespacesSchema(deliveryCrd('current')).x_kubernetes_list_type).toBe('atomic');
+  it('keeps delivering and reporting from the old CRDs to the new and back', async () => {
+    for (const l of LISTS)
+      expect(listSchema(crdOf(l, 'current'), l).x_kubernetes_list_type).toBe('atomic');
     await e.applyMirror(
       secretMirror('src', 'tls', {
         source: { kind: 'Secret', name: 'tls' },
@@ -68,21 +95,26 @@ describe('upgrading the MirrorDelivery CRD over existing deliveries', () => {
     );
     await delivers(['app-1']);
 
-    // Back to the release before: a list-map. The agent reports on.
-    await applyCrd(e.kc, deliveryCrd('map'));
+    // Back to the release before: list-maps. Hub and agent report on.
+    await applyAll('map');
     await delivers(['app-1', 'app-2']);
-    const old = await api().readCustomResourceDefinition({ name: CRD });
-    expect(namespacesSchema(old).x_kubernetes_list_type).toBe('map');
+    for (const l of LISTS) {
+      const old = await api().readCustomResourceDefinition({ name: l.crd });
+      expect(listSchema(old, l).x_kubernetes_list_type).toBe('map');
+    }
+    // Written under the list-map schema: one managed entry per element.
+    const [before] = await e.deliveries();
+    expect(JSON.stringify(ownedList(before!, 'namespaces'))).toContain('k:{\\"name\\":');
+    const mirrorBefore = await e.getMirror('SecretMirror', 'tls', 'src');
+    expect(JSON.stringify(ownedList(mirrorBefore!, 'clusters'))).toContain('k:{\\"name\\":');
 
-    // Upgraded again, over the delivery whose status the list-map CRD holds.
-    await applyCrd(e.kc, deliveryCrd('current'));
+    // Upgraded again, over the objects whose status the list-map CRDs hold.
+    await applyAll('current');
     await delivers(['app-1', 'app-2', 'app-3']);
+    // Each list is one owned field now, not one managed entry per element.
     const [d] = await e.deliveries();
-    // The status entries are one field now, not one managed entry per namespace.
-    const agentFields = JSON.stringify(
-      d!.metadata!.managedFields?.find((f) => f.subresource === 'status')?.fieldsV1,
-    );
-    expect(agentFields).toContain('f:namespaces');
-    expect(agentFields).not.toContain('app-1');
+    expect(ownedList(d!, 'namespaces')).toEqual({});
+    const m = await e.getMirror('SecretMirror', 'tls', 'src');
+    expect(ownedList(m!, 'clusters')).toEqual({});
   });
 });
