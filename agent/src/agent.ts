@@ -61,7 +61,7 @@ export interface AgentConfig {
   watchProgressDeadlineSeconds?: number | undefined;
   /** Deliveries reconciled at once (default: the controller's, 16). */
   concurrency?: number;
-  /** Copy writes in flight at once per delivery (default 16). */
+  /** Copy writes in flight at once per delivery (default: the controller's, 16). */
   writeParallelism?: number;
   /** Run the controller only while holding this Lease (default false: always run). */
   leaderElection?: false | LeaderElectionConfig;
@@ -123,7 +123,7 @@ export function createAgent(config: AgentConfig): Agent {
       ? { watchProgressDeadlineMs: config.watchProgressDeadlineSeconds * 1000 }
       : {}),
     ...(config.concurrency !== undefined ? { concurrency: config.concurrency } : {}),
-    writeParallelism: config.writeParallelism ?? 16,
+    ...(config.writeParallelism !== undefined ? { writeParallelism: config.writeParallelism } : {}),
     eventsInstance: identity,
     gc: config.gc,
   });
