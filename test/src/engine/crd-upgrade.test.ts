@@ -2,7 +2,9 @@
 // (written by the agent) and SecretMirror's / ClusterSecretMirror's status.clusters (written by
 // the hub). The API server's per-entry field tracking made every status write 2.4-2.6x the work.
 // docs/helm.md tells users to apply the new CRDs over existing objects, and a hub or agent may
-// meet either version: both directions are exercised here, with the hub and agent running.
+// meet either version: both directions are exercised here, with the hub and agent running. The
+// SecretMirror CRD stands for ClusterSecretMirror too: both status schemas come from one
+// definition in shared/src/api/schema.ts (mirrorStatus).
 
 import { ApiextensionsV1Api, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
