@@ -34,6 +34,7 @@ const REGION = 'eu-west-1';
 const HUB = '111111111111';
 const A = '222222222222';
 const B = '333333333333';
+const C = '444444444444';
 const VIEW = 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy';
 const EDIT = 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy';
 const CA = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n';
@@ -734,5 +735,114 @@ describe('fault hooks', () => {
     } finally {
       await short.stop();
     }
+  });
+});
+
+describe('clusters sharing an API server', () => {
+  let session: AwsCredentials;
+  beforeAll(async () => {
+    // follower-c is served by follower-b's API server (endpoint, CA, admin and webhook).
+    emu.addCluster({
+      name: 'follower-c',
+      host: 'follower-b',
+      region: REGION,
+      accountId: C,
+      endpoint: 'https://follower-b.example:6443',
+      caPem: CA,
+      version: '1.33',
+      admin: kubes['follower-b']!.kubeConfig,
+    });
+    admin[C] = (
+      await createUserWithAccessKey(moto.endpoint, { accountId: C, userName: 'platform-admin' })
+    ).credentials;
+    const hubArn = `arn:aws:iam::${HUB}:user/mirrorhub-hub`;
+    await createRole(moto.endpoint, {
+      accountId: C,
+      roleName: 'mirrorhub-follower',
+      trustPolicy: trustPolicy({ principals: [hubArn] }),
+    });
+    await eks(admin[C]!).send(
+      new CreateAccessEntryCommand({ clusterName: 'follower-c', principalArn: followerRole(C) }),
+    );
+    session = await assumeRole(moto.endpoint, {
+      credentials: hub,
+      roleArn: followerRole(C),
+      sessionName: 'shared',
+    });
+  });
+  const token = async (clusterName: string) =>
+    (await mintEksToken({ clusterName, region: REGION, credentials: session })).token;
+
+  it("the host's webhook authenticates a hosted cluster's token with that cluster's entry", async () => {
+    const r = await review('follower-b', await token('follower-c'));
+    expect(r.status).toMatchObject({
+      authenticated: true,
+      user: {
+        username: `arn:aws:sts::${C}:assumed-role/mirrorhub-follower/shared`,
+        // A group of follower-c's own: the same principal may have an entry in follower-b too.
+        groups: [`eks-access-entry:follower-c:${C}:role/mirrorhub-follower`],
+      },
+    });
+  });
+
+  it.each([
+    {
+      name: 'a token for a cluster on another API server',
+      cluster: 'follower-b',
+      mint: () => token('follower-a'),
+      error:
+        /^sts: signature does not match for x-k8s-aws-id=follower-b or follower-c, the clusters of this API server \(token minted for a cluster on another API server, or altered\)$/,
+    },
+    {
+      name: 'a token for a hosted cluster at its own webhook URL',
+      cluster: 'follower-c',
+      mint: () => token('follower-c'),
+      error: /^cluster "follower-c" has no API server of its own: it shares that of follower-b$/,
+    },
+    {
+      name: "a hosted cluster's token at another API server",
+      cluster: 'follower-a',
+      mint: () => token('follower-c'),
+      error: /^sts: signature does not match for x-k8s-aws-id=follower-a \(token minted/,
+    },
+  ])('denies $name', async (c) => {
+    const r = await review(c.cluster, await c.mint());
+    expect(r.status).toEqual({ authenticated: false, error: expect.stringMatching(c.error) });
+  });
+
+  it('refuses a host that is not added, or is hosted itself', () => {
+    const cluster = (name: string, host: string) => ({
+      name,
+      host,
+      region: REGION,
+      accountId: C,
+      endpoint: 'https://x.example:6443',
+      caPem: CA,
+      version: '1.33',
+      admin: kubes['follower-b']!.kubeConfig,
+    });
+    expect(() => emu.addCluster(cluster('follower-d', 'nope'))).toThrow(
+      'EKS emulator: cluster "follower-d" shares the API server of "nope", which is not added: add "nope" first',
+    );
+    expect(() => emu.addCluster(cluster('follower-d', 'follower-c'))).toThrow(
+      'EKS emulator: cluster "follower-d" shares the API server of "follower-c", which shares that of "follower-b": name "follower-b" as its host',
+    );
+  });
+
+  it('counts DescribeCluster by cluster name, answered or not', async () => {
+    const count = (name: string) => emu.describeClusterCalls()[name] ?? 0;
+    const before = { c: count('follower-c'), b: count('follower-b') };
+    const { cluster } = await eks(admin[C]!).send(
+      new DescribeClusterCommand({ name: 'follower-c' }),
+    );
+    expect(cluster?.endpoint).toBe('https://follower-b.example:6443');
+    // Not this account's cluster: 404, counted all the same.
+    expect(
+      (await rejection(eks(admin[C]!).send(new DescribeClusterCommand({ name: 'follower-b' }))))
+        .name,
+    ).toBe('ResourceNotFoundException');
+    await eks(admin[C]!).send(new ListClustersCommand({}));
+    expect(count('follower-c')).toBe(before.c + 1);
+    expect(count('follower-b')).toBe(before.b + 1);
   });
 });

@@ -12,7 +12,9 @@
 //     URL to STS, the signature is recomputed here with `x-k8s-aws-id: <this cluster>` and the
 //     key's secret from moto (exactly the check STS makes on the replay), and the caller is named
 //     by moto's GetCallerIdentity for that key. Its access entry in this cluster gives username
-//     and groups.
+//     and groups. Several emulated clusters may share one kube-apiserver (EmulatedCluster.host):
+//     its webhook then takes a token minted for any of them, the one whose name the signature
+//     matches, with that cluster's access entries.
 //
 // Tokens and secrets are never logged; denials are logged with their reason.
 //
@@ -63,6 +65,12 @@ export interface EmulatedCluster {
   version: string;
   /** Admin access used to write the RBAC that access policies stand for. */
   admin: KubeConfig;
+  /**
+   * The cluster whose kube-apiserver this one is (default: its own name). A cluster hosted by
+   * another has the host's endpoint, CA and admin, and no webhook of its own: the host's webhook
+   * authenticates its tokens. The host must be added first and must not be hosted itself.
+   */
+  host?: string;
 }
 
 export interface EksEmulatorOptions {
@@ -83,7 +91,10 @@ export interface EksEmulatorOptions {
 export interface EksEmulator {
   /** http://127.0.0.1:<port>: the `endpoint` of an EKS client. */
   endpoint: string;
-  /** The TokenReview webhook URL for one cluster's kube-apiserver. */
+  /**
+   * The TokenReview webhook URL for one cluster's kube-apiserver. It authenticates tokens minted
+   * for that cluster and for every cluster it hosts.
+   */
   webhookUrl(clusterName: string): string;
   addCluster(c: EmulatedCluster): void;
   /**
@@ -100,6 +111,11 @@ export interface EksEmulator {
   available(): boolean;
   /** How many EKS API requests an outage refused since the emulator started. */
   refused(): number;
+  /**
+   * DescribeCluster requests by cluster name since the emulator started: every one that reached
+   * it, whatever its answer (refused by an outage or authentication, no such cluster, ...).
+   */
+  describeClusterCalls(): Record<string, number>;
   stop(): Promise<void>;
 }
 
@@ -133,6 +149,8 @@ interface ClusterState {
   arn: string;
   createdAt: Date;
   entries: Map<string, AccessEntry>;
+  /** The clusters whose tokens this one's webhook takes: itself first, then those it hosts. */
+  hosted: ClusterState[];
   rbac: AccessPolicyRbac;
   /** Serialises mutations of one cluster, so state and RBAC change in the same order. */
   queue: Promise<unknown>;
@@ -160,6 +178,9 @@ const MAX_BODY = 1 << 20;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const RESERVED_USERNAME = /^(system|eks|aws|amazon|iam):/;
 
+/** The cluster whose kube-apiserver `c` is: its own name unless it shares another's. */
+const hostOf = (c: EmulatedCluster) => c.host ?? c.name;
+
 // ---- server --------------------------------------------------------------------------------
 
 export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmulator> {
@@ -171,6 +192,7 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     opts.tokenLifetimeSeconds === undefined ? undefined : opts.tokenLifetimeSeconds * 1000;
   let available = true;
   let refused = 0;
+  const describeClusterCalls = new Map<string, number>();
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -196,6 +218,12 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
       }
       sendJson(res, 200, await tokenReview(name, body));
       return;
+    }
+    // Counted before anything can refuse it: the count is what callers asked for.
+    const described = req.method === 'GET' ? /^\/clusters\/([^/]+)$/.exec(rawPath) : null;
+    if (described) {
+      const name = safeDecode(described[1]!);
+      describeClusterCalls.set(name, (describeClusterCalls.get(name) ?? 0) + 1);
     }
     if (!available) {
       refused++;
@@ -501,11 +529,12 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     const [, , , , account, resource] = canonical.split(':') as string[];
     const [kind, name] = resource!.split('/') as [string, string];
     const at = now();
+    const shared = hostOf(s.c) === s.c.name ? undefined : s.c.name;
     const e: AccessEntry = {
       principalArn,
       canonicalArn: canonical,
-      id: accessEntryId(canonical),
-      group: accessEntryGroup(canonical),
+      id: accessEntryId(canonical, shared),
+      group: accessEntryGroup(canonical, shared),
       kubernetesGroups,
       username:
         username ??
@@ -657,6 +686,11 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     }
     const s = clusters.get(clusterName);
     if (!s) return deny(`unknown cluster "${clusterName}"`);
+    if (hostOf(s.c) !== clusterName) {
+      return deny(
+        `cluster "${clusterName}" has no API server of its own: it shares that of ${hostOf(s.c)}`,
+      );
+    }
 
     const parsed = parseEksToken(review.spec.token, {
       now: now(),
@@ -672,11 +706,19 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     if (key.sessionToken !== t.securityToken) {
       return deny('sts: the security token included in the request is invalid');
     }
-    if (!presignedSignatureMatches(t, clusterName, key.secretAccessKey)) {
+    // The cluster name is a signed header, not in the URL: of the clusters this API server
+    // serves, the token is for the one whose name its signature matches.
+    const target = s.hosted.find((h) =>
+      presignedSignatureMatches(t, h.c.name, key.secretAccessKey),
+    );
+    if (!target) {
       return deny(
-        `sts: signature does not match for x-k8s-aws-id=${clusterName} (token minted for another cluster, or altered)`,
+        s.hosted.length === 1
+          ? `sts: signature does not match for x-k8s-aws-id=${clusterName} (token minted for another cluster, or altered)`
+          : `sts: signature does not match for x-k8s-aws-id=${s.hosted.map((h) => h.c.name).join(' or ')}, the clusters of this API server (token minted for a cluster on another API server, or altered)`,
       );
     }
+    const where = target === s ? clusterName : `${clusterName} (cluster ${target.c.name})`;
     const caller = await getCallerIdentity(moto, {
       accessKeyId: key.accessKeyId,
       secretAccessKey: key.secretAccessKey,
@@ -687,10 +729,10 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     const id = canonicalizeIdentity(caller);
     if ('error' in id) return deny(id.error);
 
-    const entry = s.entries.get(id.canonicalArn);
-    if (!entry) return deny(`no access entry for ${id.canonicalArn} in cluster ${clusterName}`);
+    const entry = target.entries.get(id.canonicalArn);
+    if (!entry) return deny(`no access entry for ${id.canonicalArn} in cluster ${target.c.name}`);
     const user = userInfo(entry, id, t.accessKeyId);
-    log(`eks-emulator: webhook ${clusterName}: ${user.username} groups=${user.groups.join(',')}`);
+    log(`eks-emulator: webhook ${where}: ${user.username} groups=${user.groups.join(',')}`);
     return { apiVersion, kind: 'TokenReview', status: { authenticated: true, user } };
   }
 
@@ -731,15 +773,32 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
           `EKS emulator: cluster "${c.name}" needs a real 12-digit account id, not ${c.accountId}`,
         );
       }
-      clusters.set(c.name, {
+      const hostName = hostOf(c);
+      const host = hostName === c.name ? undefined : clusters.get(hostName);
+      if (hostName !== c.name && !host) {
+        throw new Error(
+          `EKS emulator: cluster "${c.name}" shares the API server of "${hostName}", which is not added: add "${hostName}" first`,
+        );
+      }
+      if (host && hostOf(host.c) !== hostName) {
+        throw new Error(
+          `EKS emulator: cluster "${c.name}" shares the API server of "${hostName}", which shares that of "${hostOf(host.c)}": name "${hostOf(host.c)}" as its host`,
+        );
+      }
+      const s: ClusterState = {
         c,
         arn: `arn:aws:eks:${c.region}:${c.accountId}:cluster/${c.name}`,
         createdAt: now(),
         entries: new Map(),
+        hosted: [],
         rbac: new AccessPolicyRbac(c.admin),
         queue: Promise.resolve(),
-      });
-      log(`eks-emulator: cluster ${c.name} (${c.accountId}, ${c.region}) -> ${c.endpoint}`);
+      };
+      (host ?? s).hosted.push(s);
+      clusters.set(c.name, s);
+      log(
+        `eks-emulator: cluster ${c.name} (${c.accountId}, ${c.region}) -> ${c.endpoint}${host ? ` (API server of ${host.c.name})` : ''}`,
+      );
     },
     setEndpoint(name, endpoint) {
       const st = clusters.get(name);
@@ -752,6 +811,7 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     },
     available: () => available,
     refused: () => refused,
+    describeClusterCalls: () => Object.fromEntries(describeClusterCalls),
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -762,6 +822,14 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
 }
 
 // ---- HTTP helpers ------------------------------------------------------------------------------
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name.toLowerCase()];

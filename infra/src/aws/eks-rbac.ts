@@ -43,16 +43,24 @@ const LABEL_ENTRY = 'eks-emulator.mirrorhub.io/access-entry';
 const LABEL_POLICY = 'eks-emulator.mirrorhub.io/access-policy';
 const ANNOTATION_PRINCIPAL = 'eks-emulator.mirrorhub.io/principal-arn';
 
+// An API server shared by several emulated clusters holds the RBAC of all of them, and one
+// principal may have an entry in more than one: the entries of a cluster that shares another's
+// API server (`sharedCluster`, its name) get ids and groups of their own, so neither the
+// bindings nor the rights of one cluster's entry reach into another's.
+
 /** Stable, label-safe id of an access entry (from its canonical principal ARN). */
-export function accessEntryId(canonicalPrincipalArn: string): string {
-  return createHash('sha256').update(canonicalPrincipalArn).digest('hex').slice(0, 16);
+export function accessEntryId(canonicalPrincipalArn: string, sharedCluster?: string): string {
+  const key = sharedCluster ? `${sharedCluster}/${canonicalPrincipalArn}` : canonicalPrincipalArn;
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
 }
 
-/** The group an entry's principal gets: unique per principal, never system:*. */
-export function accessEntryGroup(canonicalPrincipalArn: string): string {
-  // arn:aws:iam::222222222222:role/follower -> eks-access-entry:222222222222:role/follower
+/** The group an entry's principal gets: unique per principal on its API server, never system:*. */
+export function accessEntryGroup(canonicalPrincipalArn: string, sharedCluster?: string): string {
+  // arn:aws:iam::222222222222:role/follower -> eks-access-entry:222222222222:role/follower, or
+  // eks-access-entry:follower-a:222222222222:role/follower (a cluster name starts with a letter,
+  // an account with a digit: the two forms never meet).
   const [, , , , account, resource] = canonicalPrincipalArn.split(':');
-  return `${ENTRY_GROUP_PREFIX}${account}:${resource}`;
+  return `${ENTRY_GROUP_PREFIX}${sharedCluster ? `${sharedCluster}:` : ''}${account}:${resource}`;
 }
 
 export function policyName(policyArn: string): string | undefined {

@@ -561,6 +561,42 @@ describe('an STS outage', () => {
   });
 });
 
+describe('assumeRoleCalls', () => {
+  it('counts every AssumeRole by RoleArn: allowed, denied and refused by an outage', async () => {
+    const roleArn = role(A, 'with-external-id');
+    const count = () => gate.assumeRoleCalls()[roleArn] ?? 0;
+    const before = count();
+    const call = (externalId?: string) =>
+      assumeRole(gate.endpoint, {
+        credentials: hub.credentials,
+        roleArn,
+        sessionName: 'x',
+        ...(externalId ? { externalId } : {}),
+      });
+    await call('ext-1');
+    await expect(call()).rejects.toMatchObject({ name: 'AccessDenied' });
+    gate.setAvailable(false);
+    try {
+      const res = await signed({
+        method: 'POST',
+        params: { Action: 'AssumeRole', RoleArn: roleArn, RoleSessionName: 'x' },
+        credentials: hub.credentials,
+      });
+      expect(res.status).toBe(503);
+    } finally {
+      gate.setAvailable(true);
+    }
+    // Without a RoleArn there is no role to count it for.
+    const res = await signed({
+      method: 'POST',
+      params: { Action: 'AssumeRole', RoleSessionName: 'x' },
+      credentials: hub.credentials,
+    });
+    expect(res.status).toBe(400);
+    expect(count()).toBe(before + 3);
+  });
+});
+
 describe('sessionLifetimeSeconds', () => {
   let short: StsGate;
   beforeAll(async () => {

@@ -81,6 +81,12 @@ export interface StsGate {
   available(): boolean;
   /** How many requests an outage refused since the gate started. */
   refused(): number;
+  /**
+   * AssumeRole requests by RoleArn since the gate started: every one that reached the gate,
+   * whatever its answer (allowed, denied, invalid, or refused by an outage); one without a
+   * RoleArn names no role and is not counted.
+   */
+  assumeRoleCalls(): Record<string, number>;
   stop(): Promise<void>;
 }
 
@@ -169,6 +175,7 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
     opts.sessionLifetimeSeconds === undefined ? undefined : opts.sessionLifetimeSeconds * 1000;
   let available = true;
   let refused = 0;
+  const assumeRoleCalls = new Map<string, number>();
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -183,14 +190,18 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
+    const [rawPath = '/', rawQuery = ''] = (req.url ?? '/').split(/\?(.*)/s, 2);
+    const params = requestParams(req, rawQuery, body);
+    const action = params.get('Action');
+    // Counted before anything can refuse it: the count is what callers asked for.
+    const calledRole = action === 'AssumeRole' ? params.get('RoleArn') : null;
+    if (calledRole !== null)
+      assumeRoleCalls.set(calledRole, (assumeRoleCalls.get(calledRole) ?? 0) + 1);
     if (!available) {
       refused++;
       sendError(res, unavailable());
       return;
     }
-    const [rawPath = '/', rawQuery = ''] = (req.url ?? '/').split(/\?(.*)/s, 2);
-    const params = requestParams(req, rawQuery, body);
-    const action = params.get('Action');
     if (action === 'AssumeRole') {
       const query = parseRawQuery(rawQuery);
       if (!query) throw new StsError(400, 'MalformedQueryString', 'malformed query string');
@@ -456,6 +467,7 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
     },
     available: () => available,
     refused: () => refused,
+    assumeRoleCalls: () => Object.fromEntries(assumeRoleCalls),
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -31,10 +31,25 @@ export interface KitOptions {
   clusters: string[];
   /** Working directory for certificates, kubeconfigs, logs and etcd data (default: a temp dir). */
   dir?: string;
-  /** Fixed API server ports: cluster i listens on portBase + i (default: free ports). */
+  /**
+   * Fixed API server ports: cluster i listens on portBase + i (default: free ports). The port of
+   * a cluster that shares another's API server stays unused.
+   */
   portBase?: number;
   /** AWS account id per cluster (default: 111111111111, 222222222222, ... in order). */
   accounts?: Record<string, string>;
+  /**
+   * Clusters served by another cluster's API server, by name: `{ 'follower-b': 'follower-a' }`
+   * (both listed in `clusters`; the host must not share another's itself). So a fleet of many
+   * EKS clusters needs only a few kube-apiservers: a sharing cluster is a cluster of its own for
+   * AWS (its account, EKS cluster, access entries and tokens minted for its name, which the
+   * host's API server authenticates with them), but has no certificates, API server or
+   * ServiceAccount issuer of its own. Everything in Kubernetes is its host's: namespaces,
+   * objects, RBAC, ServiceAccount tokens, and the groups access entries name in
+   * kubernetesGroups; only the group the EKS emulator mints for each access entry is its own.
+   * Default: none.
+   */
+  sharing?: Record<string, string>;
   region?: string;
   /**
    * AWS for the clusters (default true): moto as STS/IAM with one account per cluster, the EKS
@@ -55,8 +70,15 @@ export interface KitOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * One cluster. A cluster that shares another's API server (KitOptions.sharing) has its own name
+ * and accountId; everything else (server, port, caPem, kubeconfigPath, dir, kubeConfig(),
+ * running()) is its host's, and it cannot stop or start an API server (its host's is shared).
+ */
 export interface KitCluster {
   readonly name: string;
+  /** The cluster whose API server this one is: its own name, or its host under sharing. */
+  readonly host: string;
   readonly server: string;
   readonly port: number;
   readonly caPem: string;
@@ -101,16 +123,24 @@ export interface KitAws {
   describeEndpoint(cluster: string, endpoint: string): void;
   /** How many requests that service refused because of an outage, since the kit started. */
   refused(service: 'sts' | 'eks'): number;
+  /**
+   * Calls counted by the emulators since the kit started, every one that reached them whatever
+   * its answer (allowed or refused, outages included): `assumeRole` by role ARN (sts:AssumeRole
+   * at the STS gate; one without a RoleArn is not counted), `describeCluster` by cluster name
+   * (eks:DescribeCluster at the EKS emulator, unknown names included). A fresh copy each call.
+   */
+  calls(): { assumeRole: Record<string, number>; describeCluster: Record<string, number> };
 }
 
 export interface Kit {
   readonly dir: string;
   readonly aws: KitAws | undefined;
+  /** Every cluster in the order of KitOptions.clusters, sharing ones included. */
   readonly clusters: readonly KitCluster[];
   readonly kubectl: string;
   /** The cluster of that name, or a KitError that lists the known ones. */
   cluster(name: string): KitCluster;
-  /** Process ids of everything the kit runs (etcd, API servers, moto). */
+  /** Process ids of everything the kit runs (etcd, API servers, moto), each once. */
   pids(): number[];
   /**
    * Restarts the etcd under every cluster: stops it (SIGTERM, SIGKILL after 1 s: a graceful stop
@@ -141,6 +171,33 @@ export function validateClusterNames(names: string[]): void {
   }
 }
 
+/** Checks KitOptions.sharing against the cluster names (see there). */
+export function validateSharing(names: string[], sharing: Record<string, string>): void {
+  const known = `the clusters are ${names.join(', ')}`;
+  for (const [name, host] of Object.entries(sharing)) {
+    if (!names.includes(name)) {
+      throw new KitError(
+        `sharing names cluster "${name}", which is not in clusters (${known}): add it to clusters or remove it from sharing`,
+      );
+    }
+    if (host === name) {
+      throw new KitError(
+        `cluster "${name}" cannot share its own API server: remove it from sharing`,
+      );
+    }
+    if (!names.includes(host)) {
+      throw new KitError(
+        `cluster "${name}" shares the API server of "${host}", which is not in clusters (${known}): add "${host}" to clusters or share another's`,
+      );
+    }
+    if (Object.hasOwn(sharing, host)) {
+      throw new KitError(
+        `cluster "${name}" shares the API server of "${host}", which shares that of "${sharing[host]}" itself: share "${sharing[host]}" instead`,
+      );
+    }
+  }
+}
+
 /** 111111111111, 222222222222, ... 999999999999, then 100000000010, 100000000011, ... */
 export function defaultAccount(index: number): string {
   return index < 9 ? String(index + 1).repeat(12) : String(100_000_000_000 + index + 1);
@@ -154,6 +211,9 @@ export function defaultAccount(index: number): string {
  */
 export async function startKit(opts: KitOptions): Promise<Kit> {
   validateClusterNames(opts.clusters);
+  validateSharing(opts.clusters, opts.sharing ?? {});
+  /** Sharing cluster -> its host. */
+  const sharedHost = new Map(Object.entries(opts.sharing ?? {}));
   const lifetime = opts.awsLifetimeSeconds;
   if (lifetime !== undefined && !(Number.isFinite(lifetime) && lifetime > 0)) {
     throw new KitError(`awsLifetimeSeconds must be a positive number of seconds, not ${lifetime}`);
@@ -165,8 +225,9 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   const dir = resolve(opts.dir ?? (await mkdtemp(join(tmpdir(), 'mirrorhub-kit-'))));
   const forgetDir = ownDir ? onExit(() => removeDirSync(dir)) : () => false;
   await mkdir(dir, { recursive: true });
-  const ports: number[] = [];
+  const ports = new Map<string, number>();
   for (const [i, name] of opts.clusters.entries()) {
+    if (sharedHost.has(name)) continue;
     if (opts.portBase !== undefined) {
       const port = opts.portBase + i;
       if (!(await isPortFree(port))) {
@@ -174,9 +235,9 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
           `port ${port} for cluster ${name} is already in use: stop what listens there (ss -ltnp 'sport = :${port}') or pick another --port-base`,
         );
       }
-      ports.push(port);
+      ports.set(name, port);
     } else {
-      ports.push(await findFreePort());
+      ports.set(name, await findFreePort());
     }
   }
   const bins = await ensureKubeBinaries();
@@ -185,14 +246,16 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
   let moto: MotoServer | undefined;
   let sts: StsGate | undefined;
   let eks: EksEmulator | undefined;
-  const clusters: ClusterImpl[] = [];
+  /** The clusters with an API server of their own. */
+  const servers: ClusterImpl[] = [];
+  const clusters: KitCluster[] = [];
   const stopping = new AbortController();
   /** The pending etcd restart, if any: restarts run one at a time, stop() waits for them. */
   let etcdRestarts: Promise<void> = Promise.resolve();
   const stopAll = async () => {
     stopping.abort();
     await etcdRestarts;
-    await Promise.all(clusters.map((c) => c.stopApiServer()));
+    await Promise.all(servers.map((c) => c.stopApiServer()));
     await Promise.all([etcd?.proc.stop(), eks?.stop(), sts?.stop(), moto?.stop()]);
     if (ownDir) {
       forgetDir();
@@ -215,21 +278,22 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
       });
     }
     etcd = await startEtcd(bins.etcd, join(dir, 'etcd'));
-    const pkis = await Promise.all(
-      opts.clusters.map((n) => makeClusterPki(join(dir, n, 'pki'), n)),
-    );
-    // IRSA: STS verifies each cluster's ServiceAccount tokens with its signing key.
-    for (const [i, name] of opts.clusters.entries()) {
+    const accountOf = (name: string) =>
+      opts.accounts?.[name] ?? defaultAccount(opts.clusters.indexOf(name));
+    const hostNames = [...ports.keys()];
+    const pkis = await Promise.all(hostNames.map((n) => makeClusterPki(join(dir, n, 'pki'), n)));
+    // IRSA: STS verifies each API server's ServiceAccount tokens with its signing key.
+    for (const [i, name] of hostNames.entries()) {
       sts?.trustIssuer(serviceAccountIssuer(name), readFileSync(pkis[i]!.saPub, 'utf8'));
     }
-    for (const [i, name] of opts.clusters.entries()) {
-      clusters.push(
+    for (const [i, name] of hostNames.entries()) {
+      servers.push(
         new ClusterImpl({
           name,
           dir: join(dir, name),
-          port: ports[i]!,
+          port: ports.get(name)!,
           pki: pkis[i]!,
-          accountId: opts.accounts?.[name] ?? defaultAccount(i),
+          accountId: accountOf(name),
           region,
           start: (c) =>
             startApiServer({
@@ -247,16 +311,27 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
     }
     const started = Date.now();
     const newPort = opts.portBase === undefined ? findFreePort : undefined;
-    await Promise.all(clusters.map((c) => c.firstStart(newPort)));
+    await Promise.all(servers.map((c) => c.firstStart(newPort)));
+    await Promise.all(
+      servers.map((c) => writeFile(c.kubeconfigPath, c.kubeconfigYaml(), { mode: 0o600 })),
+    );
+    const serverOf = new Map(servers.map((c) => [c.name, c]));
+    for (const name of opts.clusters) {
+      const host = sharedHost.get(name);
+      clusters.push(
+        host === undefined
+          ? serverOf.get(name)!
+          : new SharedCluster(name, accountOf(name), serverOf.get(host)!),
+      );
+    }
     log(
       `${clusters.length} cluster(s) ready in ${((Date.now() - started) / 1000).toFixed(1)}s: ${clusters.map((c) => `${c.name}=${c.server}`).join(' ')}`,
     );
-    await Promise.all(
-      clusters.map((c) => writeFile(c.kubeconfigPath, c.kubeconfigYaml(), { mode: 0o600 })),
-    );
-    for (const c of clusters) {
+    // Hosts first: the emulator adds a sharing cluster only to a host it knows.
+    for (const c of [...servers, ...clusters.filter((c) => c.host !== c.name)]) {
       eks?.addCluster({
         name: c.name,
+        host: c.host,
         region,
         accountId: c.accountId,
         endpoint: c.server,
@@ -305,7 +380,7 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
       return c;
     },
     pids: () =>
-      [etcd?.proc, ...clusters.map((c) => c.proc())]
+      [etcd?.proc, ...servers.map((c) => c.proc())]
         .filter((p) => p !== undefined && p.exitReason() === undefined)
         .map((p) => p!.pid)
         .concat(moto ? [moto.pid] : []),
@@ -333,6 +408,10 @@ export async function startKit(opts: KitOptions): Promise<Kit> {
               log(`${service.toUpperCase()} outage ${down ? 'begins' : 'ends'}`);
             },
             refused: (service) => awsService(service).refused(),
+            calls: () => ({
+              assumeRole: sts.assumeRoleCalls(),
+              describeCluster: eks.describeClusterCalls(),
+            }),
             describeEndpoint: (cluster, endpoint) => {
               if (!byName.has(cluster))
                 throw new KitError(
@@ -377,6 +456,10 @@ class ClusterImpl implements KitCluster {
     this.accountId = init.accountId;
     this.region = init.region;
     this.kubeconfigPath = join(init.dir, 'kubeconfig');
+  }
+
+  get host(): string {
+    return this.name;
   }
 
   get port(): number {
@@ -452,5 +535,59 @@ class ClusterImpl implements KitCluster {
 
   proc(): ServiceProcess | undefined {
     return this.api?.proc;
+  }
+}
+
+/** A cluster under KitOptions.sharing: its own name and account, its host's API server. */
+class SharedCluster implements KitCluster {
+  constructor(
+    readonly name: string,
+    readonly accountId: string,
+    private readonly hostCluster: ClusterImpl,
+  ) {}
+
+  get host(): string {
+    return this.hostCluster.name;
+  }
+  get server(): string {
+    return this.hostCluster.server;
+  }
+  get port(): number {
+    return this.hostCluster.port;
+  }
+  get caPem(): string {
+    return this.hostCluster.caPem;
+  }
+  get region(): string {
+    return this.hostCluster.region;
+  }
+  get kubeconfigPath(): string {
+    return this.hostCluster.kubeconfigPath;
+  }
+  get dir(): string {
+    return this.hostCluster.dir;
+  }
+
+  kubeConfig(): KubeConfig {
+    return this.hostCluster.kubeConfig();
+  }
+
+  running(): boolean {
+    return this.hostCluster.running();
+  }
+
+  // Stopping the host's API server from here would take down every cluster it serves.
+  stopApiServer(): Promise<void> {
+    return Promise.reject(this.notMine('stop'));
+  }
+
+  startApiServer(): Promise<void> {
+    return Promise.reject(this.notMine('start'));
+  }
+
+  private notMine(verb: string): KitError {
+    return new KitError(
+      `cluster ${this.name} shares the API server of ${this.host}: ${verb} ${this.host}`,
+    );
   }
 }
