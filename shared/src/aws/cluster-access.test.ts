@@ -591,6 +591,34 @@ describe('EksClusterAccess when AWS fails', () => {
     expect(await a.kubeAccess()).toBe(ka); // same endpoint and CA: same access
     expect(describeCalls()).toHaveLength(5);
   });
+
+  it('re-describes an unreachable cluster ever less often, up to hourly; a working endpoint starts over', async () => {
+    const a = access();
+    await a.kubeAccess();
+    const refused = () =>
+      a.reportRequestError(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }));
+    /** Keep failing every 10 s for `ms`; how many DescribeCalls that made. */
+    const failFor = async (ms: number) => {
+      const before = describeCalls().length;
+      for (let t = 0; t < ms; t += 10_000) {
+        nowMs += 10_000;
+        refused();
+        await a.kubeAccess();
+      }
+      return describeCalls().length - before;
+    };
+    // Each answer is the endpoint it already had: 30 s, then 60, 120, 240, 480, 960, 1920 s,
+    // then every hour.
+    expect(await failFor(30_000)).toBe(1);
+    expect(await failFor(60_000)).toBe(1);
+    expect(await failFor(3 * 60 * MIN - 90_000)).toBe(6);
+    expect(await failFor(60 * MIN)).toBe(1);
+    expect(await failFor(60 * MIN)).toBe(1);
+
+    // It answers again; its next failure is re-described after 30 s, not an hour.
+    a.endpointWorked();
+    expect(await failFor(30_000)).toBe(1);
+  });
 });
 
 // ---- error messages ----------------------------------------------------------------------------

@@ -9,7 +9,10 @@
 //                on failure, backoff, and the last good credentials are used until they really
 //                expire.
 //   endpoint+CA  cached for `describeTtlMs`, re-described sooner after invalidateEndpoint()
-//                (a TLS or connection failure), at most once per `describeMinIntervalMs`.
+//                (a TLS or connection failure), at most once per `describeMinIntervalMs`; while
+//                re-describes keep answering what the cache held (the cluster is down, not
+//                moved), that wait doubles up to `describeMaxIntervalMs`, until the endpoint
+//                works again (endpointWorked()) or the answer changes.
 //   token        EksTokenSource: re-minted at 14 of its 15 minutes and whenever the credentials
 //                behind it change; asked for on every request and watch (re)connect.
 //
@@ -75,6 +78,12 @@ export interface EksClusterAccessOptions {
   describeTtlMs?: number;
   /** invalidateEndpoint() does not re-describe more often than this. Default 30 s. */
   describeMinIntervalMs?: number;
+  /**
+   * Nor, while re-describes keep answering the same endpoint and CA, more often than this: the
+   * wait doubles from `describeMinIntervalMs` to it. Default 1 hour (a hundred unreachable
+   * clusters cost an account a DescribeCluster each per hour, not each per 30 s).
+   */
+  describeMaxIntervalMs?: number;
   /** Backoff between failed AssumeRole / DescribeCluster calls. Default 1 s doubling to 5 min. */
   backoff?: { initialMs?: number; maxMs?: number; random?: () => number };
   /** AWS SDK request timeout per attempt. Default 10 s. */
@@ -182,6 +191,9 @@ export class EksClusterAccess {
   private readonly refreshBeforeMs: number;
   private readonly describeTtlMs: number;
   private readonly describeMinIntervalMs: number;
+  private readonly describeMaxIntervalMs: number;
+  /** How long invalidateEndpoint() waits after the last describe (see describeMaxIntervalMs). */
+  private describeIntervalMs: number;
   private readonly sts: STSClient;
   private readonly tokens: EksTokenSource;
   private readonly backoff: Record<'AssumeRole' | 'DescribeCluster', Backoff>;
@@ -223,6 +235,11 @@ export class EksClusterAccess {
     );
     this.describeTtlMs = opts.describeTtlMs ?? DEFAULT_DESCRIBE_TTL_MS;
     this.describeMinIntervalMs = opts.describeMinIntervalMs ?? 30_000;
+    this.describeMaxIntervalMs = Math.max(
+      this.describeMinIntervalMs,
+      opts.describeMaxIntervalMs ?? 3600_000,
+    );
+    this.describeIntervalMs = this.describeMinIntervalMs;
     const backoff = {
       initialMs: opts.backoff?.initialMs ?? 1000,
       maxMs: opts.backoff?.maxMs ?? 5 * 60_000,
@@ -324,13 +341,19 @@ export class EksClusterAccess {
 
   /**
    * The endpoint or CA did not work (TLS or connection failure): describe the cluster again on
-   * the next kubeAccess(), unless it was described less than `describeMinIntervalMs` ago.
+   * the next kubeAccess(), unless it was described less than `describeMinIntervalMs` ago (or
+   * longer, see describeMaxIntervalMs).
    */
   invalidateEndpoint(): void {
     const e = this.endpointCache;
     if (!e) return;
-    if (this.now().getTime() - e.value.describedAt.getTime() < this.describeMinIntervalMs) return;
+    if (this.now().getTime() - e.value.describedAt.getTime() < this.describeIntervalMs) return;
     e.invalid = true;
+  }
+
+  /** A request through the endpoint succeeded: its next failure re-describes after the minimum. */
+  endpointWorked(): void {
+    this.describeIntervalMs = this.describeMinIntervalMs;
   }
 
   /**
@@ -459,6 +482,13 @@ export class EksClusterAccess {
         });
       }
       const describedAt = this.now();
+      const old = this.endpointCache;
+      if (old?.invalid && old.value.server === server && old.value.caPem === caPem) {
+        // Asked again because it failed, and it has not moved: it is down or unreachable.
+        this.describeIntervalMs = Math.min(this.describeIntervalMs * 2, this.describeMaxIntervalMs);
+      } else if (old && (old.value.server !== server || old.value.caPem !== caPem)) {
+        this.describeIntervalMs = this.describeMinIntervalMs;
+      }
       const value: EksClusterEndpoint = {
         server,
         caPem,

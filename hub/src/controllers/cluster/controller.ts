@@ -662,6 +662,8 @@ export class ClusterController {
       );
       if (signal.aborted) return;
       entry.probe = result;
+      // The API server answered: a later connection failure is news, worth a prompt re-describe.
+      if (result.version?.ok) entry.eks?.endpointWorked();
       const renewTime = result.lease?.ok ? result.lease.lease?.renewTime : undefined;
       const renewed = renewTime ? Date.parse(renewTime) : NaN;
       if (Number.isFinite(renewed)) entry.renewedAt = Math.max(renewed, entry.renewedAt ?? 0);
