@@ -30,7 +30,7 @@ import {
   getCallerIdentity,
   iamCall,
   isMotoFallbackIdentity,
-  lookupAccessKey,
+  accessKeyLookup,
   AwsQueryError,
 } from './moto.js';
 import {
@@ -185,6 +185,7 @@ const hostOf = (c: EmulatedCluster) => c.host ?? c.name;
 
 export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmulator> {
   const moto = opts.stsEndpoint.replace(/\/$/, '');
+  const keys = accessKeyLookup(moto);
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? (() => {});
   const clusters = new Map<string, ClusterState>();
@@ -273,7 +274,7 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     const r = await authenticateRequest(
       moto,
       { method: req.method ?? 'GET', rawPath, query, header: (h) => header(req, h), body },
-      { service: 'eks', now: now(), maxSkewMs: SIGNATURE_SKEW_MS },
+      { service: 'eks', now: now(), maxSkewMs: SIGNATURE_SKEW_MS, lookupKey: keys },
     );
     if (r.ok)
       return { account: r.caller.account, region: r.caller.scope.region, arn: r.caller.arn };
@@ -701,7 +702,7 @@ export async function startEksEmulator(opts: EksEmulatorOptions): Promise<EksEmu
     const t = parsed.token;
 
     // What STS would do with the replayed URL.
-    const key = await lookupAccessKey(moto, t.accessKeyId);
+    const key = await keys(t.accessKeyId);
     if (!key || !key.active) return deny(`sts: the access key ${t.accessKeyId} is not known`);
     if (key.sessionToken !== t.securityToken) {
       return deny('sts: the security token included in the request is invalid');

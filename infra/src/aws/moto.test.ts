@@ -1,13 +1,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pidAlive } from '../components/cache.js';
 import {
+  accessKeyLookup,
   assumeRole,
   createRole,
   createUserWithAccessKey,
   getCallerIdentity,
+  iamCall,
   lookupAccessKey,
   startMoto,
   trustPolicy,
@@ -63,6 +65,85 @@ describe('moto', () => {
       sessionToken: undefined,
     });
     expect(await lookupAccessKey(moto.endpoint, 'AKIANOTKNOWN00000000')).toBeUndefined();
+  });
+
+  describe('accessKeyLookup', () => {
+    afterEach(() => {
+      vi.restoreAllMocks();
+    });
+    const dumps = () => {
+      const spy = vi.spyOn(globalThis, 'fetch');
+      return () => spy.mock.calls.filter(([url]) => String(url).endsWith('/data.json')).length;
+    };
+
+    it('answers concurrent lookups from shared dumps, and remembers session keys', async () => {
+      const user = await createUserWithAccessKey(moto.endpoint, {
+        accountId: '555555555555',
+        userName: 'lookup-user',
+      });
+      const role = await createRole(moto.endpoint, {
+        accountId: '666666666666',
+        roleName: 'lookup-role',
+        trustPolicy: trustPolicy({ principals: [user.arn] }),
+      });
+      const sessions = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          assumeRole(moto.endpoint, {
+            credentials: user.credentials,
+            roleArn: role.arn,
+            sessionName: `lookup-${i}`,
+          }),
+        ),
+      );
+      const lookup = accessKeyLookup(moto.endpoint);
+      const count = dumps();
+      const found = await Promise.all(
+        [user.credentials, ...sessions].map((c) => lookup(c.accessKeyId)),
+      );
+      expect(found.map((k) => k?.secretAccessKey)).toEqual(
+        [user.credentials, ...sessions].map((c) => c.secretAccessKey),
+      );
+      expect(found[1]?.sessionToken).toBe(sessions[0]!.sessionToken);
+      // Eleven lookups at once: the first dump, and one more for those asked while it was read.
+      expect(count()).toBeLessThanOrEqual(2);
+      const before = count();
+      expect((await lookup(sessions[3]!.accessKeyId))?.secretAccessKey).toBe(
+        sessions[3]!.secretAccessKey,
+      );
+      expect(count()).toBe(before);
+    });
+
+    it("reads a user's key anew: a deactivated key is inactive at once; a new session is found", async () => {
+      const user = await createUserWithAccessKey(moto.endpoint, {
+        accountId: '555555555555',
+        userName: 'lookup-deactivated',
+      });
+      const lookup = accessKeyLookup(moto.endpoint);
+      expect((await lookup(user.credentials.accessKeyId))?.active).toBe(true);
+      await iamCall(moto.endpoint, '555555555555', 'UpdateAccessKey', {
+        UserName: 'lookup-deactivated',
+        AccessKeyId: user.credentials.accessKeyId,
+        Status: 'Inactive',
+      });
+      expect((await lookup(user.credentials.accessKeyId))?.active).toBe(false);
+
+      expect(await lookup('ASIANOTYETKNOWN00000')).toBeUndefined();
+      const role = await createRole(moto.endpoint, {
+        accountId: '666666666666',
+        roleName: 'lookup-later',
+        trustPolicy: trustPolicy({ principals: ['555555555555'] }),
+      });
+      const other = await createUserWithAccessKey(moto.endpoint, {
+        accountId: '555555555555',
+        userName: 'lookup-other',
+      });
+      const session = await assumeRole(moto.endpoint, {
+        credentials: other.credentials,
+        roleArn: role.arn,
+        sessionName: 'later',
+      });
+      expect((await lookup(session.accessKeyId))?.sessionToken).toBe(session.sessionToken);
+    });
   });
 
   it('a role name exists per account', async () => {

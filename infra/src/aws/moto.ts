@@ -364,9 +364,54 @@ export async function lookupAccessKey(
   endpoint: string,
   accessKeyId: string,
 ): Promise<AccessKeyRecord | undefined> {
+  return findAccessKey(await motoData(endpoint), accessKeyId);
+}
+
+export type AccessKeyLookup = (accessKeyId: string) => Promise<AccessKeyRecord | undefined>;
+
+/**
+ * lookupAccessKey for a server that looks a key up on every request (the STS gate, the EKS
+ * emulator's API and TokenReview webhook). moto's dump holds every account, user and session,
+ * so its cost grows with them (a hundred accounts made each TokenReview wait seconds): here
+ * every lookup waiting while one dump is read shares the next one, and session keys, which
+ * moto never changes, are remembered. A user's key is read anew each time (it can be
+ * deactivated), and a lookup never answers from a dump begun before it was asked.
+ */
+export function accessKeyLookup(endpoint: string): AccessKeyLookup {
+  const sessions = new Map<string, AccessKeyRecord>();
+  let reading: Promise<MotoData> | undefined;
+  let next: Promise<MotoData> | undefined;
+  const read = (): Promise<MotoData> =>
+    (reading = motoData(endpoint).finally(() => {
+      reading = undefined;
+    }));
+  const fresh = (): Promise<MotoData> => {
+    if (!reading) return read();
+    // The dump being read may have begun before this key existed: wait for the next one.
+    next ??= reading
+      .catch(() => undefined)
+      .then(() => {
+        next = undefined;
+        return read();
+      });
+    return next;
+  };
+  return async (accessKeyId) => {
+    const known = sessions.get(accessKeyId);
+    if (known) return known;
+    const key = findAccessKey(await fresh(), accessKeyId);
+    if (key?.sessionToken !== undefined) sessions.set(accessKeyId, key);
+    return key;
+  };
+}
+
+async function motoData(endpoint: string): Promise<MotoData> {
   const res = await fetch(`${endpoint}/moto-api/data.json`);
   if (!res.ok) throw new Error(`moto /moto-api/data.json answered HTTP ${res.status}`);
-  const data = (await res.json()) as MotoData;
+  return (await res.json()) as MotoData;
+}
+
+function findAccessKey(data: MotoData, accessKeyId: string): AccessKeyRecord | undefined {
   const session = data.sts?.AssumedRole?.find((r) => r.access_key_id === accessKeyId);
   if (session) {
     return {

@@ -7,6 +7,7 @@ import {
   getCallerIdentity,
   isMotoFallbackIdentity,
   lookupAccessKey,
+  type AccessKeyLookup,
   type CallerIdentity,
 } from './moto.js';
 import {
@@ -60,6 +61,8 @@ export interface RequestAuthOptions {
   now: Date;
   /** How far X-Amz-Date of a header-signed request may be from now. */
   maxSkewMs: number;
+  /** How to find a key's secret (default: lookupAccessKey on moto, a state dump each time). */
+  lookupKey?: AccessKeyLookup;
 }
 
 const fail = (failure: RequestAuthFailure): RequestAuthResult => ({ ok: false, failure });
@@ -119,7 +122,7 @@ export async function authenticateRequest(
     return fail({ kind: 'wrong-service', service: opts.service });
   }
 
-  const key = await lookupAccessKey(motoEndpoint, accessKeyId);
+  const key = await (opts.lookupKey ?? ((id) => lookupAccessKey(motoEndpoint, id)))(accessKeyId);
   if (!key || !key.active || key.sessionToken !== sessionToken)
     return fail({ kind: 'unknown-key' });
   const headers: Record<string, string> = {};

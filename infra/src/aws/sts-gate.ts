@@ -40,7 +40,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AwsQueryError, iamCall, xmlValue } from './moto.js';
+import { AwsQueryError, accessKeyLookup, iamCall, xmlValue } from './moto.js';
 import { authenticateRequest, type RequestAuthFailure } from './request-auth.js';
 import { SIGV4_ALGORITHM, parseRawQuery } from './sigv4.js';
 import { canonicalPrincipalArn, canonicalizeIdentity } from './token-verifier.js';
@@ -168,6 +168,7 @@ function verifyJwt(jwt: Jwt, key: KeyObject): boolean {
 export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
   const moto = new URL(opts.motoEndpoint);
   const motoEndpoint = moto.origin;
+  const keys = accessKeyLookup(motoEndpoint);
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? (() => {});
   const agent = new Agent({ keepAlive: true });
@@ -314,7 +315,7 @@ export async function startStsGate(opts: StsGateOptions): Promise<StsGate> {
     const auth = await authenticateRequest(
       motoEndpoint,
       { method: req.method ?? 'GET', rawPath, query, header: (h) => header(req, h), body },
-      { service: 'sts', now: now(), maxSkewMs: STS_SIGNATURE_SKEW_MS },
+      { service: 'sts', now: now(), maxSkewMs: STS_SIGNATURE_SKEW_MS, lookupKey: keys },
     );
     if (!auth.ok) throw authError(auth.failure, now());
     const caller = auth.caller;
