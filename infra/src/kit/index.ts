@@ -94,6 +94,8 @@ export interface KitCluster {
   /** Starts it again on the same address with the same certificates. */
   startApiServer(): Promise<void>;
   running(): boolean;
+  /** Process id of its API server while it runs (e.g. to renice it in a benchmark). */
+  apiServerPid(): number | undefined;
 }
 
 export interface KitAws {
@@ -536,6 +538,10 @@ class ClusterImpl implements KitCluster {
   proc(): ServiceProcess | undefined {
     return this.api?.proc;
   }
+
+  apiServerPid(): number | undefined {
+    return this.running() ? this.api!.proc.pid : undefined;
+  }
 }
 
 /** A cluster under KitOptions.sharing: its own name and account, its host's API server. */
@@ -570,6 +576,10 @@ class SharedCluster implements KitCluster {
 
   kubeConfig(): KubeConfig {
     return this.hostCluster.kubeConfig();
+  }
+
+  apiServerPid(): number | undefined {
+    return this.hostCluster.apiServerPid();
   }
 
   running(): boolean {

@@ -1,10 +1,18 @@
 /**
- * A hub and N EKS followers as the benchmarks run them: each follower its own kube-apiserver,
- * AWS account, IAM role with ExternalId, EKS access entry, namespaces and agent process; the
- * hub a process of its own assuming each role. Followers become MirrorClusters one `register`
- * at a time, so a benchmark can grow the fleet and watch what that costs.
+ * A hub and N EKS followers as the benchmarks run them: each follower its own AWS account, IAM
+ * role with ExternalId, EKS cluster and access entry, namespaces and agent process; the hub a
+ * process of its own assuming each role. Followers become MirrorClusters one `register` at a
+ * time, so a benchmark can grow the fleet and watch what that costs.
+ *
+ * A follower has its own kube-apiserver, or (`confined`, the 100-follower benchmark) shares one
+ * with others (the kit's `sharing`): then it lives in its own corner of that API server, as an
+ * agent chart installed per follower would put it: agent namespace mh-<follower>, the hub's
+ * access entry mapped to a group of its own bound only there, namespaces <follower>-team-NNN,
+ * and an agent policy that lets the agent write nowhere else.
  */
 import { type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 
@@ -13,7 +21,7 @@ import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { installCrds } from '../support/crds.js';
-import { hubAwsEnv, prepareFollower } from '../support/multicluster.js';
+import { HUB_GROUP, hubAwsEnv, prepareFollower } from '../support/multicluster.js';
 import { registerCluster } from '../support/objects.js';
 import { pool } from './util.js';
 import { startMain, stopAll, waitHttp } from './procs.js';
@@ -26,8 +34,34 @@ export interface FleetOptions {
   namespacesPerFollower: number;
   /** NODE_OPTIONS of the hub (the charts'). */
   hubNodeOptions: string;
+  /** Followers share API servers: give each its own corner of it (see the header). */
+  confined?: boolean;
+  /** Append every process's log lines here instead of this process's output. */
+  logFile?: string;
+  /**
+   * Run the followers' side, agents and follower API servers, at this nice value (default 0).
+   * In a real fleet they have their clusters' own machines; here a hundred agents and twenty API
+   * servers share the hub's 2 cores, and at the same priority their bursts starve the hub and
+   * its own API server (the hub's leader Lease renewal missed its 10 s deadline). The CPU they
+   * use is the same; only who waits for whom changes. (etcd, shared by all, stays at 0.)
+   */
+  followerNice?: number;
   root: string;
   log: (line: string) => void;
+}
+
+/** Where a follower's agent, hub access and team namespaces live in its API server. */
+export function followerLayout(
+  follower: string,
+  confined: boolean,
+): { namespace: string; group: string; teamPrefix: string } {
+  return confined
+    ? {
+        namespace: `mh-${follower}`,
+        group: `mirrorhub-hub-${follower}`,
+        teamPrefix: `${follower}-team-`,
+      }
+    : { namespace: SYSTEM_NS, group: HUB_GROUP, teamPrefix: 'team-' };
 }
 
 export interface Fleet {
@@ -39,6 +73,8 @@ export interface Fleet {
   agents: Map<string, ChildProcess>;
   /** Register `follower` as a MirrorCluster labelled bench=true. */
   register(follower: string): Promise<void>;
+  /** The IAM role the hub assumes for `follower`. */
+  roleArn(follower: string): string;
   stop(): Promise<void>;
 }
 
@@ -59,13 +95,22 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
   o.log(
     `preparing ${o.followers.length} followers (role, access entry, RBAC) and ${o.namespacesPerFollower} namespaces each`,
   );
+  const confined = o.confined ?? false;
   const access = new Map<string, { roleArn: string; externalId: string }>();
+  // The agent CRDs once per API server, before followers sharing it are prepared at once.
+  const hosts = [...new Set(o.followers.map((f) => kit.cluster(f).host))];
+  for (const h of hosts) {
+    await installCrds(kit.cluster(h).kubeConfig(), 'mirrorhub-agent');
+    const pid = kit.cluster(h).apiServerPid();
+    if (o.followerNice && pid !== undefined) setPriority(pid, o.followerNice);
+  }
   await pool(o.followers, 4, async (f) => {
-    access.set(f, await prepareFollower(kit, f, hubUser.arn));
+    const { namespace, group, teamPrefix } = followerLayout(f, confined);
+    access.set(f, await prepareFollower(kit, f, hubUser.arn, { namespace, group, crds: false }));
     const fcore = kit.cluster(f).kubeConfig().makeApiClient(CoreV1Api);
     const names = Array.from(
       { length: o.namespacesPerFollower },
-      (_, i) => `team-${String(i).padStart(3, '0')}`,
+      (_, i) => `${teamPrefix}${String(i).padStart(3, '0')}`,
     );
     await pool(names, 16, (name) => fcore.createNamespace({ body: { metadata: { name } } }));
   });
@@ -73,25 +118,57 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
   const procs: ChildProcess[] = [];
   const agents = new Map<string, ChildProcess>();
   try {
-    for (const f of o.followers) {
-      const port = await findFreePort();
-      const agent = startMain(o.root, 'agent', {
-        KUBECONFIG: kit.cluster(f).kubeconfigPath,
-        MIRRORHUB_CLUSTER_NAME: f,
-        PORT: String(port),
-      });
+    // Distinct ports, taken before any process binds one (a free port is free until bound).
+    const ports: number[] = [];
+    while (ports.length <= o.followers.length) {
+      const p = await findFreePort();
+      if (!ports.includes(p)) ports.push(p);
+    }
+    const hubPort = ports.pop()!;
+    const portOf = new Map(o.followers.map((f, i) => [f, ports[i]!]));
+    // A few at a time: each lists its caches at start-up.
+    await pool(o.followers, 4, async (f) => {
+      const port = portOf.get(f)!;
+      const { namespace, teamPrefix } = followerLayout(f, confined);
+      const agent = startMain(
+        o.root,
+        'agent',
+        {
+          KUBECONFIG: kit.cluster(f).kubeconfigPath,
+          MIRRORHUB_CLUSTER_NAME: f,
+          MIRRORHUB_NAMESPACE: namespace,
+          PORT: String(port),
+          ...(confined
+            ? { MIRRORHUB_POLICY: JSON.stringify({ namespaces: { allow: [`${teamPrefix}.+`] } }) }
+            : {}),
+        },
+        o.logFile,
+      );
+      if (o.followerNice) setPriority(agent.pid!, o.followerNice);
       procs.push(agent);
       agents.set(f, agent);
       await waitHttp(`http://127.0.0.1:${port}/readyz`);
-    }
-    const hubPort = await findFreePort();
-    const hub = startMain(o.root, 'hub', {
-      NODE_OPTIONS: o.hubNodeOptions,
-      KUBECONFIG: hubCluster.kubeconfigPath,
-      MIRRORHUB_CLUSTER_NAME: 'hub',
-      PORT: String(hubPort),
-      ...hubAwsEnv(kit, hubUser),
     });
+    // An agent that lost its port to another process exits, while /readyz answers for that one.
+    await sleep(1_000);
+    const dead = [...agents].filter(([, p]) => p.exitCode !== null || p.signalCode !== null);
+    if (dead.length > 0) {
+      throw new Error(
+        `the agents of ${dead.map(([f]) => f).join(', ')} exited at start-up (their log: ${o.logFile ?? 'above'})`,
+      );
+    }
+    const hub = startMain(
+      o.root,
+      'hub',
+      {
+        NODE_OPTIONS: o.hubNodeOptions,
+        KUBECONFIG: hubCluster.kubeconfigPath,
+        MIRRORHUB_CLUSTER_NAME: 'hub',
+        PORT: String(hubPort),
+        ...hubAwsEnv(kit, hubUser),
+      },
+      o.logFile,
+    );
     procs.push(hub);
     await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
     return {
@@ -100,6 +177,7 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
       hub,
       hubPort,
       agents,
+      roleArn: (f) => access.get(f)!.roleArn,
       async register(f) {
         const a = access.get(f)!;
         await registerCluster(
@@ -108,6 +186,7 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
           { bench: 'true' },
           {
             eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
+            agentNamespace: followerLayout(f, confined).namespace,
           },
         );
       },
@@ -119,8 +198,11 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
   }
 }
 
-/** The ClusterSecretMirror both benchmarks deliver: platform/shared-tls to team-.+ in bench=true clusters. */
-export async function createSharedTls(fleet: Fleet): Promise<void> {
+/**
+ * The ClusterSecretMirror the fleet benchmarks deliver: platform/shared-tls to `namespaces`
+ * (default team-.+) in bench=true clusters.
+ */
+export async function createSharedTls(fleet: Fleet, namespaces = ['team-.+']): Promise<void> {
   await fleet.core.createNamespacedSecret({
     namespace: 'platform',
     body: { metadata: { name: 'shared-tls' }, stringData: { 'tls.crt': 'v0' } },
@@ -137,7 +219,7 @@ export async function createSharedTls(fleet: Fleet): Promise<void> {
         source: { kind: 'Secret', name: 'shared-tls', namespace: 'platform' },
         destination: {
           clusters: { selector: { matchLabels: { bench: 'true' } } },
-          namespaces: ['team-.+'],
+          namespaces,
         },
       },
     },

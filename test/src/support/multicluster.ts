@@ -89,6 +89,20 @@ export interface MultiClusterOptions {
   registerFollowers?: boolean;
 }
 
+/**
+ * Where in its API server a follower lives, for followers that share one (the 100-follower
+ * benchmark): its agent namespace, the group its access entry maps the hub to, and whether to
+ * apply the agent CRDs (once per API server is enough).
+ */
+export interface FollowerLayout {
+  /** Agent namespace (default mirrorhub-system). */
+  namespace?: string;
+  /** Kubernetes group of the hub's access entry, bound in `namespace` (default mirrorhub-hub). */
+  group?: string;
+  /** Apply the agent chart's CRDs (default true). */
+  crds?: boolean;
+}
+
 export interface FollowerAccess {
   roleArn: string;
   externalId: string;
@@ -448,20 +462,23 @@ let rendered: Promise<{ role: V1Role; binding: V1RoleBinding }> | undefined;
  * identity `hubPrincipalArn`: the MirrorDelivery CRD and agent namespace; a role in the
  * follower's account that the hub may assume with an ExternalId; an EKS access entry mapping
  * that role to the group mirrorhub-hub with no access policy; and the chart's hub-access Role
- * and RoleBinding, the group's only rights.
+ * and RoleBinding, the group's only rights. `opts` places it elsewhere in its API server.
  */
 export async function prepareFollower(
   kit: Kit,
   name: string,
   hubPrincipalArn: string,
+  opts: FollowerLayout = {},
 ): Promise<FollowerAccess> {
   const { stsEndpoint, eksEndpoint, region } = kit.aws!;
+  const namespace = opts.namespace ?? SYSTEM_NS;
+  const group = opts.group ?? HUB_GROUP;
   const cluster = kit.cluster(name);
   const kc = cluster.kubeConfig();
-  await installCrds(kc, 'mirrorhub-agent');
+  if (opts.crds ?? true) await installCrds(kc, 'mirrorhub-agent');
   await kc
     .makeApiClient(CoreV1Api)
-    .createNamespace({ body: { metadata: { name: SYSTEM_NS } } })
+    .createNamespace({ body: { metadata: { name: namespace } } })
     .catch((err: { code?: number }) => {
       if (err.code !== 409) throw err;
     });
@@ -481,16 +498,26 @@ export async function prepareFollower(
       new CreateAccessEntryCommand({
         clusterName: name,
         principalArn: role.arn,
-        kubernetesGroups: [HUB_GROUP],
+        kubernetesGroups: [group],
       }),
     );
   } finally {
     eks.destroy();
   }
+  // The chart's objects as `helm install --namespace <namespace> --set hubAccess.group=<group>`
+  // would render them: only the namespace and the bound group differ.
   const rbac = await hubAccessRbac();
+  const accessRole = { ...rbac.role, metadata: { ...rbac.role.metadata, namespace } };
+  const accessBinding = {
+    ...rbac.binding,
+    metadata: { ...rbac.binding.metadata, namespace },
+    subjects: rbac.binding.subjects!.map((s) =>
+      s.kind === 'Group' && s.name === HUB_GROUP ? { ...s, name: group } : s,
+    ),
+  };
   const api = kc.makeApiClient(RbacAuthorizationV1Api);
-  await api.createNamespacedRole({ namespace: SYSTEM_NS, body: rbac.role });
-  await api.createNamespacedRoleBinding({ namespace: SYSTEM_NS, body: rbac.binding });
+  await api.createNamespacedRole({ namespace, body: accessRole });
+  await api.createNamespacedRoleBinding({ namespace, body: accessBinding });
   return { roleArn: role.arn, externalId, accountId: cluster.accountId };
 }
 

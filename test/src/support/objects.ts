@@ -300,7 +300,7 @@ export async function registerCluster(
   custom: CustomObjectsApi,
   name: string,
   labels: Record<string, string>,
-  spec: Omit<MirrorClusterSpec, 'agentNamespace'>,
+  spec: Omit<MirrorClusterSpec, 'agentNamespace'> & { agentNamespace?: string },
 ): Promise<void> {
   await custom.createClusterCustomObject({
     group: GROUP,
@@ -310,7 +310,7 @@ export async function registerCluster(
       apiVersion: `${GROUP}/${VERSION}`,
       kind: 'MirrorCluster',
       metadata: { name, labels },
-      spec: { ...spec, agentNamespace: SYSTEM_NS },
+      spec: { agentNamespace: SYSTEM_NS, ...spec },
     },
   });
 }
