@@ -23,8 +23,8 @@ import type { Kit } from '@mirrorhub/infra/kit/index';
 import { installCrds } from '../support/crds.js';
 import { HUB_GROUP, hubAwsEnv, prepareFollower } from '../support/multicluster.js';
 import { registerCluster } from '../support/objects.js';
-import { pool } from './util.js';
-import { startMain, stopAll, waitHttp } from './procs.js';
+import { pool, type CopyWatch } from './util.js';
+import { startMain, stopAll, until, waitHttp } from './procs.js';
 
 export const SYSTEM_NS = 'mirrorhub-system';
 
@@ -224,4 +224,35 @@ export async function createSharedTls(fleet: Fleet, namespaces = ['team-.+']): P
       },
     },
   });
+}
+
+/**
+ * Changes platform/shared-tls to `v<version>` and waits until every copy in `old` (copy key ->
+ * its content hash before) has changed in `watch`: how long from the source write to the last
+ * of them.
+ */
+export async function changeSharedTls(
+  core: CoreV1Api,
+  version: number,
+  old: Map<string, string | undefined>,
+  watch: Omit<CopyWatch, 'stop'>,
+  timeoutMs: number,
+): Promise<number> {
+  const t0 = Date.now();
+  const cur = await core.readNamespacedSecret({ name: 'shared-tls', namespace: 'platform' });
+  await core.replaceNamespacedSecret({
+    name: 'shared-tls',
+    namespace: 'platform',
+    body: { ...cur, data: undefined, stringData: { 'tls.crt': `v${version}` } },
+  });
+  const { seen, listeners } = watch;
+  const changed = () =>
+    [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
+  await until(
+    () => changed() >= old.size,
+    listeners,
+    timeoutMs,
+    () => `${changed()}/${old.size} copies updated`,
+  );
+  return Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - t0;
 }

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
-import { createSharedTls, startFleet } from './fleet.js';
+import { changeSharedTls, createSharedTls, startFleet } from './fleet.js';
 import { fmtMs, percentile, rssMb, scrapeSeries, watchCopies, type CopyWatch } from './util.js';
 import { until } from './procs.js';
 
@@ -84,21 +84,7 @@ export async function runMultiClusterBench(
       const old = new Map([...seen.entries()].map(([key, v]) => [key, v.hash]));
       const w0 = await hubWrites();
       const t0 = Date.now();
-      const cur = await core.readNamespacedSecret({ name: 'shared-tls', namespace: 'platform' });
-      await core.replaceNamespacedSecret({
-        name: 'shared-tls',
-        namespace: 'platform',
-        body: { ...cur, data: undefined, stringData: { 'tls.crt': `v${k}` } },
-      });
-      const changed = () =>
-        [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
-      await until(
-        () => changed() >= old.size,
-        listeners,
-        120_000,
-        () => `${changed()}/${old.size} copies updated`,
-      );
-      const latency = Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - t0;
+      const latency = await changeSharedTls(core, k, old, { seen, listeners }, 120_000);
       if (latency > Math.max(0, ...latencies)) {
         // Where the slowest change spent its time: per follower, its first and last copy.
         const span = new Map<string, [number, number]>();

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
-import { createSharedTls, startFleet } from './fleet.js';
+import { changeSharedTls, createSharedTls, startFleet } from './fleet.js';
 import {
   cpuSeconds,
   fmtMs,
@@ -140,22 +140,7 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
             .map(([key, v]) => [key, v.hash]),
         );
         const w0 = writes ? await hubWrites() : undefined;
-        const t = Date.now();
-        const cur = await core.readNamespacedSecret({ name: 'shared-tls', namespace: 'platform' });
-        await core.replaceNamespacedSecret({
-          name: 'shared-tls',
-          namespace: 'platform',
-          body: { ...cur, data: undefined, stringData: { 'tls.crt': `v${++version}` } },
-        });
-        const changed = () =>
-          [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
-        await until(
-          () => changed() >= old.size,
-          listeners,
-          300_000,
-          () => `${changed()}/${old.size} copies updated`,
-        );
-        const latency = Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - t;
+        const latency = await changeSharedTls(core, ++version, old, { seen, listeners }, 300_000);
         latencies.push(latency);
         log(`change ${version}: ${old.size} copies in ${fmtMs(latency)}`);
         await sleep(3_000); // the hub's status writes for this change land before counting
