@@ -1,12 +1,11 @@
 // Who signed an AWS API request, checked the way the real service checks it: the SigV4 signature
 // (Authorization header or presigned query) is recomputed with the key's secret from moto's state
-// dump (lookupAccessKey), a session key must come with exactly its session token, and the key is
+// dump (an accessKeyLookup), a session key must come with exactly its session token, and the key is
 // named by moto's GetCallerIdentity. Shared by the EKS emulator and the STS gate; each maps a
 // failure to its own protocol's error code and wording.
 import {
   getCallerIdentity,
   isMotoFallbackIdentity,
-  lookupAccessKey,
   type AccessKeyLookup,
   type CallerIdentity,
 } from './moto.js';
@@ -61,8 +60,8 @@ export interface RequestAuthOptions {
   now: Date;
   /** How far X-Amz-Date of a header-signed request may be from now. */
   maxSkewMs: number;
-  /** How to find a key's secret (default: lookupAccessKey on moto, a state dump each time). */
-  lookupKey?: AccessKeyLookup;
+  /** How to find a key's secret: the caller's accessKeyLookup on moto. */
+  lookupKey: AccessKeyLookup;
 }
 
 const fail = (failure: RequestAuthFailure): RequestAuthResult => ({ ok: false, failure });
@@ -122,7 +121,7 @@ export async function authenticateRequest(
     return fail({ kind: 'wrong-service', service: opts.service });
   }
 
-  const key = await (opts.lookupKey ?? ((id) => lookupAccessKey(motoEndpoint, id)))(accessKeyId);
+  const key = await opts.lookupKey(accessKeyId);
   if (!key || !key.active || key.sessionToken !== sessionToken)
     return fail({ kind: 'unknown-key' });
   const headers: Record<string, string> = {};
