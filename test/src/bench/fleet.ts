@@ -23,7 +23,7 @@ import type { Kit } from '@mirrorhub/infra/kit/index';
 import { installCrds } from '../support/crds.js';
 import { HUB_GROUP, hubAwsEnv, prepareFollower } from '../support/multicluster.js';
 import { registerCluster } from '../support/objects.js';
-import { pool, type CopyWatch } from './util.js';
+import { pool, watchCopies, type CopyWatch } from './util.js';
 import { startMain, stopAll, until, waitHttp } from './procs.js';
 
 export const SYSTEM_NS = 'mirrorhub-system';
@@ -75,6 +75,13 @@ export interface Fleet {
   register(follower: string): Promise<void>;
   /** The IAM role the hub assumes for `follower`. */
   roleArn(follower: string): string;
+  /** The API servers holding the followers, by the name of the cluster each belongs to. */
+  hosts: string[];
+  /**
+   * Every copy in every follower, through one metadata-only watch per API server, keyed
+   * `<host>/<namespace>/<name>`. Resolves once every watch has listed.
+   */
+  watchCopies(): Promise<CopyWatch>;
   stop(): Promise<void>;
 }
 
@@ -178,6 +185,26 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
       hubPort,
       agents,
       roleArn: (f) => access.get(f)!.roleArn,
+      hosts,
+      async watchCopies() {
+        const into = { seen: new Map(), listeners: new Set<() => void>() };
+        const watches: CopyWatch[] = [];
+        try {
+          for (const h of hosts) {
+            const kc = kit.cluster(h).kubeConfig();
+            watches.push(await watchCopies(kc, { resource: `bench-${h}`, prefix: `${h}/`, into }));
+          }
+        } catch (err) {
+          for (const w of watches) await w.stop();
+          throw err;
+        }
+        return {
+          ...into,
+          stop: async () => {
+            for (const w of watches) await w.stop().catch(() => undefined);
+          },
+        };
+      },
       async register(f) {
         const a = access.get(f)!;
         await registerCluster(

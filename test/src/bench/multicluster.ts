@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { changeSharedTls, createSharedTls, startFleet } from './fleet.js';
-import { fmtMs, percentile, rssMb, scrapeSeries, watchCopies, type CopyWatch } from './util.js';
+import { fmtMs, percentile, rssMb, scrapeSeries } from './util.js';
 import { until } from './procs.js';
 
 export interface MultiClusterBenchOptions {
@@ -48,19 +48,9 @@ export async function runMultiClusterBench(
   });
   const { core, hub: hubProc, hubPort } = fleet;
   try {
-    // Every copy in every follower, through one metadata-only watch per follower.
-    const seen = new Map<string, { hash?: string; at: number }>();
-    const listeners = new Set<() => void>();
-    const watchers: CopyWatch[] = [];
-    for (const f of o.followers) {
-      watchers.push(
-        await watchCopies(kit.cluster(f).kubeConfig(), {
-          resource: `bench-${f}`,
-          prefix: `${f}/`,
-          into: { seen, listeners },
-        }),
-      );
-    }
+    // Each follower has an API server of its own: keys are `<follower>/<namespace>/<name>`.
+    const copyWatch = await fleet.watchCopies();
+    const { seen, listeners } = copyWatch;
 
     for (const f of o.followers) await fleet.register(f);
     const start = Date.now();
@@ -113,7 +103,7 @@ export async function runMultiClusterBench(
       writesPerChange.push(total);
     }
     const hubRssMb = rssMb(hubProc.pid!);
-    for (const w of watchers) await w.stop();
+    await copyWatch.stop();
     return {
       followers: o.followers.length,
       namespacesPerFollower: o.namespacesPerFollower,

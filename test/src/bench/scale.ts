@@ -14,15 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { changeSharedTls, createSharedTls, startFleet } from './fleet.js';
-import {
-  cpuSeconds,
-  fmtMs,
-  percentile,
-  rssMb,
-  scrapeSeries,
-  watchCopies,
-  type CopyWatch,
-} from './util.js';
+import { cpuSeconds, fmtMs, percentile, rssMb, scrapeSeries } from './util.js';
 import { until } from './procs.js';
 
 export interface ScaleBenchOptions {
@@ -51,7 +43,6 @@ export interface ScaleBenchResult {
   apiServers: number;
   namespacesPerFollower: number;
   copies: number;
-  registerMs: number;
   initialMs: number;
   update: Latency;
   hubWritesPerChange: number[];
@@ -91,30 +82,19 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
     log,
   });
   const { core, hub: hubProc, hubPort } = fleet;
-  const hosts = [...new Set(o.followers.map((f) => kit.cluster(f).host))];
-  const watchers: CopyWatch[] = [];
+  // Every copy, keyed `<host>/<namespace>/<name>`; the follower is the namespace's prefix.
+  const copyWatch = await fleet.watchCopies().catch(async (err: unknown) => {
+    await fleet.stop();
+    throw err;
+  });
+  const { seen, listeners } = copyWatch;
   try {
-    // Every copy, through one metadata-only watch per API server: `<host>/<namespace>/<name>`,
-    // and the follower is the namespace's prefix.
-    const seen = new Map<string, { hash?: string; at: number }>();
-    const listeners = new Set<() => void>();
-    for (const h of hosts) {
-      watchers.push(
-        await watchCopies(kit.cluster(h).kubeConfig(), {
-          resource: `bench-${h}`,
-          prefix: `${h}/`,
-          into: { seen, listeners },
-        }),
-      );
-    }
     const followerOf = (key: string) => {
       const ns = key.split('/')[1]!;
       return ns.slice(0, ns.indexOf('-team-'));
     };
 
-    const t0 = Date.now();
     await Promise.all(o.followers.map((f) => fleet.register(f)));
-    const registerMs = Date.now() - t0;
     const start = Date.now();
     await createSharedTls(fleet, MIRROR_NAMESPACES);
     const copies = o.followers.length * o.namespacesPerFollower;
@@ -219,10 +199,9 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
     for (const f of down) await kit.cluster(f).startApiServer();
     return {
       followers: o.followers.length,
-      apiServers: hosts.length,
+      apiServers: fleet.hosts.length,
       namespacesPerFollower: o.namespacesPerFollower,
       copies,
-      registerMs,
       initialMs,
       update,
       hubWritesPerChange,
@@ -233,7 +212,7 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
       aws,
     };
   } finally {
-    for (const w of watchers) await w.stop().catch(() => undefined);
+    await copyWatch.stop();
     await fleet.stop();
   }
 }
