@@ -60,7 +60,7 @@ import {
   type ClusterEvent,
   type ProbeResult,
 } from './plan.js';
-import { probeCluster, type ProbeContext } from './probe.js';
+import { probeCluster, ProbeClient, type ProbeContext } from './probe.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
 
 const CONTROLLER = 'cluster';
@@ -653,9 +653,24 @@ export class ClusterController {
       ...(a.type === 'EKS' ? { roleArn: a.eks.roleArn, eksName: a.eks.name } : {}),
       ...(a.type === 'Kubeconfig' ? { secret: `${a.secret.namespace}/${a.secret.name}` } : {}),
     };
+    const client = new ProbeClient(this.timeoutMs);
+    try {
+      await this.probeEvery(entry, ctx, client, signal);
+    } finally {
+      client.close();
+    }
+  }
+
+  private async probeEvery(
+    entry: Entry,
+    ctx: ProbeContext,
+    client: ProbeClient,
+    signal: AbortSignal,
+  ): Promise<void> {
     while (!signal.aborted) {
       const result = await probeCluster(
         () => this.entryKubeConfig(entry),
+        client,
         ctx,
         entry.reportError,
         () => this.clock.now(),

@@ -5,7 +5,7 @@ import type { V1Lease } from '@kubernetes/client-node';
 import { type ClusterAccessType } from '@mirrorhub/shared/api/index';
 import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { groupPath, isNotFound } from '@mirrorhub/shared/k8s/rest';
+import { groupPath, isNotFound, type RestClient } from '@mirrorhub/shared/k8s/rest';
 import { RequestTimeoutError, timedRestClient, withDeadline } from '../../clusters/client.js';
 import type { AgentLease, ProbeFailure, ProbeResult } from './plan.js';
 import { ANNOTATION_AGENT_VERSION, HEARTBEAT_LEASE } from '@mirrorhub/shared/contract';
@@ -25,12 +25,40 @@ export interface ProbeContext {
 }
 
 /**
+ * One pooled client per cluster for its probes, rebuilt only when the cluster's KubeAccess is
+ * replaced (new endpoint, CA or kubeconfig). A client per probe would pay a TLS handshake per
+ * request and leave its kept-alive connections open until the API server drops them: at 100
+ * clusters probed every few seconds, thousands of idle sockets in the hub.
+ */
+export class ProbeClient {
+  private access: KubeAccess | undefined;
+  private rest: RestClient | undefined;
+
+  constructor(private readonly timeoutMs: number) {}
+
+  for(kc: KubeAccess): RestClient {
+    if (this.rest && this.access === kc) return this.rest;
+    this.rest?.close();
+    this.access = kc;
+    this.rest = timedRestClient(kc, this.timeoutMs);
+    return this.rest;
+  }
+
+  close(): void {
+    this.rest?.close();
+    this.rest = undefined;
+    this.access = undefined;
+  }
+}
+
+/**
  * Probe the cluster of `kc`. Never throws: `kubeConfig` failures become `accessError`, request
  * failures a ProbeFailure; each failure is also handed to `report` (EKS token / endpoint
  * refresh).
  */
 export async function probeCluster(
   kubeConfig: () => Promise<KubeAccess>,
+  client: ProbeClient,
   ctx: ProbeContext,
   report: (err: unknown) => void,
   now: () => number,
@@ -42,10 +70,16 @@ export async function probeCluster(
     return { at: now(), accessError: errorMessage(err) };
   }
   const server = kc.getCurrentCluster()?.server ?? 'the API server';
+  let rest: RestClient;
+  try {
+    rest = client.for(kc);
+  } catch (err) {
+    return { at: now(), accessError: errorMessage(err) };
+  }
   let version: ProbeResult['version'];
   try {
     const info = await withDeadline('GET /version', ctx.timeoutMs, () =>
-      timedRestClient(kc, ctx.timeoutMs).get<{ gitVersion?: string }>('/version'),
+      rest.get<{ gitVersion?: string }>('/version'),
     );
     version = { ok: true, gitVersion: info.gitVersion ?? '' };
   } catch (err) {
@@ -57,7 +91,7 @@ export async function probeCluster(
   const what = `reading Lease ${ctx.agentNamespace}/${HEARTBEAT_LEASE}`;
   try {
     const l = await withDeadline(what, ctx.timeoutMs, () =>
-      timedRestClient(kc, ctx.timeoutMs).get<V1Lease>(
+      rest.get<V1Lease>(
         groupPath('coordination.k8s.io', 'v1', 'leases', ctx.agentNamespace, HEARTBEAT_LEASE),
       ),
     );
