@@ -22,6 +22,7 @@ import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared
 import { ClusterRegistry } from './clusters/registry.js';
 import { localTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';
+import { EksSessions } from './controllers/cluster/eks-sessions.js';
 import { PendingCleanups } from './controllers/cluster/pending.js';
 import { MirrorController } from './controllers/mirror/controller.js';
 import type { Tenancy } from './controllers/mirror/plan.js';
@@ -195,6 +196,8 @@ export function createHub(config: HubConfig): Hub {
   });
   const registry = new ClusterRegistry([implicitLocal]);
   const pending = new PendingCleanups();
+  // AWS sessions to EKS clusters, kept by the process across leadership terms.
+  const eksSessions = new EksSessions();
   const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub });
   const feed = new DashboardFeed();
   const recentEvents = new RecentEvents();
@@ -251,6 +254,7 @@ export function createHub(config: HubConfig): Hub {
       holds: (cluster, name) => ref.mirrors?.clusterHolds(cluster, name),
       onObserved: () => feed.changed(),
       ...(config.aws ? { aws: config.aws } : {}),
+      eksSessions,
       ...(config.clusterHealthIntervalMs !== undefined
         ? { healthIntervalMs: config.clusterHealthIntervalMs }
         : {}),
@@ -314,6 +318,8 @@ export function createHub(config: HubConfig): Hub {
       // MirrorClusters first: the mirrors' first plans see every registered cluster.
       await clusters.start();
       if (signal.aborted) return;
+      const dropped = eksSessions.dropUnclaimed();
+      if (dropped > 0) log.info({ sessions: dropped }, 'dropped the AWS sessions of clusters gone');
       await c.start();
       if (!signal.aborted) {
         running = true;
@@ -486,6 +492,7 @@ export function createHub(config: HubConfig): Hub {
         await startPromise?.catch(() => undefined);
         await stopLeading();
         await Promise.all([...work]);
+        eksSessions.dropUnclaimed();
         dashboard?.close();
         feed.close();
         await server?.close();

@@ -48,6 +48,7 @@ import type {
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
+import type { EksSessions } from './eks-sessions.js';
 import { parseKubeconfig } from './kubeconfig.js';
 import type { PendingCleanups } from './pending.js';
 import {
@@ -108,6 +109,12 @@ export interface ClusterControllerOptions {
   /** Whether `cluster` still holds delivery `name` (undefined: not known yet). */
   holds?: (cluster: string, name: string) => boolean | undefined;
   aws?: HubAwsConfig;
+  /**
+   * AWS sessions that outlive this controller (one leadership term): taken for each EKS cluster
+   * when registered, handed back when the controller stops, so a new term does not assume every
+   * role and describe every cluster again.
+   */
+  eksSessions?: EksSessions;
   /** Health probe period per cluster, jittered by ±10% (default 10 s). */
   healthIntervalMs?: number;
   /** An agent heartbeat older than this makes AgentHealthy Unknown (default 90 s). */
@@ -299,7 +306,8 @@ export class ClusterController {
     for (const u of this.unsubscribe.splice(0)) u();
     await this.reconciler.stop(); // and every watch
     const loops = [...this.entries.values()].map((e) => e.loop);
-    for (const name of [...this.entries.keys()]) this.teardown(name);
+    // The clusters still exist: their AWS sessions go to the next term instead of being dropped.
+    for (const name of [...this.entries.keys()]) this.teardown(name, { keepSession: true });
     await Promise.all(loops);
     this.secretWatches.clear();
     this.rest.close();
@@ -435,22 +443,26 @@ export class ClusterController {
     if (access.type === 'EKS') {
       const aws = this.opts.aws ?? {};
       if (!awsModule) throw new Error('internal: the AWS module was not loaded for an EKS cluster');
-      const eks = new awsModule.EksClusterAccess({
-        cluster: access.eks,
-        ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
-        ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
-        ...(aws.eksEndpoint ? { eksEndpoint: aws.eksEndpoint } : {}),
-        ...(aws.region ? { stsRegion: aws.region } : {}),
-        ...(aws.roleDurationSeconds !== undefined
-          ? { roleDurationSeconds: aws.roleDurationSeconds }
-          : {}),
-        ...(aws.refreshBeforeMs !== undefined ? { refreshBeforeMs: aws.refreshBeforeMs } : {}),
-        ...(aws.tokenRefreshBeforeMs !== undefined
-          ? { tokenRefreshBeforeMs: aws.tokenRefreshBeforeMs }
-          : {}),
-        ...(aws.roleSessionName ? { roleSessionName: aws.roleSessionName } : {}),
-        requestTimeoutMs: this.timeoutMs,
-      });
+      const kept = this.opts.eksSessions?.take(name, access.eks);
+      if (kept) this.log.debug({ cluster: name }, "reusing the previous term's AWS session");
+      const eks =
+        kept ??
+        new awsModule.EksClusterAccess({
+          cluster: access.eks,
+          ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
+          ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
+          ...(aws.eksEndpoint ? { eksEndpoint: aws.eksEndpoint } : {}),
+          ...(aws.region ? { stsRegion: aws.region } : {}),
+          ...(aws.roleDurationSeconds !== undefined
+            ? { roleDurationSeconds: aws.roleDurationSeconds }
+            : {}),
+          ...(aws.refreshBeforeMs !== undefined ? { refreshBeforeMs: aws.refreshBeforeMs } : {}),
+          ...(aws.tokenRefreshBeforeMs !== undefined
+            ? { tokenRefreshBeforeMs: aws.tokenRefreshBeforeMs }
+            : {}),
+          ...(aws.roleSessionName ? { roleSessionName: aws.roleSessionName } : {}),
+          requestTimeoutMs: this.timeoutMs,
+        });
       entry = this.newEntry(
         name,
         access,
@@ -522,13 +534,18 @@ export class ClusterController {
     this.opts.registry.set(target);
   }
 
-  /** Stop the cluster's loop and access, and unregister it. Returns whether there was one. */
-  private teardown(name: string): boolean {
+  /**
+   * Stop the cluster's loop and access, and unregister it. Returns whether there was one. With
+   * `keepSession` (this controller stops, the cluster stays), its AWS session is handed back.
+   */
+  private teardown(name: string, opts: { keepSession?: boolean } = {}): boolean {
     const e = this.entries.get(name);
     if (!e) return false;
     this.entries.delete(name);
     e.abort.abort();
-    e.eks?.destroy();
+    if (e.eks && e.access.type === 'EKS' && opts.keepSession && this.opts.eksSessions) {
+      this.opts.eksSessions.keep(name, e.access.eks, e.eks);
+    } else e.eks?.destroy();
     if (e.access.type === 'Kubeconfig') this.unwatchSecret(e.access, name);
     // Only what this controller registered: a successor (a new leadership term while this one
     // winds down) may have registered the cluster again since.

@@ -1,0 +1,53 @@
+// The hub's AWS sessions to its EKS clusters, kept across leadership terms.
+//
+// A ClusterController lives for one leadership term. Each EksClusterAccess it holds caches an
+// assumed-role session (up to an hour), the cluster's endpoint and CA, and a bearer token. A hub
+// that loses its Lease under load and wins it back a few seconds later would otherwise assume
+// every role and describe every cluster again (the 100-follower benchmark: 3 AssumeRole and 3
+// DescribeCluster per cluster in 15 minutes, one set per term). The process keeps them here
+// instead: a term's controller hands its sessions back when it stops and the next one takes
+// each again by the same cluster name and EKS spec (same account, role, ExternalId, cluster).
+//
+// Nothing here is written anywhere; it is the same memory the process held while leading.
+// Sessions of clusters a new term no longer has are destroyed once that term has registered
+// every cluster it found (dropUnclaimed), and all of them when the hub stops.
+import { canonicalJson } from '@mirrorhub/shared/mirror/hash';
+import type { EksAccess } from '@mirrorhub/shared/api/index';
+import type { EksClusterAccess } from '@mirrorhub/shared/aws/index';
+
+export class EksSessions {
+  private readonly kept = new Map<string, EksClusterAccess>();
+
+  /** The session a previous term kept for this cluster and spec, if any (it is yours now). */
+  take(cluster: string, eks: EksAccess): EksClusterAccess | undefined {
+    const key = keyOf(cluster, eks);
+    const access = this.kept.get(key);
+    this.kept.delete(key);
+    return access;
+  }
+
+  /** Keep `access` for the next term (its controller is stopping, the cluster still exists). */
+  keep(cluster: string, eks: EksAccess, access: EksClusterAccess): void {
+    const key = keyOf(cluster, eks);
+    const previous = this.kept.get(key);
+    if (previous && previous !== access) previous.destroy();
+    this.kept.set(key, access);
+  }
+
+  /** Destroy what no term took back (clusters deleted or changed while standing by). */
+  dropUnclaimed(): number {
+    const n = this.kept.size;
+    for (const access of this.kept.values()) access.destroy();
+    this.kept.clear();
+    return n;
+  }
+
+  /** How many are kept and not yet taken (tests, logs). */
+  get size(): number {
+    return this.kept.size;
+  }
+}
+
+function keyOf(cluster: string, eks: EksAccess): string {
+  return canonicalJson({ cluster, eks });
+}
