@@ -87,7 +87,10 @@ export interface HubConfig {
   unreachableAfterMs?: number;
   /** How the hub reaches EKS followers (MirrorCluster spec.eks). Default: the AWS default chain. */
   aws?: HubAwsConfig;
-  /** Health probe of each MirrorCluster, jittered by ±10% (default 10 s). */
+  /**
+   * Health probe of each MirrorCluster, jittered by ±10% (default 10 s); a healthy cluster every
+   * third interval, and at once when a request to it fails.
+   */
   clusterHealthIntervalMs?: number;
   /** An agent heartbeat older than this makes the cluster's AgentHealthy Unknown (default 90 s). */
   agentHeartbeatGraceMs?: number;

@@ -112,3 +112,55 @@ describe('a follower whose API server is down', () => {
     );
   });
 });
+
+// A healthy cluster is probed only every 3 health intervals (60 s here). When its API server
+// goes away, the hub's own failing requests wake the probe: the outage shows in the
+// MirrorCluster at once, not at the next slow probe.
+describe('a healthy follower, probed rarely, whose API server goes away', () => {
+  let m: MultiCluster;
+
+  beforeAll(async () => {
+    m = await MultiCluster.start({
+      followers: [{ name: 'follower-a', labels: { env: 'prod' } }],
+      hub: { clusterHealthIntervalMs: 20_000, agentHeartbeatGraceMs: 600_000 },
+    });
+    await m.ensureNamespace(HUB, 'certs');
+    await m.ensureNamespace('follower-a', 'team-a');
+    await m.putSecret(HUB, 'certs', 'tls', { v: '1' });
+    await m.applyMirror(
+      clusterSecretMirror('tls', {
+        source: { kind: 'Secret', name: 'tls', namespace: 'certs' },
+        destination: { clusters: { names: ['follower-a'] }, namespaces: ['team-a'] },
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await m?.stop();
+  });
+
+  it('is reported unreachable as soon as a request to it fails', async () => {
+    await m.mirrorClusterStatus(
+      'follower-a',
+      (mc) => expect(condition(mc, 'Ready')?.status).toBe('True'),
+      30_000,
+    );
+    await eventually(
+      async () => expect(await m.secretData('follower-a', 'team-a', 'tls')).toEqual({ v: '1' }),
+      { timeoutMs: 30_000 },
+    );
+    const woken = () =>
+      m.logs.lines.filter((l) => l.includes('a request to the cluster failed; probing it now'));
+    expect(woken()).toEqual([]);
+    await m.kit.cluster('follower-a').stopApiServer();
+    const mc = await m.mirrorClusterStatus(
+      'follower-a',
+      (mc) =>
+        expect(condition(mc, 'Ready')).toMatchObject({ status: 'False', reason: 'Unreachable' }),
+      30_000,
+    );
+    expect(mc.status?.reachable).toBe(false);
+    expect(woken()).toHaveLength(1);
+    expect(woken()[0]).toContain('"cluster":"follower-a"');
+  });
+});

@@ -54,6 +54,7 @@ import type { PendingCleanups } from './pending.js';
 import {
   CONDITION,
   parsePendingCleanups,
+  nextProbe,
   planClusterStatus,
   resolveAccess,
   withLatestHeartbeat,
@@ -115,7 +116,10 @@ export interface ClusterControllerOptions {
    * role and describe every cluster again.
    */
   eksSessions?: EksSessions;
-  /** Health probe period per cluster, jittered by ±10% (default 10 s). */
+  /**
+   * Health probe period per cluster, jittered by ±10% (default 10 s). A healthy cluster is
+   * probed less often (plan.ts nextProbe); a failed request to it wakes its probe at once.
+   */
   healthIntervalMs?: number;
   /** An agent heartbeat older than this makes AgentHealthy Unknown (default 90 s). */
   heartbeatGraceMs?: number;
@@ -153,6 +157,8 @@ interface Entry {
   probe?: ProbeResult;
   /** The latest heartbeat renewTime any probe read (clock ms). */
   renewedAt?: number;
+  /** The last probe found the cluster healthy, so the next one waits longer (nextProbe). */
+  healthy: boolean;
   loop?: Promise<void>;
   seeded: boolean;
 }
@@ -506,6 +512,7 @@ export class ClusterController {
       kubeConfig,
       reportError,
       seeded: false,
+      healthy: false,
     };
   }
 
@@ -528,7 +535,18 @@ export class ClusterController {
       local: entry.access.type === 'InCluster',
       type: entry.access.type,
       kubeConfig: entry.kubeConfig,
-      reportError: entry.reportError,
+      reportError: (err) => {
+        entry.reportError(err);
+        // A request to a cluster thought healthy failed: probe now, not in up to 30 s.
+        if (entry.healthy) {
+          entry.healthy = false;
+          this.log.info(
+            { cluster: entry.name, err: errorMessage(err) },
+            'a request to the cluster failed; probing it now',
+          );
+          entry.wake();
+        }
+      },
     };
     entry.target = target;
     this.opts.registry.set(target);
@@ -699,8 +717,14 @@ export class ClusterController {
       const renewTime = result.lease?.ok ? result.lease.lease?.renewTime : undefined;
       const renewed = renewTime ? Date.parse(renewTime) : NaN;
       if (Number.isFinite(renewed)) entry.renewedAt = Math.max(renewed, entry.renewedAt ?? 0);
+      const next = nextProbe(result, entry.renewedAt, {
+        now: this.clock.now(),
+        intervalMs: this.intervalMs,
+        graceMs: this.graceMs,
+      });
+      entry.healthy = next.healthy;
       this.reconciler.add(entry.name);
-      const jittered = this.intervalMs * (0.9 + 0.2 * Math.random());
+      const jittered = next.inMs * (0.9 + 0.2 * Math.random());
       await new Promise<void>((resolve) => {
         const wake = new AbortController();
         entry.wake = () => wake.abort();

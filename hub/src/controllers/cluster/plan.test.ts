@@ -2,6 +2,8 @@ import type { MirrorCluster, MirrorClusterStatus } from '@mirrorhub/shared';
 import { describe, expect, it } from 'vitest';
 import {
   formatPendingCleanups,
+  HEALTHY_PROBE_FACTOR,
+  nextProbe,
   parsePendingCleanups,
   planClusterStatus,
   resolveAccess,
@@ -421,5 +423,38 @@ describe('cleanups left in a cluster', () => {
     const done = plan(healthy, { cluster: { ...eks(), status: withTwo.status }, pending: [] });
     expect(cond(done.status, 'CleanupPending')).toBeUndefined();
     expect(done.events.map((e) => e.reason)).toEqual(['CleanupDone']);
+  });
+});
+
+describe('when to probe again', () => {
+  const o = { now: NOW.getTime(), intervalMs: 10_000, graceMs: GRACE };
+  const renewed = (agoMs: number) => NOW.getTime() - agoMs;
+
+  it('waits three periods while the cluster answers and its agent heartbeats', () => {
+    expect(HEALTHY_PROBE_FACTOR).toBe(3);
+    expect(nextProbe(healthy, renewed(15_000), o)).toEqual({ healthy: true, inMs: 30_000 });
+  });
+
+  it('probes every period once a heartbeat could go stale before the later probe', () => {
+    // 90 s grace, the later probe up to 33 s away: a renewal 57 s old or more is not "healthy"
+    expect(nextProbe(healthy, renewed(56_000), o).healthy).toBe(true);
+    expect(nextProbe(healthy, renewed(57_000), o)).toEqual({ healthy: false, inMs: 10_000 });
+    expect(nextProbe(healthy, undefined, o).healthy).toBe(false);
+  });
+
+  it('probes every period when the API server or the Lease did not answer, or there is no agent', () => {
+    const failure = { kind: 'unreachable' as const, message: 'x' };
+    for (const p of [
+      { at: o.now, accessError: 'AssumeRole refused' },
+      { at: o.now, version: { ok: false as const, failure } },
+      { ...healthy, lease: { ok: false as const, failure } },
+      { ...healthy, lease: { ok: true as const, lease: undefined } },
+    ]) {
+      expect(nextProbe(p, renewed(1_000), o)).toEqual({ healthy: false, inMs: 10_000 });
+    }
+  });
+
+  it('never waits longer than a period when the grace is shorter than three', () => {
+    expect(nextProbe(healthy, renewed(0), { ...o, graceMs: 30_000 }).inMs).toBe(10_000);
   });
 });

@@ -254,6 +254,35 @@ const MAX_CONDITION_MESSAGE = 1024;
 const MAX_PENDING_LISTED = 50;
 
 /**
+ * A healthy cluster is probed this many times less often than the health interval. What a
+ * probe would find out sooner is found out anyway: a failing request to the cluster wakes its
+ * probe at once (controller.ts), and a cluster stays "healthy" only while its heartbeat is
+ * sure to be within the grace period at the next, later probe. At 100 clusters and the
+ * default 10 s: 3.3 probes a second instead of 10.
+ */
+export const HEALTHY_PROBE_FACTOR = 3;
+
+/**
+ * When to probe again (before ±10% jitter): after `intervalMs` x HEALTHY_PROBE_FACTOR when the
+ * API server answered, the agent's Lease was read and its latest renewal will still be within
+ * `graceMs` at that later probe (jitter included); after `intervalMs` otherwise.
+ */
+export function nextProbe(
+  probe: ProbeResult,
+  renewedAt: number | undefined,
+  o: { now: number; intervalMs: number; graceMs: number },
+): { healthy: boolean; inMs: number } {
+  const slow = o.intervalMs * HEALTHY_PROBE_FACTOR;
+  const healthy =
+    probe.version?.ok === true &&
+    probe.lease?.ok === true &&
+    probe.lease.lease !== undefined &&
+    renewedAt !== undefined &&
+    o.now - renewedAt + slow * 1.1 < o.graceMs;
+  return { healthy, inMs: healthy ? slow : o.intervalMs };
+}
+
+/**
  * `mc` with the latest heartbeat a probe read (`renewedAt`, clock ms) in place of the one in its
  * status, which is written only every heartbeatReportMs: what the dashboard shows. The same
  * object when the status is as new.
