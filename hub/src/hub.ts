@@ -16,6 +16,7 @@ import {
   type HealthServer,
   type LeaderElector,
   type Logger,
+  type ReadinessCheck,
 } from '@mirrorhub/shared/runtime/index';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/k8s/rest';
@@ -64,6 +65,11 @@ export interface HubConfig {
   healthPort?: number;
   /** Address to listen on (default 0.0.0.0). */
   healthHost?: string;
+  /**
+   * More readiness checks on /readyz, by name: the agent that runs in the same process
+   * (standalone/) adds its caches, so the pod is ready only when both halves are.
+   */
+  readinessChecks?: Readonly<Record<string, ReadinessCheck>>;
   /**
    * Serve the dashboard (page and API) on the health port (default true when healthPort is
    * set). Viewers sign in with a Kubernetes token: the hub needs create on tokenreviews and
@@ -378,6 +384,8 @@ export function createHub(config: HubConfig): Hub {
         logger: log,
       });
       server.addReadinessCheck('leader-election', () => elector?.check() ?? true);
+      for (const [name, check] of Object.entries(config.readinessChecks ?? {}))
+        server.addReadinessCheck(name, check);
       if (config.dashboard !== false) {
         dashboard = serveDashboard({
           server,
