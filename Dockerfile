@@ -1,8 +1,10 @@
 # syntax=docker/dockerfile:1.7
 #
-# One image for both mirrorhub processes. The entrypoint is node; the chart picks the program:
+# One image for every mirrorhub process. The entrypoint is node; the chart picks the program:
 #   hub:   args ["/app/hub/dist/main.js"]    (the default CMD)
 #   agent: args ["/app/agent/dist/main.js"]
+#   hub and this cluster's agent in one process (hub chart, localAgent.inProcess):
+#          args ["/app/standalone/dist/main.js"]
 # Why one image: hub and agent share every dependency (they differ by ~300 KB of their own
 # code), so two images would ship the same 50 MB twice, and one tag means hub and agents of a
 # release can never drift apart. One build, one scan, one signature.
@@ -34,6 +36,7 @@ COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 COPY shared/package.json shared/
 COPY hub/package.json hub/
 COPY agent/package.json agent/
+COPY standalone/package.json standalone/
 
 # ---- build: compile shared, hub and agent with tsc -b ----------------------------------------
 FROM manifests AS build
@@ -41,19 +44,22 @@ FROM manifests AS build
 # TypeScript. --frozen-lockfile: the lockfile must be current, nothing is resolved anew.
 RUN --mount=type=cache,id=mirrorhub-pnpm-store,target=/pnpm/store \
     pnpm install --frozen-lockfile --ignore-scripts --store-dir /pnpm/store \
-      --filter "mirrorhub" --filter "@mirrorhub/hub..." --filter "@mirrorhub/agent..."
+      --filter "mirrorhub" --filter "@mirrorhub/hub..." --filter "@mirrorhub/agent..." \
+      --filter "@mirrorhub/standalone..."
 COPY tsconfig.base.json ./
 COPY shared/tsconfig.json shared/
 COPY hub/tsconfig.json hub/
 COPY agent/tsconfig.json agent/
+COPY standalone/tsconfig.json standalone/
 COPY shared/src shared/src
 COPY hub/src hub/src
 COPY agent/src agent/src
+COPY standalone/src standalone/src
 # The dashboard page: type-checked and bundled (preact, esbuild: build-time only) into hub/web/dist.
 COPY hub/web hub/web
 # Test helpers (shared/src/testing: fakes, client-node glue) are compiled with shared but loaded
 # by no production module (shared/src/imports.test.ts proves it); they do not ship.
-RUN ./node_modules/.bin/tsc -b hub agent && rm -rf shared/dist/testing \
+RUN ./node_modules/.bin/tsc -b hub agent standalone && rm -rf shared/dist/testing \
  && node hub/web/build.mjs
 
 # ---- prod: production dependencies only, plus the compiled output ----------------------------
@@ -64,15 +70,16 @@ FROM manifests AS prod
 # /app/shared), which node resolves as usual.
 RUN --mount=type=cache,id=mirrorhub-pnpm-store,target=/pnpm/store \
     pnpm install --prod --frozen-lockfile --ignore-scripts --store-dir /pnpm/store \
-      --filter "@mirrorhub/hub..." --filter "@mirrorhub/agent..."
+      --filter "@mirrorhub/hub..." --filter "@mirrorhub/agent..." --filter "@mirrorhub/standalone..."
 COPY --from=build /app/shared/dist shared/dist
 COPY --from=build /app/hub/dist hub/dist
 COPY --from=build /app/hub/web/dist hub/web/dist
 COPY --from=build /app/agent/dist agent/dist
+COPY --from=build /app/standalone/dist standalone/dist
 # Nothing the runtime reads: type declarations, dependencies' source maps and docs, the lockfile.
 # Kept: package.json files (node reads "exports" and "type"; hub/agent read their version) and
 # our own .js.map files, so stack traces name src/*.ts lines (NODE_OPTIONS below).
-RUN find shared/dist hub/dist agent/dist -type f \
+RUN find shared/dist hub/dist agent/dist standalone/dist -type f \
       \( -name '*.d.ts' -o -name '*.d.ts.map' -o -name '.tsbuildinfo' \) -delete \
  && find node_modules/.pnpm -type f \
       \( -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' -o -name '*.md' \

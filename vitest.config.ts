@@ -9,7 +9,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['{shared,hub,agent,infra}/src/**/*.test.ts'] },
+        test: { name: 'unit', include: ['{shared,hub,agent,standalone,infra}/src/**/*.test.ts'] },
       },
       {
         extends: true,

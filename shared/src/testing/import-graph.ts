@@ -1,7 +1,7 @@
 // What a process pays for its static imports. @kubernetes/client-node (~70 MB resident: its whole
 // generated API) and the AWS SDK (~20 MB) must only be loaded on demand by hub and agent, and
 // nothing of shared's testing/ folder may be reached from production code at all; the import
-// tests of shared, hub and agent walk the import graph with these walkers.
+// tests of shared, hub, agent and standalone walk the import graph with these walkers.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
@@ -51,10 +51,13 @@ function anyImports(text: string): string[] {
   return out;
 }
 
-/** The .ts file an import names when it is ours (relative or @mirrorhub/shared); else undefined. */
+/**
+ * The .ts file an import names when it is ours (relative, or a workspace package such as
+ * @mirrorhub/shared, whose exports map `./x` to `src/x.ts`); else undefined.
+ */
 export function resolveOurs(from: string, spec: string): string | undefined {
-  if (spec === '@mirrorhub/shared') return join(SHARED_SRC, 'index.ts');
-  if (spec.startsWith('@mirrorhub/shared/')) return join(SHARED_SRC, `${spec.slice(18)}.ts`);
+  const pkg = /^@mirrorhub\/([a-z]+)(?:\/(.+))?$/.exec(spec);
+  if (pkg) return join(REPO, pkg[1]!, 'src', `${pkg[2] ?? 'index'}.ts`);
   if (spec.startsWith('.')) return resolve(dirname(from), spec.replace(/\.js$/, '.ts'));
   return undefined;
 }
