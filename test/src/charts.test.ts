@@ -134,6 +134,13 @@ const HUB_VALUE_SETS: Record<string, string[]> = {
     '--set',
     'tenancy.requireAcceptance=true',
   ],
+  'one process, with a strict agent policy': [
+    ...HUB_REQUIRED,
+    '--set',
+    'localAgent.inProcess=true',
+    '--set',
+    'agent.policy.namespaces.deny={legacy-.*}',
+  ],
 };
 /**
  * The agent chart's required values: the agent does not start without a cluster name, nor
@@ -654,6 +661,99 @@ describe('charts, rendered', () => {
         await render(HUB_CHART, [...HUB_REQUIRED, '--set', 'admissionPolicies.enabled=false']),
       ).size,
     ).toBe(0);
+  });
+
+  it("hub with localAgent.inProcess: one Deployment; the agent chart's ServiceAccount, RBAC and admission policies as that chart renders them", async () => {
+    const objs = await render(HUB_CHART, HUB_VALUE_SETS['one process, with a strict agent policy']);
+    // The agent chart on its own, with the same policy, for the same release name.
+    const alone = await render(AGENT_CHART, [
+      ...agentRequired('hub'),
+      '--set',
+      'policy.namespaces.deny={legacy-.*}',
+      '--set',
+      'hubAccess.enabled=false',
+    ]);
+    const dep = only<V1Deployment>(objs, 'Deployment');
+    expect(objs.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name)).toEqual([
+      'mirrorhub-hub',
+    ]);
+    expect(deploymentArgs(dep)).toEqual([
+      '--expose-gc',
+      '--optimize-for-size',
+      '--max-opt=1',
+      '/app/standalone/dist/main.js',
+    ]);
+    const env = deploymentEnv(dep, 'mirrorhub-hub-abc');
+    expect(env).toMatchObject({
+      MIRRORHUB_LOCAL_AGENT_SERVICE_ACCOUNT: 'mirrorhub-agent',
+      MIRRORHUB_LOCAL_AGENT_PORT: '8081',
+      MALLOC_ARENA_MAX: '2',
+      MIRRORHUB_AGENT_NAMESPACE: NS,
+    });
+    // The agent half enforces the same policy the admission policies are rendered from.
+    const aloneEnv = deploymentEnv(only<V1Deployment>(alone, 'Deployment'), 'x');
+    expect(JSON.parse(env.MIRRORHUB_POLICY!)).toEqual(JSON.parse(aloneEnv.MIRRORHUB_POLICY!));
+    expect(JSON.parse(env.MIRRORHUB_POLICY!).namespaces.deny).toEqual(['legacy-.*']);
+    expect(dep.spec!.template.spec!.containers[0]!.ports?.map((p) => p.name)).toEqual([
+      'http',
+      'agent-http',
+    ]);
+    expect(only(objs, 'Service').spec.ports).toMatchObject([
+      { name: 'http', port: 8080 },
+      { name: 'agent-http', port: 8081, targetPort: 'agent-http' },
+    ]);
+    // The agent's identity and rights, rule for rule.
+    expect(only(objs, 'ServiceAccount', 'mirrorhub-agent')).toBeDefined();
+    for (const kind of ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding']) {
+      const strip = (o: Obj) => ({ ...o, metadata: { name: o.metadata.name } });
+      expect(strip(only(objs, kind, 'mirrorhub-agent')), kind).toEqual(
+        strip(only(alone, kind, 'mirrorhub-agent')),
+      );
+    }
+    const vap = (list: Obj[]) => {
+      const spec = admissionPolicies(list).get('mirrorhub-agent-copies')!.spec!;
+      // The message's "from the policy values of the <chart> chart" names the chart that rendered it.
+      return { ...spec, variables: spec.variables?.filter((v) => v.name !== 'source') };
+    };
+    expect(vap(objs)).toEqual(vap(alone));
+    // No agent workload, and no hub-access Role: the hub chart grants the hub its own.
+    expect(objs.some((o) => o.metadata.name === 'mirrorhub-agent-hub-access')).toBe(false);
+    expect(
+      objs.filter((o) => o.kind === 'Service' || o.kind === 'PodDisruptionBudget'),
+    ).toHaveLength(2);
+    // The hub may request tokens of the agent's ServiceAccount, and of no other.
+    const tokenRole = only<V1Role>(objs, 'Role', 'mirrorhub-hub-local-agent-token');
+    expect(tokenRole.rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['serviceaccounts/token'],
+        resourceNames: ['mirrorhub-agent'],
+        verbs: ['create'],
+      },
+    ]);
+    expect(
+      only<V1RoleBinding>(objs, 'RoleBinding', 'mirrorhub-hub-local-agent-token').subjects,
+    ).toEqual([{ kind: 'ServiceAccount', name: 'mirrorhub-hub', namespace: NS }]);
+    // Off by default: nothing of it.
+    const plain = await render(HUB_CHART, HUB_REQUIRED);
+    expect(plain.map((o) => o.metadata.name).filter((n) => n.includes('agent'))).toEqual([]);
+    expect(deploymentArgs(only<V1Deployment>(plain, 'Deployment'))).toEqual([
+      '/app/hub/dist/main.js',
+    ]);
+  });
+
+  it('hub with localAgent.inProcess refuses an agent namespace other than its own', async () => {
+    const err = await helmFails([
+      'template',
+      'mirrorhub',
+      HUB_CHART,
+      '--namespace',
+      NS,
+      ...HUB_VALUE_SETS['one process, with a strict agent policy']!,
+      '--set',
+      'localAgent.namespace=elsewhere',
+    ]);
+    expect(err).toContain(`localAgent.inProcess runs the agent in the release namespace (${NS})`);
   });
 
   it("the hub's payload-only rule is the same in its own cluster as in every follower's", async () => {

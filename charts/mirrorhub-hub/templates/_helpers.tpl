@@ -58,6 +58,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default .Release.Namespace .Values.localAgent.namespace }}
 {{- end }}
 
+{{/*
+With localAgent.inProcess: the ServiceAccount the included agent chart (alias "agent") creates,
+named by that chart's own helper, so both charts agree on it. Fails when the agent would not run
+in the release namespace (the agent chart renders into it).
+*/}}
+{{- define "mirrorhub-hub.inProcessAgentServiceAccount" -}}
+{{- if and .Values.localAgent.namespace (ne .Values.localAgent.namespace .Release.Namespace) }}
+{{- fail (printf "localAgent.inProcess runs the agent in the release namespace (%s), where the included agent chart renders its ServiceAccount, RBAC and Lease; leave localAgent.namespace empty (it is %q)" .Release.Namespace .Values.localAgent.namespace) }}
+{{- end }}
+{{- include "mirrorhub-agent.serviceAccountName" (dict "Values" .Values.agent "Release" .Release "Chart" (dict "Name" "agent")) }}
+{{- end }}
+
 {{/* repository:tag, or repository@digest when a digest is pinned. */}}
 {{- define "mirrorhub-hub.image" -}}
 {{- if .Values.image.digest }}
