@@ -202,9 +202,13 @@ switch (task) {
     run(process.execPath, [join(root, 'infra/dist/cli.js'), 'build']);
     await ensureMoto();
     p('run', 'lint');
-    // Every suite (or what `npm test -- <vitest args>` selects) on this Node.js, then the unit
-    // and engine suites (or the same selection) again on the Node.js LTS the image ships,
-    // unless this already is that major or MIRRORHUB_NODE_LTS=off.
+    // Every suite (or what `npm test -- <vitest args>` selects) on this Node.js, hub and agent
+    // wired as two processes are; then the unit suite and the engine suite (or the same
+    // selection) again on the Node.js LTS the image ships, unless this already is that major or
+    // MIRRORHUB_NODE_LTS=off, with hub and agent wired as one process (the hub chart's
+    // localAgent.inProcess; MIRRORHUB_ENGINE_MODE, test/src/support/engine.ts). Without an LTS
+    // run the engine suite runs in one-process mode on this Node.js, so both install modes are
+    // always tested.
     const runs = [
       vitest(`vitest on Node.js ${process.versions.node}`, pn, [
         ...pnArgs,
@@ -214,6 +218,10 @@ switch (task) {
         ...rest,
       ]),
     ];
+    const cli = join(root, 'node_modules/vitest/vitest.mjs');
+    const oneProcess = {
+      MIRRORHUB_ENGINE_MODE: process.env.MIRRORHUB_ENGINE_MODE ?? 'one-process',
+    };
     const lts = ltsNode();
     if (lts) {
       const { node, version } = lts;
@@ -222,12 +230,31 @@ switch (task) {
         ...process.env,
         PATH: [dirname(node), join(root, 'node_modules/.bin'), process.env.PATH].join(delimiter),
       };
-      const cli = join(root, 'node_modules/vitest/vitest.mjs');
-      const selections = rest.length > 0 ? [rest] : [['--project', 'unit'], ['test/src/engine']];
-      for (const sel of selections)
+      const selections =
+        rest.length > 0
+          ? [[rest, oneProcess]]
+          : [
+              [['--project', 'unit'], {}],
+              [['test/src/engine'], oneProcess],
+            ];
+      for (const [sel, mode] of selections)
         runs.push(
-          vitest(`vitest ${sel.join(' ')} on Node.js ${version}`, node, [cli, 'run', ...sel], env),
+          vitest(
+            `vitest ${sel.join(' ')} on Node.js ${version}${mode.MIRRORHUB_ENGINE_MODE ? `, engine mode ${mode.MIRRORHUB_ENGINE_MODE}` : ''}`,
+            node,
+            [cli, 'run', ...sel],
+            { ...env, ...mode },
+          ),
         );
+    } else if (rest.length === 0) {
+      runs.push(
+        vitest(
+          `vitest test/src/engine on Node.js ${process.versions.node}, engine mode ${oneProcess.MIRRORHUB_ENGINE_MODE}`,
+          process.execPath,
+          [cli, 'run', 'test/src/engine'],
+          { ...process.env, ...oneProcess },
+        ),
+      );
     }
     // The plain closing line CI reads, summed over every run: "N passed, N failed, N skipped".
     const sum = (k) => runs.reduce((n, r) => n + (r.counts?.[k] ?? 0), 0);

@@ -53,6 +53,13 @@ describe('logs, metrics, health, and where secret values may appear', () => {
     }
   });
 
+  it("the hub's /readyz covers the agent exactly when they share a process (the install mode this run tests)", async () => {
+    const readyz = await (await fetch(`http://127.0.0.1:${e.hub!.port}/readyz?verbose`)).text();
+    if (e.mode === 'one-process') expect(readyz).toContain('[+]local-agent ok');
+    else expect(readyz).not.toContain('local-agent');
+    expect(readyz).toContain('[+]caches ok');
+  });
+
   it('writes structured JSON logs bound with component and controller', () => {
     const records = e.logs
       .text()

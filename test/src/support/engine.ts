@@ -4,6 +4,7 @@ import { createAgent, type Agent, type AgentConfig } from '@mirrorhub/agent/agen
 import { createHub, type Hub, type HubConfig } from '@mirrorhub/hub/hub';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import { createLogger, type Logger } from '@mirrorhub/shared';
+import { createStandalone, type Standalone } from '@mirrorhub/standalone/standalone';
 
 import { installCrds } from './crds.js';
 import { ClusterObjects, SYSTEM_NS } from './objects.js';
@@ -20,11 +21,28 @@ export class LogSink {
   }
 }
 
+/**
+ * How hub and agent run, as the two install modes do: `separate` (the hub chart and the agent
+ * chart, two processes) or `one-process` (the hub chart with localAgent.inProcess: standalone/).
+ * Here both live in the test's process either way; what differs is the wiring. The engine suites
+ * run in both (scripts/run.mjs sets MIRRORHUB_ENGINE_MODE for the second run).
+ */
+export type EngineMode = 'separate' | 'one-process';
+
+export function engineMode(env: Record<string, string | undefined> = process.env): EngineMode {
+  const m = env['MIRRORHUB_ENGINE_MODE'] ?? 'separate';
+  if (m !== 'separate' && m !== 'one-process')
+    throw new Error(`MIRRORHUB_ENGINE_MODE must be separate or one-process; got "${m}"`);
+  return m;
+}
+
 export interface EngineOptions {
   hub?: Partial<HubConfig>;
   agent?: Partial<AgentConfig>;
   /** Reuse a running kit (several suites in one file); default: start a one-cluster kit. */
   kit?: Kit;
+  /** Default: engineMode(), from MIRRORHUB_ENGINE_MODE. */
+  mode?: EngineMode;
 }
 
 /**
@@ -35,6 +53,12 @@ export class Engine extends ClusterObjects {
   readonly logs = new LogSink();
   hub: Hub | undefined;
   agent: Agent | undefined;
+  readonly mode: EngineMode;
+  /** one-process: the running process, the agent settings for its next start, and whether the
+   * hub is meant to run (a stopped agent restarts the whole process while it is). */
+  private standalone: Standalone | undefined;
+  private nextAgent: Partial<AgentConfig> = {};
+  private lastHub: Partial<HubConfig> | undefined;
   private constructor(
     readonly kit: Kit,
     kc: KubeConfig,
@@ -42,6 +66,7 @@ export class Engine extends ClusterObjects {
     private readonly ownsKit: boolean,
   ) {
     super(kc);
+    this.mode = opts.mode ?? engineMode();
   }
 
   static async start(opts: EngineOptions = {}): Promise<Engine> {
@@ -88,25 +113,66 @@ export class Engine extends ClusterObjects {
     } as AgentConfig;
   }
 
-  async startHub(extra: Partial<HubConfig> = {}): Promise<Hub> {
+  /**
+   * one-process: starts hub and agent together (with the agent settings of the last
+   * startAgent), as the process does; stopping either half later stops both.
+   */
+  async startHub(extra: Partial<HubConfig> = {}): Promise<void> {
+    if (this.mode === 'one-process') {
+      this.lastHub = extra;
+      await this.startProcess();
+      return;
+    }
     this.hub = createHub(this.hubConfig(extra));
     await this.hub.start();
-    return this.hub;
   }
 
   async stopHub(): Promise<void> {
+    if (this.mode === 'one-process') {
+      this.lastHub = undefined;
+      await this.stopProcess();
+      return;
+    }
     await this.hub?.stop();
     this.hub = undefined;
   }
 
-  async startAgent(extra: Partial<AgentConfig> = {}): Promise<Agent> {
+  /** one-process: the settings of the agent half; the process starts with the hub (startHub). */
+  async startAgent(extra: Partial<AgentConfig> = {}): Promise<void> {
+    if (this.mode === 'one-process') {
+      this.nextAgent = extra;
+      if (this.lastHub && !this.standalone) await this.startProcess();
+      return;
+    }
     this.agent = createAgent(this.agentConfig(extra));
     await this.agent.start();
-    return this.agent;
   }
 
   async stopAgent(): Promise<void> {
+    if (this.mode === 'one-process') {
+      await this.stopProcess();
+      return;
+    }
     await this.agent?.stop();
+    this.agent = undefined;
+  }
+
+  private async startProcess(): Promise<void> {
+    if (this.standalone) throw new Error('Engine: the one process is already running');
+    const s = createStandalone({
+      hub: this.hubConfig(this.lastHub),
+      agent: this.agentConfig(this.nextAgent),
+    });
+    await s.start();
+    this.standalone = s;
+    this.hub = s.hub;
+    this.agent = s.agent;
+  }
+
+  private async stopProcess(): Promise<void> {
+    await this.standalone?.stop();
+    this.standalone = undefined;
+    this.hub = undefined;
     this.agent = undefined;
   }
 
