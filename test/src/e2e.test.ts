@@ -16,32 +16,23 @@
 // identity is what the EKS pod identity webhook injects for the role the chart annotates (IRSA:
 // a projected token with audience sts.amazonaws.com, AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE),
 // so the hub really uses the roles, ExternalIds and access entries terraform created.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 
-import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { findFreePort } from '@mirrorhub/infra/components/cache';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { ensureTerraformSetup } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 
 import { chartsDir } from './support/crds.js';
+import { deploymentRunner, type DeploymentRunner } from './support/deployment.js';
 import { eventually } from './support/eventually.js';
 import { isolatedHelm, type Helm } from './support/helm.js';
 import { generateHubKeyPair } from './support/signing.js';
-import {
-  deploymentArgs,
-  deploymentEnv,
-  mountSecretVolumes,
-  relocateEnv,
-  serviceAccountKubeConfig,
-  writeKubeConfig,
-} from './support/serviceaccount.js';
 import {
   applyMultiAccountExample,
   prepareExampleAccounts,
@@ -77,7 +68,8 @@ let work: string;
 let applied: AppliedExample;
 /** The source Secret's data as the API server holds it (base64): in the copies, in no log. */
 let sourceData: Record<string, string>;
-const procs: Array<{ name: string; child: ChildProcess; log: string }> = [];
+/** The charts' Deployments, run as processes (support/deployment.ts). */
+let deployments: DeploymentRunner;
 
 function kubectl(cluster: string, args: string[]): Promise<string> {
   return promisify(execFile)(
@@ -96,75 +88,13 @@ async function file(name: string, text: string): Promise<string> {
   return path;
 }
 
-/**
- * Runs the chart's Deployment `name` in `cluster` as a process, the way the kubelet would run
- * its pod: the container's entry point (the image's /app is this checkout), its env, and the
- * chart ServiceAccount's token. `extraEnv` is what something outside the chart injects.
- */
-async function runDeployment(
-  cluster: string,
-  name: string,
-  extraEnv: Record<string, string> = {},
-): Promise<{ port: number }> {
-  const admin = kit.cluster(cluster).kubeConfig();
-  const dep = await admin
-    .makeApiClient(AppsV1Api)
-    .readNamespacedDeployment({ namespace: NS, name });
-  // node's own flags (the image's entrypoint is node), then the script and its arguments.
-  const args = deploymentArgs(dep);
-  const script = args.findIndex((a) => a.startsWith('/app/'));
-  expect(script, `${name}: the chart's entry point is under /app`).toBeGreaterThanOrEqual(0);
-  const nodeFlags = args.slice(0, script);
-  const [entry, ...rest] = args.slice(script);
-  const serviceAccount = dep.spec!.template.spec!.serviceAccountName!;
-  const kubeconfig = await writeKubeConfig(
-    await serviceAccountKubeConfig(admin, { namespace: NS, name: serviceAccount }),
-    join(work, `${cluster}-${name}.kubeconfig`),
-  );
-  const port = await findFreePort();
-  // The kubelet mounts the pod's Secret volumes (the hub's signing key) before it starts it.
-  const mounts = await mountSecretVolumes(admin, dep, join(work, `${cluster}-${name}-root`));
-  const env = {
-    ...relocateEnv(deploymentEnv(dep, `${name}-e2e`), mounts),
-    PORT: String(port),
-    KUBECONFIG: kubeconfig,
-    ...extraEnv,
-  };
-  expect(env.MIRRORHUB_NAMESPACE ?? NS).toBe(NS);
-  const log = join(work, `${cluster}-${name}.log`);
-  const out = createWriteStream(log);
-  // Only PATH and HOME from this process: no AWS_* or KUBECONFIG of the machine leaks in.
-  const child = spawn(
-    process.execPath,
-    [...nodeFlags, join(repo, entry!.slice('/app/'.length)), ...rest],
-    {
-      env: { PATH: process.env.PATH ?? '', HOME: work, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  child.stdout!.pipe(out);
-  child.stderr!.pipe(out);
-  procs.push({ name: `${cluster}/${name}`, child, log });
-  await eventually(
-    async () => {
-      if (child.exitCode !== null)
-        throw new Error(
-          `${cluster}/${name} exited ${child.exitCode}: ${await readFile(log, 'utf8')}`,
-        );
-      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-      expect(res.status, `${cluster}/${name} /readyz`).toBe(200);
-    },
-    { timeoutMs: 60_000, intervalMs: 250 },
-  );
-  return { port };
-}
-
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'mirrorhub-e2e-'));
   // The builds (once per machine, cached) before the kit, so no API server idles meanwhile.
   const tf = await ensureTerraformSetup(work);
   helm = await isolatedHelm();
   kit = await startKit({ clusters: ['hub', ...FOLLOWERS.map((f) => f.cluster)] });
+  deployments = deploymentRunner(kit, NS, work);
   const accounts = await prepareExampleAccounts(
     kit,
     FOLLOWERS.map((f) => f.cluster),
@@ -184,16 +114,7 @@ beforeAll(async () => {
 }, 150 * 60_000);
 
 afterAll(async () => {
-  await Promise.all(
-    procs.map(
-      ({ child }) =>
-        new Promise<void>((done) => {
-          if (child.exitCode !== null || child.signalCode !== null) return done();
-          child.once('exit', () => done());
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
+  await deployments?.stop();
   await helm?.cleanup();
   await kit?.stop();
   if (work) await rm(work, { recursive: true, force: true });
@@ -290,7 +211,7 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
   });
 
   it('the agents and the hub run as their Deployments, with the identities the charts and terraform made', async () => {
-    for (const f of FOLLOWERS) await runDeployment(f.cluster, 'mirrorhub-agent');
+    for (const f of FOLLOWERS) await deployments.run(f.cluster, 'mirrorhub-agent');
     // The EKS pod identity webhook's part for a ServiceAccount annotated with a role (IRSA).
     const sa = await hubAdmin
       .makeApiClient(CoreV1Api)
@@ -300,7 +221,7 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
       name: 'mirrorhub-hub',
       body: { spec: { audiences: ['sts.amazonaws.com'], expirationSeconds: 3600 } },
     });
-    await runDeployment('hub', 'mirrorhub-hub', {
+    await deployments.run('hub', 'mirrorhub-hub', {
       AWS_ROLE_ARN: sa.metadata!.annotations!['eks.amazonaws.com/role-arn']!,
       AWS_WEB_IDENTITY_TOKEN_FILE: await file('hub-web-identity-token', token.status!.token!),
       AWS_STS_REGIONAL_ENDPOINTS: 'regional',
@@ -463,6 +384,7 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
   });
 
   it('no process logged the secret value, and none of them died', async () => {
+    const procs = deployments.procs;
     expect(procs.map((p) => p.name)).toEqual([
       'follower-a/mirrorhub-agent',
       'follower-b/mirrorhub-agent',
