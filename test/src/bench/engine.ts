@@ -16,7 +16,7 @@ import { CONTENT_TYPE, corePath, RestClient } from '@mirrorhub/shared/k8s/rest';
 import { installCrds } from '../support/crds.js';
 import { clusterViewerToken } from '../support/viewers.js';
 import { openViewers, type ViewerStats } from './dashboard.js';
-import { startOneCluster, until } from './procs.js';
+import { startOneCluster, startOneProcess, until } from './procs.js';
 import {
   apiRequestCounts,
   certLike,
@@ -47,6 +47,13 @@ export interface EngineBenchOptions {
   steadyMs: number;
   /** NODE_OPTIONS of each process (by default the charts' `nodeOptions`, see node-options.ts). */
   nodeOptions: { hub: string; agent: string };
+  /**
+   * `separate` (default): `node hub/dist/main.js` and `node agent/dist/main.js`, as the two charts
+   * run them. `one-process`: `node standalone/dist/main.js`, as the hub chart runs it with
+   * localAgent.inProcess (the hub's NODE_OPTIONS); `hub` and `agent` figures are then the same
+   * process's.
+   */
+  mode?: 'separate' | 'one-process';
   root: string;
   log: (line: string) => void;
 }
@@ -173,11 +180,10 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     copiesPerNamespace: o.mirrors / o.shards,
     log,
   });
-  const { hub, agent, hubPort, agentPort, procs } = await startOneCluster(
-    o.root,
-    hubCluster.kubeconfigPath,
-    o.nodeOptions,
-  );
+  const one = o.mode === 'one-process';
+  const { hub, agent, hubPort, agentPort, procs } = one
+    ? await startOneProcess(o.root, hubCluster.kubeconfigPath, o.nodeOptions.hub)
+    : await startOneCluster(o.root, hubCluster.kubeconfigPath, o.nodeOptions);
   try {
     // Watch copies (metadata only) to timestamp every change the agent makes.
     const copyWatch = await watchCopies(kc, { resource: 'bench-copies' });
@@ -210,8 +216,10 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       // V8 heap in use (live objects and not yet collected garbage), to size --max-old-space-size.
       const [hubHeap, agentHeap] = await Promise.all([heapUsedMb(hubPort), heapUsedMb(agentPort)]);
       log(
-        `RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB (anonymous ${split.hub.anon.toFixed(0)} MB, heap used ${hubHeap}), ` +
-          `agent ${rss.agent[label]!.toFixed(0)} MB (anonymous ${split.agent.anon.toFixed(0)} MB, heap used ${agentHeap})`,
+        one
+          ? `RSS with ${label}: one process ${rss.hub[label]!.toFixed(0)} MB (anonymous ${split.hub.anon.toFixed(0)} MB, heap used ${hubHeap})`
+          : `RSS with ${label}: hub ${rss.hub[label]!.toFixed(0)} MB (anonymous ${split.hub.anon.toFixed(0)} MB, heap used ${hubHeap}), ` +
+              `agent ${rss.agent[label]!.toFixed(0)} MB (anonymous ${split.agent.anon.toFixed(0)} MB, heap used ${agentHeap})`,
       );
     };
     const rss: EngineBenchResult['rss'] = { hub: {}, agent: {} };
@@ -245,8 +253,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         {
           'kube-apiserver': apiServerPid!,
           etcd: etcdPid!,
-          hub: hub.pid!,
-          agent: agent.pid!,
+          ...(one ? { 'hub + agent': hub.pid! } : { hub: hub.pid!, agent: agent.pid! }),
           benchmark: process.pid,
         },
         hubCluster.server,
@@ -341,7 +348,11 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         `p50 ${fmtMs(viewerStats.fetchP50Ms)} p99 ${fmtMs(viewerStats.fetchP99Ms)}, ${viewerStats.changes} changes streamed`,
     );
     const peakRss = { hub: peakRssMb(hub.pid!), agent: peakRssMb(agent.pid!) };
-    log(`peak RSS: hub ${peakRss.hub.toFixed(0)} MB, agent ${peakRss.agent.toFixed(0)} MB`);
+    log(
+      one
+        ? `peak RSS: one process ${peakRss.hub.toFixed(0)} MB`
+        : `peak RSS: hub ${peakRss.hub.toFixed(0)} MB, agent ${peakRss.agent.toFixed(0)} MB`,
+    );
 
     await copyWatch.stop();
     return {

@@ -4,7 +4,8 @@
  * it on the Node.js the image ships, and hub and agents run on the node that runs this.
  *
  *   npm run bench                 # every benchmark at full size (~22 minutes here)
- *   npm run bench -- --only multicluster   # or --only engine, scale, growth, signing or vault
+ *   npm run bench -- --only multicluster   # or --only engine, engine-one, scale, growth,
+ *                                           # signing or vault
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
@@ -59,10 +60,10 @@ async function main(): Promise<void> {
   const only = values.only;
   if (
     only !== undefined &&
-    !['engine', 'multicluster', 'scale', 'growth', 'signing', 'vault'].includes(only)
+    !['engine', 'engine-one', 'multicluster', 'scale', 'growth', 'signing', 'vault'].includes(only)
   ) {
     throw new Error(
-      `--only must be engine, multicluster, scale, growth, signing or vault, got ${only}`,
+      `--only must be engine, engine-one, multicluster, scale, growth, signing or vault, got ${only}`,
     );
   }
   const custom = values['node-options'];
@@ -80,11 +81,14 @@ async function main(): Promise<void> {
   if (only === undefined || only === 'signing') {
     await report('signing', renderSigning(runSigningBench()), record, log);
   }
-  if (only === undefined || only === 'engine') {
+  for (const mode of ['separate', 'one-process'] as const) {
+    const section = mode === 'separate' ? 'engine' : 'engine-one';
+    if (only !== undefined && only !== section) continue;
     const kit = await startKit({ clusters: ['hub'], aws: false, log });
     let result: EngineBenchResult;
     try {
       result = await runEngineBench(kit, {
+        mode,
         namespaces: n(2000),
         shards: 20,
         mirrors: n(200),
@@ -101,7 +105,12 @@ async function main(): Promise<void> {
     } finally {
       await kit.stop();
     }
-    await report('engine', renderEngine(result, scale), record, log);
+    await report(
+      section,
+      mode === 'separate' ? renderEngine(result, scale) : renderEngineOneProcess(result, scale),
+      record,
+      log,
+    );
   }
   if (only === undefined || only === 'multicluster') {
     const followers = Array.from(
@@ -487,8 +496,9 @@ function perShard(mirrors: number, shards: number): string {
 }
 
 /** `node <v8Flags> <component>/dist/main.js` and MALLOC_ARENA_MAX, as the chart starts it. */
-function startedAs(component: 'hub' | 'agent'): string {
-  const cmd = ['node', ...chartV8Flags(root, component), `${component}/dist/main.js`].join(' ');
+function startedAs(component: 'hub' | 'agent' | 'hub-in-process'): string {
+  const program = component === 'hub-in-process' ? 'standalone' : component;
+  const cmd = ['node', ...chartV8Flags(root, component), `${program}/dist/main.js`].join(' ');
   const env = Object.entries(chartMallocEnv(root, component)).map(([k, v]) => `${k}=${v}`);
   return `\`${[...env, cmd].join(' ')}\``;
 }
@@ -545,6 +555,45 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     "Reads at steady state include the bench's own scrape of the API server's /metrics (one per window). " +
       'Each RSS row is read once the processes are idle again (5 s after the fan-out; 5 s after the last source update; 10 s after the last unrelated Secret); the peak row shows what bursts cost. ' +
       "The raw loops write Secrets shaped like the copies, with the agent's HTTP client and write concurrency, before mirrorhub starts: the ratio is what mirrorhub's path costs on top of the writes themselves (for the fan-out: creating the mirrors, the hub's payload and delivery writes, the agent's plans and status writes; for a source update: the hub's payload write before the agent's copy writes).",
+    '',
+  ].join('\n');
+}
+
+/**
+ * The same engine run with hub and agent in one process (the hub chart with
+ * localAgent.inProcess): the figures a platform team mirroring inside one cluster compares.
+ */
+function renderEngineOneProcess(r: EngineBenchResult, scale: number): string {
+  const o = r.options;
+  const ok = (good: boolean) => (good ? 'met' : '**missed**');
+  const max = Math.max(...Object.values(r.rss.hub));
+  const fanOutRate = r.copies / (r.initialFanOutMs / 1000);
+  const rows = Object.keys(r.rss.hub).map((k) => {
+    const split = r.rssSplit.hub[k];
+    return `| ${k} | ${r.rss.hub[k]!.toFixed(0)} MB | ${split ? `${split.anon.toFixed(0)} / ${split.file.toFixed(0)} MB` : '?'} |`;
+  });
+  return [
+    '## Engine: one cluster, one process (hub chart with localAgent.inProcess)',
+    '',
+    `Command: \`npm run bench -- --only engine-one\`${scale !== 1 ? ` (scale ${scale})` : ''}. Machine: ${machine()}.`,
+    `Setup: as the engine run above (${o.namespaces} namespaces, ${o.mirrors} SecretMirrors, ${r.copies} copies, unrelated Secrets ${o.noiseStart} -> ${o.noiseMid} -> ${o.noiseEnd}), ` +
+      `but hub and agent are one process, started as the hub chart starts it with localAgent.inProcess: ${startedAs('hub-in-process')}, NODE_OPTIONS \`${o.nodeOptions.hub || '(none)'}\`.`,
+    '',
+    '| measure | result | target |',
+    '| --- | --- | --- |',
+    `| resident memory, max of the rows below | ${max.toFixed(0)} MB | < 80 MB: ${ok(max < 80)} |`,
+    `| peak RSS during the run (VmHWM: start-up, fan-out and bursts included) | ${r.peakRss.hub.toFixed(0)} MB | |`,
+    `| initial fan-out of ${r.copies} copies | ${fmtMs(r.initialFanOutMs)} (${fanOutRate.toFixed(0)}/s; raw create loop ${r.raw.createsPerSecond.toFixed(0)}/s, ratio ${(fanOutRate / r.raw.createsPerSecond).toFixed(2)}) | |`,
+    `| new namespace -> its ${perShard(o.mirrors, o.shards)} copies, p50 / p99 (${r.newNamespace.samples} namespaces, 1 s apart) | ${fmtMs(r.newNamespace.p50)} / ${fmtMs(r.newNamespace.p99)} | p50 < 40 ms: ${ok(r.newNamespace.p50 < 40)}, p99 < 150 ms: ${ok(r.newNamespace.p99 < 150)} |`,
+    `| the same, back to back | ${fmtMs(r.newNamespace.burst.p50)} / ${fmtMs(r.newNamespace.burst.p99)} | |`,
+    `| source update -> all ${r.sourceUpdate.copiesEach} copies, p50 / p99 (${r.sourceUpdate.samples} updates; raw update loop p50 ${fmtMs(r.raw.update.p50)}) | ${fmtMs(r.sourceUpdate.p50)} / ${fmtMs(r.sourceUpdate.p99)} | p99 < 3 s: ${ok(r.sourceUpdate.p99 < 3000)} |`,
+    `| API requests per minute at steady state: reads / writes / new watches | ${r.steadyPerMinute.reads.toFixed(0)} / ${r.steadyPerMinute.writes.toFixed(0)} / ${r.steadyPerMinute.watches.toFixed(0)} | writes 0: ${ok(r.steadyPerMinute.writes === 0)} |`,
+    `| resident memory with ${r.dashboard.viewers} dashboards open through ${r.dashboard.updates} source updates | ${r.dashboard.hubRssMb.toFixed(0)} MB | |`,
+    '',
+    ...costTable(r),
+    '| unrelated Secrets in the cluster | RSS | anonymous / file-backed |',
+    '| --- | --- | --- |',
+    ...rows,
     '',
   ].join('\n');
 }

@@ -9,20 +9,34 @@ import { join } from 'node:path';
 
 import { parse } from 'yaml';
 
-export type Component = 'hub' | 'agent';
+/** `hub-in-process`: the hub chart's pod with localAgent.inProcess (hub and agent in one). */
+export type Component = 'hub' | 'agent' | 'hub-in-process';
 
 interface ChartNodeValues {
   nodeOptions?: unknown;
   v8Flags?: unknown;
   mallocArenaMax?: unknown;
+  localAgent?: { v8Flags?: unknown; mallocArenaMax?: unknown };
 }
 
 function chartValues(
   root: string,
   component: Component,
 ): { file: string; values: ChartNodeValues } {
-  const file = join(root, 'charts', `mirrorhub-${component}`, 'values.yaml');
-  return { file, values: parse(readFileSync(file, 'utf8')) as ChartNodeValues };
+  const chart = component === 'hub-in-process' ? 'hub' : component;
+  const file = join(root, 'charts', `mirrorhub-${chart}`, 'values.yaml');
+  const values = parse(readFileSync(file, 'utf8')) as ChartNodeValues;
+  if (component !== 'hub-in-process') return { file, values };
+  // With localAgent.inProcess the hub chart takes the V8 flags and the allocator setting from
+  // localAgent (its deployment.yaml), NODE_OPTIONS from nodeOptions as always.
+  return {
+    file,
+    values: {
+      nodeOptions: values.nodeOptions,
+      v8Flags: values.localAgent?.v8Flags,
+      mallocArenaMax: values.localAgent?.mallocArenaMax,
+    },
+  };
 }
 
 function optionalString(file: string, key: string, value: unknown): string {

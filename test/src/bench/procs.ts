@@ -36,7 +36,7 @@ function signingEnv(name: 'hub' | 'agent'): Record<string, string> {
 
 export function startMain(
   root: string,
-  name: 'hub' | 'agent',
+  name: 'hub' | 'agent' | 'standalone',
   env: Record<string, string>,
   logFile?: string,
 ): ChildProcess {
@@ -44,17 +44,19 @@ export function startMain(
   // (open it in Chrome DevTools); how the agent's reconcile cost was found.
   const profileDir = process.env.MIRRORHUB_BENCH_CPU_PROFILE;
   const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-  const args = [...chartV8Flags(root, name), ...profile, join(root, name, 'dist/main.js')];
+  // The one process is the hub chart's pod with localAgent.inProcess (node-options.ts).
+  const chart = name === 'standalone' ? 'hub-in-process' : name;
+  const args = [...chartV8Flags(root, chart), ...profile, join(root, name, 'dist/main.js')];
   const fd = logFile === undefined ? undefined : openSync(logFile, 'a');
   const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
-      ...chartMallocEnv(root, name),
+      ...chartMallocEnv(root, chart),
       MIRRORHUB_NAMESPACE: 'mirrorhub-system',
       POD_NAME: `${name}-bench`,
       LOG_LEVEL: 'warn',
-      NODE_OPTIONS: benchNodeOptions(chartNodeOptions(root, name)),
-      ...signingEnv(name),
+      NODE_OPTIONS: benchNodeOptions(chartNodeOptions(root, chart)),
+      ...signingEnv(name === 'agent' ? 'agent' : 'hub'),
       ...env,
     },
     stdio: ['ignore', fd ?? 'inherit', fd ?? 'inherit'],
@@ -103,6 +105,33 @@ export async function startOneCluster(
     throw err;
   }
   return { hub, agent, hubPort, agentPort, procs };
+}
+
+/**
+ * The hub and the agent of one cluster in one process, as the hub chart runs them with
+ * localAgent.inProcess (`node standalone/dist/main.js`): `hub` and `agent` are the same process,
+ * its hub half answering on `hubPort`, its agent half on `agentPort`.
+ */
+export async function startOneProcess(
+  root: string,
+  kubeconfig: string,
+  nodeOptions: string,
+): Promise<OneCluster> {
+  const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
+  const proc = startMain(root, 'standalone', {
+    KUBECONFIG: kubeconfig,
+    MIRRORHUB_CLUSTER_NAME: 'hub',
+    PORT: String(hubPort),
+    MIRRORHUB_LOCAL_AGENT_PORT: String(agentPort),
+    NODE_OPTIONS: nodeOptions,
+  });
+  try {
+    await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
+  } catch (err) {
+    await stopAll([proc]);
+    throw err;
+  }
+  return { hub: proc, agent: proc, hubPort, agentPort, procs: [proc] };
 }
 
 export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
