@@ -15,6 +15,8 @@
 //   MIRRORHUB_LEADER_ELECTION           "true" to run only while holding a leader Lease
 //                                       (needed with more than one replica; default off)
 //   POD_NAME                            identity for leader election and the heartbeat
+//   MIRRORHUB_HTTP2                     "false": watches over HTTP/1.1, one connection each
+//                                       (default: streams of one HTTP/2 connection, k8s/h2.ts)
 
 import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/runtime/log';
 import { createShutdown } from '@mirrorhub/shared/runtime/shutdown';
@@ -22,6 +24,7 @@ import { createAgent } from './agent.js';
 import { exposedGc } from './compact.js';
 import { readConfig, type MainConfig } from './config.js';
 import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
 
 async function main(): Promise<void> {
   let log: Logger;
@@ -35,6 +38,7 @@ async function main(): Promise<void> {
   let kubeConfig: KubeAccess;
   try {
     config = readConfig(process.argv.slice(2), process.env);
+    configureHttp2({ enabled: http2FromEnv(process.env) });
     kubeConfig = await loadKubeAccess(config.kubeconfigPath);
   } catch (err) {
     log.fatal({ err }, 'invalid configuration');

@@ -18,7 +18,8 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * Followers: MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS (10), MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS
  * (90), MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS (10), MIRRORHUB_CLEANUP_GRACE_SECONDS (120).
  * Watches: MIRRORHUB_WATCH_PROGRESS_DEADLINE_SECONDS (150, at least 90): a watch that passes
- * nothing, not even a bookmark, this long is presumed stalled and resumed.
+ * nothing, not even a bookmark, this long is presumed stalled and resumed. MIRRORHUB_HTTP2
+ * ("false": every watch over HTTP/1.1 on a connection of its own; read by main.ts, k8s/h2.ts).
  *
  * AWS: the hub's own credentials come from the SDK's default chain (AWS_* env, IRSA's
  * AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, EKS Pod Identity, a profile); they are not read

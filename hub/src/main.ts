@@ -3,6 +3,7 @@
 // hub.ts.
 import { readFileSync } from 'node:fs';
 import { loadKubeAccess } from '@mirrorhub/shared/k8s/access';
+import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
 import { createLogger, createShutdown, logConfigFromEnv } from '@mirrorhub/shared/runtime/index';
 import { configFromEnv } from './config.js';
 import { createHub } from './hub.js';
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   let config;
   try {
     config = configFromEnv(process.env);
+    configureHttp2({ enabled: http2FromEnv(process.env) });
   } catch (err) {
     logger.fatal({ err }, 'invalid configuration');
     process.exit(2);

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { exposedGc } from '@mirrorhub/agent/compact';
 import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/k8s/access';
+import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
 import { serviceAccountAccess } from '@mirrorhub/shared/k8s/token-request';
 import {
   childLogger,
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   let kubeConfig: KubeAccess;
   try {
     config = standaloneConfigFromEnv(process.env);
+    configureHttp2({ enabled: http2FromEnv(process.env) });
     kubeConfig = await loadKubeAccess(undefined);
   } catch (err) {
     logger.fatal({ err }, 'invalid configuration');

@@ -18,11 +18,13 @@
  * picked up on each list and each watch reconnect.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { StatusLike } from '../runtime/errors.js';
 import type { KubeAccess } from './access.js';
-import { shareSecureContext } from './tls.js';
+import { h2Headers, http2Get, readH2, suspectStream } from './h2.js';
+import { shareSecureContext, type TlsRequestOptions } from './tls.js';
 
 /** What to list and watch. */
 export interface ResourceTarget {
@@ -80,8 +82,11 @@ export interface WatchCallbacks<T> {
 }
 
 export interface WatchHandle {
-  /** Close the stream; no callback runs afterwards. */
-  abort(): void;
+  /**
+   * Close the stream; no callback runs afterwards. `stalled`: it is closed because nothing came
+   * for too long, so the connection under it may be dead (HTTP/2: it is checked with a PING).
+   */
+  abort(reason?: 'stalled'): void;
 }
 
 /** The two calls a watcher needs. Implemented over HTTP below, and by fakes in tests. */
@@ -156,8 +161,9 @@ export function kubeListerWatcher<T extends KubernetesObject>(
     return u;
   }
 
-  async function open(u: URL, accept: string): Promise<http.ClientRequest> {
-    const reqOpts: https.RequestOptions = { method: 'GET', headers: {} };
+  /** The request's TLS options and headers, from the KubeAccess (fresh credentials each time). */
+  async function prepare(accept: string): Promise<TlsRequestOptions> {
+    const reqOpts: TlsRequestOptions = { method: 'GET', headers: {} };
     await kc.applyToHTTPSOptions(reqOpts);
     shareSecureContext(reqOpts);
     const headers = { ...(reqOpts.headers as Record<string, string>) };
@@ -168,29 +174,32 @@ export function kubeListerWatcher<T extends KubernetesObject>(
       delete reqOpts.auth;
     }
     reqOpts.headers = headers;
+    return reqOpts;
+  }
+
+  function request(u: URL, reqOpts: TlsRequestOptions): http.ClientRequest {
     return (u.protocol === 'http:' ? http : https).request(u, reqOpts as http.RequestOptions);
+  }
+
+  /**
+   * A watch's response as a stream of text, over a shared HTTP/2 connection (h2.ts) when the
+   * server and the credentials allow it, else over HTTP/1.1 as before.
+   */
+  async function openWatch(u: URL, accept: string): Promise<WatchStream> {
+    const reqOpts = await prepare(accept);
+    const stream = await http2Get(u, reqOpts, h2Headers(reqOpts.headers as Record<string, string>));
+    if (stream) return h2WatchStream(stream);
+    return h1WatchStream(request(u, reqOpts));
   }
 
   async function list<O>(o: ListOptions, accept: string): Promise<ListPage<O>> {
     const u = url({ limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion });
-    const req = await open(u, accept);
     const timeout = opts.listTimeoutMs ?? 60_000;
-    const { status, body } = await new Promise<{ status: number; body: string }>(
-      (resolve, reject) => {
-        req.setTimeout(timeout, () =>
-          req.destroy(new Error(`list ${path}: no response in ${timeout}ms`)),
-        );
-        req.on('error', reject);
-        req.on('response', (res) => {
-          res.setEncoding('utf8');
-          let data = '';
-          res.on('data', (c: string) => (data += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
-          res.on('error', reject);
-        });
-        req.end();
-      },
-    );
+    const reqOpts = await prepare(accept);
+    const stream = await http2Get(u, reqOpts, h2Headers(reqOpts.headers as Record<string, string>));
+    const { status, body } = stream
+      ? await readH2(stream, timeout, `list ${path}`)
+      : await readH1(request(u, reqOpts), timeout, `list ${path}`);
     if (status !== 200) throw new K8sHttpError(status, parseStatus(body), `list ${path}`);
     const parsed = JSON.parse(body) as {
       items?: O[] | null;
@@ -213,28 +222,28 @@ export function kubeListerWatcher<T extends KubernetesObject>(
     watch(o, cb) {
       let aborted = false;
       let closed = false;
-      let req: http.ClientRequest | undefined;
+      let stream: WatchStream | undefined;
       let idle: NodeJS.Timeout | undefined;
+      let buf = '';
       const idleMs = opts.idleTimeoutMs ?? o.timeoutSeconds * 1000 + 60_000;
 
       const close = (err?: unknown): void => {
         if (closed) return;
         closed = true;
         if (idle) clearTimeout(idle);
-        req?.destroy();
+        stream?.destroy();
         if (!aborted) cb.onClose(err);
       };
       const touch = (): void => {
         if (idle) clearTimeout(idle);
-        idle = setTimeout(
-          () =>
-            close(
-              new Error(
-                `watch ${path}: nothing received for ${idleMs}ms, presuming the connection dead`,
-              ),
+        idle = setTimeout(() => {
+          stream?.suspect();
+          close(
+            new Error(
+              `watch ${path}: nothing received for ${idleMs}ms, presuming the connection dead`,
             ),
-          idleMs,
-        );
+          );
+        }, idleMs);
       };
 
       const u = url({
@@ -243,29 +252,19 @@ export function kubeListerWatcher<T extends KubernetesObject>(
         timeoutSeconds: o.timeoutSeconds,
         allowWatchBookmarks: o.allowWatchBookmarks ? 'true' : undefined,
       });
-      open(u, target.metadataOnly ? ACCEPT_META : ACCEPT_JSON).then(
-        (r) => {
-          if (aborted) return void r.destroy();
-          req = r;
+      openWatch(u, target.metadataOnly ? ACCEPT_META : ACCEPT_JSON).then(
+        (st) => {
+          if (aborted) return void st.destroy();
+          stream = st;
           touch();
-          r.on('error', (err) => close(err));
-          r.on('socket', (s) => s.setKeepAlive(true, 30_000));
-          r.on('response', (res) => {
-            if (res.statusCode !== 200) {
-              res.setEncoding('utf8');
-              let data = '';
-              res.on('data', (c: string) => (data += c));
-              res.on('end', () =>
-                close(new K8sHttpError(res.statusCode ?? 0, parseStatus(data), `watch ${path}`)),
-              );
-              res.on('error', (err) => close(err));
-              return;
-            }
-            if (aborted) return;
-            cb.onConnected?.();
-            res.setEncoding('utf8');
-            let buf = '';
-            res.on('data', (chunk: string) => {
+          st.start({
+            onStatus(code, body) {
+              close(new K8sHttpError(code, parseStatus(body), `watch ${path}`));
+            },
+            onOpen() {
+              if (!aborted) cb.onConnected?.();
+            },
+            onData(chunk) {
               if (closed) return;
               touch();
               buf += chunk;
@@ -284,25 +283,23 @@ export function kubeListerWatcher<T extends KubernetesObject>(
                 // cb.onEvent is the watcher's own dispatcher, which catches handler errors.
                 cb.onEvent(ev);
               }
-            });
-            let ended = false;
-            res.on('end', () => {
-              ended = true;
+            },
+            onEnd() {
               close();
-            });
-            res.on('error', (err) => close(err));
-            res.on('close', () => {
-              if (!ended) close(new Error(`watch ${path}: connection closed mid-stream`));
-            });
+            },
+            onError(err) {
+              close(err);
+            },
+            midStream: `watch ${path}: connection closed mid-stream`,
           });
-          r.end();
         },
         (err: unknown) => close(err),
       );
 
       return {
-        abort() {
+        abort(reason) {
           aborted = true;
+          if (reason === 'stalled') stream?.suspect();
           close();
         },
       };
@@ -321,4 +318,116 @@ function parseStatus(body: string): StatusLike | undefined {
   } catch {
     return body ? { message: body.slice(0, 200) } : undefined;
   }
+}
+
+interface WatchStreamHandlers {
+  /** The server answered with another status than 200; `body` is its whole answer. */
+  onStatus(code: number, body: string): void;
+  /** 200: events follow. */
+  onOpen(): void;
+  onData(chunk: string): void;
+  /** The server ended the response (e.g. timeoutSeconds passed). */
+  onEnd(): void;
+  onError(err: unknown): void;
+  /** The message when the response stops without its end. */
+  midStream: string;
+}
+
+/** One watch response, whichever protocol carries it. */
+interface WatchStream {
+  start(h: WatchStreamHandlers): void;
+  destroy(): void;
+  /** Nothing came for too long: have the connection checked (HTTP/2; HTTP/1.1 closes it). */
+  suspect(): void;
+}
+
+function h1WatchStream(req: http.ClientRequest): WatchStream {
+  return {
+    destroy: () => req.destroy(),
+    suspect: () => undefined,
+    start(h) {
+      req.on('error', (err) => h.onError(err));
+      req.on('socket', (s) => s.setKeepAlive(true, 30_000));
+      req.on('response', (res) => {
+        res.setEncoding('utf8');
+        if (res.statusCode !== 200) {
+          let data = '';
+          res.on('data', (c: string) => (data += c));
+          res.on('end', () => h.onStatus(res.statusCode ?? 0, data));
+          res.on('error', (err) => h.onError(err));
+          return;
+        }
+        h.onOpen();
+        let ended = false;
+        res.on('data', (chunk: string) => h.onData(chunk));
+        res.on('end', () => {
+          ended = true;
+          h.onEnd();
+        });
+        res.on('error', (err) => h.onError(err));
+        res.on('close', () => {
+          if (!ended) h.onError(new Error(h.midStream));
+        });
+      });
+      req.end();
+    },
+  };
+}
+
+function h2WatchStream(stream: http2.ClientHttp2Stream): WatchStream {
+  return {
+    destroy: () => {
+      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    },
+    suspect: () => suspectStream(stream),
+    start(h) {
+      stream.setEncoding('utf8');
+      let status = 0;
+      let ended = false;
+      let data = '';
+      stream.on('error', (err) => h.onError(err));
+      stream.on('response', (headers) => {
+        status = Number(headers[':status'] ?? 0);
+        if (status === 200) h.onOpen();
+      });
+      stream.on('data', (chunk: string) => {
+        if (status === 200) h.onData(chunk);
+        else data += chunk;
+      });
+      stream.on('end', () => (ended = true));
+      // Decided at 'close': a stream cut with its connection also emits 'end', but with a reset
+      // code; only one the server ended (NO_ERROR) is a clean end.
+      stream.on('close', () => {
+        const clean = ended && stream.rstCode === http2.constants.NGHTTP2_NO_ERROR;
+        if (!clean)
+          h.onError(
+            new Error(`${h.midStream} (HTTP/2 stream reset, code ${stream.rstCode ?? '?'})`),
+          );
+        else if (status === 200) h.onEnd();
+        else h.onStatus(status, data);
+      });
+    },
+  };
+}
+
+/** The whole answer of an HTTP/1.1 request, within `timeout` ms. */
+function readH1(
+  req: http.ClientRequest,
+  timeout: number,
+  context: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    req.setTimeout(timeout, () =>
+      req.destroy(new Error(`${context}: no response in ${timeout}ms`)),
+    );
+    req.on('error', reject);
+    req.on('response', (res) => {
+      res.setEncoding('utf8');
+      let data = '';
+      res.on('data', (c: string) => (data += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      res.on('error', reject);
+    });
+    req.end();
+  });
 }

@@ -10,6 +10,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { httpStatusOf, reasonOf, type StatusLike } from '../runtime/errors.js';
 import type { KubeAccess } from './access.js';
+import { h2Headers, http2Request, readH2 } from './h2.js';
 import { shareSecureContext } from './tls.js';
 
 /** An error answer of the API server. `code` and `body` have client-node's ApiException shape. */
@@ -87,7 +88,10 @@ export interface RestRequestOptions {
 export interface RestClientOptions {
   /** Per request (default 30 s). */
   timeoutMs?: number;
-  /** Connections to the API server at most (default 32). */
+  /**
+   * Requests in flight at most (default 32): streams of the shared HTTP/2 connection, or
+   * connections of the HTTP/1.1 pool.
+   */
   maxSockets?: number;
   /** User-Agent header (default `mirrorhub`). */
   userAgent?: string;
@@ -98,6 +102,9 @@ export class RestClient {
   private readonly httpAgent: http.Agent;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
+  private readonly maxInFlight: number;
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
     private readonly access: KubeAccess,
@@ -107,6 +114,7 @@ export class RestClient {
     this.httpsAgent = new https.Agent(agentOptions);
     this.httpAgent = new http.Agent(agentOptions);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.maxInFlight = agentOptions.maxSockets;
     this.userAgent = opts.userAgent ?? 'mirrorhub';
   }
 
@@ -142,6 +150,21 @@ export class RestClient {
     return this.request<T>('DELETE', path, { body });
   }
 
+  private slot(): Promise<void> {
+    if (this.inFlight < this.maxInFlight) {
+      this.inFlight++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the slot to the next waiting request, or frees it. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.inFlight--;
+  }
+
   /** Close idle pooled connections (in-flight requests finish). */
   close(): void {
     this.httpsAgent.destroy();
@@ -173,6 +196,22 @@ export class RestClient {
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     reqOpts.headers = headers;
+    // Over the process's shared HTTP/2 connection to this server when it has one to offer
+    // (h2.ts), at most maxSockets at once as over HTTP/1.1; else the keep-alive pool below.
+    if (url.protocol === 'https:') {
+      await this.slot();
+      try {
+        const stream = await http2Request(url, reqOpts, h2Headers(headers), method, payload);
+        if (stream) {
+          const context = `${method} ${url.pathname}`;
+          const { status, body } = await readH2(stream, this.timeoutMs, context);
+          if (status >= 200 && status < 300) return (body ? JSON.parse(body) : undefined) as T;
+          throw new KubeApiError(status, parseStatus(body), context);
+        }
+      } finally {
+        this.release();
+      }
+    }
     const isHttp = url.protocol === 'http:';
     // client-node's applyToHTTPSOptions sets a fresh agent per call; use our pool instead (the
     // pool keys connections by the TLS options set above, so credentials are respected).

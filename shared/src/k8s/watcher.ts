@@ -547,7 +547,8 @@ export class Watcher<T extends KubernetesObject> {
         if (done) return;
         done = true;
         stallTimer?.cancel();
-        this.currentWatch?.abort();
+        // A stall makes the transport check the connection under it (h2.ts: suspectStream).
+        this.currentWatch?.abort(o.kind === 'stalled' ? 'stalled' : undefined);
         this.currentWatch = undefined;
         this.endWatch = undefined;
         resolve(o);

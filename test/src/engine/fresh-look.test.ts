@@ -5,8 +5,16 @@
 //   stalled watch missed is repaired within one poll period.
 // - The progress deadline notices a stall by itself: with a deadline of seconds and the poll
 //   period at its default 300 s, a stalled watch is resumed and passes what it withheld.
+//
+// Both are mechanisms of one watch, so this file runs its watches over HTTP/1.1, one connection
+// each (MIRRORHUB_HTTP2=false): the proxy's stall lifts from a connection as soon as the client
+// sends on it, and over HTTP/2 every watch shares one connection, so one watch's restart would
+// lift the stall of all of them. What a stalled HTTP/2 connection does (PING, a new connection
+// for the stalled watch, every watch back) is test/src/runtime.test.ts's.
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { configureHttp2 } from '@mirrorhub/shared/k8s/h2';
 
 import type { AgentConfig } from '@mirrorhub/agent/agent';
 
@@ -66,6 +74,9 @@ async function inSomeRound(
   }
   expect.fail(`no round repaired it the expected way; the caches did:\n${cacheLines(since)}`);
 }
+
+beforeAll(() => configureHttp2({ enabled: false }));
+afterAll(() => configureHttp2({ enabled: true }));
 
 /** `kc` with its server replaced by `server`. */
 function through(kc: KubeConfig, server: string): KubeConfig {
