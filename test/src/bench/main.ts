@@ -254,8 +254,9 @@ async function report(
 
 /**
  * Status writes a source change may cost the hub in total, whatever the number of clusters: the
- * mirror's status is written as agents report, at most once per second (statusCoalesceMs), and
- * a change converges in a few seconds; plus its Event.
+ * mirror's status is written as agents report, at most once per second and once more per 20
+ * clusters (statusCoalesceMs: a change to more clusters takes longer, and its status is written
+ * less often), and a change converges in a few of those periods; plus its Event.
  */
 const STATUS_WRITES_BOUND = 6;
 

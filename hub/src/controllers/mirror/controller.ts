@@ -56,6 +56,7 @@ import {
   planCleanup,
   planDeletionStatus,
   planMirror,
+  statusCoalesceMs,
   statusWriteDelay,
   truncate,
   type ClusterObservation,
@@ -117,7 +118,8 @@ export interface MirrorControllerOptions {
   cleanupGraceMs?: number;
   /**
    * Progress in a mirror's status (counts, per-cluster sync times) is written at most this often;
-   * phase changes and Events at once (default 1 s; see statusWriteDelay).
+   * phase changes and Events at once (default 1 s, one more per 20 selected clusters; see
+   * statusWriteDelay and statusCoalesceMs).
    */
   statusCoalesceMs?: number;
   /** Vault sources: the hub's own ServiceAccount, whether it may request tenants' tokens. */
@@ -623,7 +625,10 @@ export class MirrorController {
       events: plan.events.length,
       lastWriteAt: this.writer.lastWriteAt(key),
       now: this.clock.now(),
-      coalesceMs: this.opts.statusCoalesceMs ?? DEFAULT_STATUS_COALESCE_MS,
+      coalesceMs: statusCoalesceMs(
+        plan.status.clusters?.length ?? 0,
+        this.opts.statusCoalesceMs ?? DEFAULT_STATUS_COALESCE_MS,
+      ),
     });
     if (hold > 0 && !equalIgnoringTime(current.status ?? {}, plan.status, [])) {
       return { requeueAfterMs: hold };

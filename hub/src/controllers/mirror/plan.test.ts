@@ -25,6 +25,7 @@ import {
   type PlanInput,
   type SourceObservation,
   type Tenancy,
+  statusCoalesceMs,
   statusWriteDelay,
 } from './plan.js';
 import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/contract';
@@ -899,6 +900,19 @@ describe('statusWriteDelay', () => {
     expect(statusWriteDelay({ ...o, prev: active(5, 'a'), next: active(6, 'b'), events: 1 })).toBe(
       0,
     );
+  });
+});
+
+describe('statusCoalesceMs', () => {
+  it.each([
+    [0, 1000],
+    [1, 1000],
+    [20, 1000],
+    [21, 2000],
+    [100, 5000],
+    [1000, 50_000],
+  ])('%i clusters -> %i ms', (clusters, ms) => {
+    expect(statusCoalesceMs(clusters, 1000)).toBe(ms);
   });
 });
 
