@@ -1,28 +1,16 @@
 // The agent's configuration from flags and environment, read once by main.ts.
 
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { progressDeadlineFromEnv } from '@mirrorhub/shared/k8s/watcher';
+import { processVersion } from '@mirrorhub/shared/runtime/version';
 import type { PolicySpec } from '@mirrorhub/shared/mirror/policy';
 import type { AgentConfig } from './agent.js';
 
 export interface MainConfig extends Omit<AgentConfig, 'kubeConfig' | 'logger'> {
   /** --kubeconfig; otherwise KUBECONFIG, ~/.kube/config or the pod's service account. */
   kubeconfigPath: string | undefined;
-}
-
-function agentVersion(env: NodeJS.ProcessEnv): string {
-  if (env['MIRRORHUB_VERSION']) return env['MIRRORHUB_VERSION'];
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version?: string;
-    };
-    return pkg.version ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
 }
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
@@ -74,7 +62,7 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
     clusterName,
     hubPublicKeys,
     policy,
-    version: agentVersion(env),
+    version: processVersion(new URL('../package.json', import.meta.url), env),
     healthPort: positiveInt('PORT', values.port ?? env['PORT'], 8080),
     resyncSeconds: positiveInt('MIRRORHUB_RESYNC_SECONDS', env['MIRRORHUB_RESYNC_SECONDS'], 300),
     watchProgressDeadlineSeconds: progressDeadlineFromEnv(env) ?? 150,

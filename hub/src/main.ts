@@ -1,26 +1,19 @@
 // Entry point: `node hub/dist/main.js`. Configuration from the environment, kubeconfig from
 // KUBECONFIG / ~/.kube/config / the pod's service account, then createHub. Everything else is in
 // hub.ts.
-import { readFileSync } from 'node:fs';
 import { loadKubeAccess } from '@mirrorhub/shared/k8s/access';
 import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
-import { createLogger, createShutdown, logConfigFromEnv } from '@mirrorhub/shared/runtime/index';
+import {
+  createLogger,
+  createShutdown,
+  logConfigFromEnv,
+  processVersion,
+} from '@mirrorhub/shared/runtime/index';
 import { configFromEnv } from './config.js';
 import { createHub } from './hub.js';
 
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version?: string;
-    };
-    return process.env['MIRRORHUB_VERSION'] ?? pkg.version ?? 'unknown';
-  } catch {
-    return process.env['MIRRORHUB_VERSION'] ?? 'unknown';
-  }
-}
-
 async function main(): Promise<void> {
-  const v = version();
+  const v = processVersion(new URL('../package.json', import.meta.url));
   const logger = createLogger({
     ...logConfigFromEnv(process.env),
     base: { component: 'hub', version: v },

@@ -1,7 +1,6 @@
 // Entry point of the one-process mode: `node standalone/dist/main.js` (the hub chart runs it with
 // localAgent.inProcess). Configuration from the environment (config.ts), one kubeconfig for the
 // process, the agent half's own identity when asked, then createStandalone.
-import { readFileSync } from 'node:fs';
 import { exposedGc } from '@mirrorhub/agent/compact';
 import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
@@ -11,23 +10,13 @@ import {
   createLogger,
   createShutdown,
   logConfigFromEnv,
+  processVersion,
 } from '@mirrorhub/shared/runtime/index';
 import { standaloneConfigFromEnv } from './config.js';
 import { createStandalone } from './standalone.js';
 
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version?: string;
-    };
-    return process.env['MIRRORHUB_VERSION'] ?? pkg.version ?? 'unknown';
-  } catch {
-    return process.env['MIRRORHUB_VERSION'] ?? 'unknown';
-  }
-}
-
 async function main(): Promise<void> {
-  const v = version();
+  const v = processVersion(new URL('../package.json', import.meta.url));
   let logger;
   try {
     logger = createLogger({ ...logConfigFromEnv(process.env), base: { version: v } });

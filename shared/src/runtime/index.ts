@@ -6,3 +6,4 @@ export * from './log.js';
 export * from './metrics.js';
 export * from './server.js';
 export * from './shutdown.js';
+export * from './version.js';
