@@ -131,6 +131,19 @@ function cm(name: string, data: Record<string, string> = {}): V1ConfigMap {
   return { metadata: { name, namespace: NS, labels: { 'runtime-test/watched': 'yes' } }, data };
 }
 
+/** A started watcher of the test namespace's ConfigMaps with `labelSelector`, quick to retry. */
+function watchConfigMaps(
+  access: KubeAccess,
+  labelSelector: string,
+  opts: { progressDeadlineMs?: number } = {},
+): Watcher<V1ConfigMap> {
+  return createWatcher<V1ConfigMap>(
+    access,
+    { version: 'v1', plural: 'configmaps', namespace: NS, labelSelector },
+    { backoff: { initialMs: 100, maxMs: 1000 }, ...opts },
+  ).start();
+}
+
 /** Record handler calls and lifecycle events of a watcher. */
 function record<T extends V1ConfigMap>(w: Watcher<T>) {
   const calls: string[] = [];
@@ -342,16 +355,7 @@ describe('runtime on a real API server', () => {
 
     it('resumes after a dropped connection from its resourceVersion, without re-listing', async () => {
       const proxy = await startProxy(new URL(cluster.server));
-      const w = createWatcher<V1ConfigMap>(
-        viaProxy(kc, proxy.url),
-        {
-          version: 'v1',
-          plural: 'configmaps',
-          namespace: NS,
-          labelSelector: 'runtime-test/watched=drop',
-        },
-        { backoff: { initialMs: 100, maxMs: 1000 } },
-      ).start();
+      const w = watchConfigMaps(viaProxy(kc, proxy.url), 'runtime-test/watched=drop');
       const r = record(w);
       try {
         await w.synced;
@@ -449,17 +453,10 @@ describe('runtime on a real API server', () => {
 
     it('notices a silent watch stall by itself and resumes from where the stall began', async () => {
       const proxy = await startProxy(new URL(cluster.server));
-      const w = createWatcher<V1ConfigMap>(
-        viaProxy(kc, proxy.url),
-        {
-          version: 'v1',
-          plural: 'configmaps',
-          namespace: NS,
-          labelSelector: 'runtime-test/watched=stall',
-        },
-        // This API server has no watch cache, so no bookmarks: a short deadline is enough here.
-        { backoff: { initialMs: 100, maxMs: 1000 }, progressDeadlineMs: 3_000 },
-      ).start();
+      // This API server has no watch cache, so no bookmarks: a short deadline is enough here.
+      const w = watchConfigMaps(viaProxy(kc, proxy.url), 'runtime-test/watched=stall', {
+        progressDeadlineMs: 3_000,
+      });
       const r = record(w);
       try {
         await w.synced;
@@ -576,13 +573,9 @@ describe('runtime on a real API server', () => {
 
     it('a stalled HTTP/2 connection: the quiet watch resumes on a new one at once, the PING unanswered ends the old one and brings back every watch on it', async () => {
       const proxy = await startProxy(new URL(cluster.server));
+      // No watch cache here, so no bookmarks: the deadlines only have to outlast the test.
       const watch = (selector: string, progressDeadlineMs: number) =>
-        createWatcher<V1ConfigMap>(
-          viaProxy(kc, proxy.url),
-          { version: 'v1', plural: 'configmaps', namespace: NS, labelSelector: selector },
-          // No watch cache here, so no bookmarks: the deadlines only have to outlast the test.
-          { backoff: { initialMs: 100, maxMs: 1000 }, progressDeadlineMs },
-        ).start();
+        watchConfigMaps(viaProxy(kc, proxy.url), selector, { progressDeadlineMs });
       const quick = watch('runtime-test/h2=quick', 3_000);
       const slow = watch('runtime-test/h2=slow', 120_000);
       const rq = record(quick);
@@ -656,16 +649,7 @@ describe('runtime on a real API server', () => {
           return Promise.resolve();
         },
       };
-      const w = createWatcher<V1ConfigMap>(
-        access,
-        {
-          version: 'v1',
-          plural: 'configmaps',
-          namespace: NS,
-          labelSelector: 'runtime-test/h1=front',
-        },
-        { backoff: { initialMs: 100, maxMs: 1000 } },
-      ).start();
+      const w = watchConfigMaps(access, 'runtime-test/h1=front');
       const r = record(w);
       try {
         await w.synced;
@@ -687,16 +671,7 @@ describe('runtime on a real API server', () => {
     it('with MIRRORHUB_HTTP2=false, watches over HTTP/1.1 as before', async () => {
       configureHttp2({ enabled: false });
       const proxy = await startProxy(new URL(cluster.server));
-      const w = createWatcher<V1ConfigMap>(
-        viaProxy(kc, proxy.url),
-        {
-          version: 'v1',
-          plural: 'configmaps',
-          namespace: NS,
-          labelSelector: 'runtime-test/h1=yes',
-        },
-        { backoff: { initialMs: 100, maxMs: 1000 } },
-      ).start();
+      const w = watchConfigMaps(viaProxy(kc, proxy.url), 'runtime-test/h1=yes');
       try {
         await w.synced;
         await core.createNamespacedConfigMap({
