@@ -1,5 +1,5 @@
-// Watches over HTTP/2: every watch of a process to one API server (with one set of TLS
-// credentials) shares one connection, each watch a stream of it, as client-go does.
+// Watches and requests over HTTP/2: everything a process sends to one API server (with one set of
+// TLS credentials) shares one connection, each watch or request a stream of it, as client-go does.
 //
 // Why: over HTTP/1.1 each watch holds a TLS connection of its own for as long as it lasts, about
 // 100 KB of resident memory each (OpenSSL state, socket buffers; measured on Node 24 against the
@@ -11,12 +11,14 @@
 // Sessions: a new one when none for the origin and credentials has room (the server's
 // SETTINGS_MAX_CONCURRENT_STREAMS, 100 by default in kube-apiserver); a session the server sends
 // GOAWAY takes no new streams; a session without streams closes after 30 s. When a watch ends
-// because nothing came for too long (its progress deadline or idle timeout, listwatch.ts), its
-// session is PINGed and takes no new streams until the answer; without one in 15 s it is
-// destroyed: a dead connection then fails every watch on it at once and they reconnect on a new
-// one, while the stalled watch itself resumes on a new connection at once. A server that does not offer h2 (ALPN) is remembered for 10
-// minutes and its watches go over HTTP/1.1, as before; so do plain http:// servers and requests
-// through a proxy agent. MIRRORHUB_HTTP2=false turns it off for the process (main.ts).
+// because nothing came for too long (its progress deadline or idle timeout, listwatch.ts), or a
+// request gets no answer in its time, its session is PINGed and takes no new streams until the
+// answer; without one in 15 s it is destroyed. A dead connection then fails every stream on it at
+// once and they go on over a new one, while the stalled watch or request itself moves to a new
+// connection at once. A server that does not offer h2 (ALPN; both protocols are offered) is
+// remembered for 10 minutes and its requests go over HTTP/1.1, as before; so do plain http://
+// servers and requests through a proxy agent. MIRRORHUB_HTTP2=false turns it off for the process
+// (read by main.ts: configureHttp2).
 import http2 from 'node:http2';
 import https from 'node:https';
 import { isIP } from 'node:net';
@@ -300,7 +302,7 @@ const HOP_BY_HOP = new Set([
 /**
  * The whole answer of a request stream: status and body, or a rejection when the stream is
  * reset, fails, or `timeoutMs` passes (then with name TimeoutError, code ETIMEDOUT, as rest.ts's
- * HTTP/1.1 deadline).
+ * HTTP/1.1 deadline, and the connection is suspected as after a silent watch).
  */
 export function readH2(
   stream: http2.ClientHttp2Stream,
@@ -312,14 +314,16 @@ export function readH2(
     let body = '';
     let ended = false;
     stream.setEncoding('utf8');
-    stream.setTimeout(timeoutMs, () =>
+    stream.setTimeout(timeoutMs, () => {
+      // No answer in time: the connection may be dead; check it, and send what follows elsewhere.
+      suspectStream(stream);
       stream.destroy(
         Object.assign(new Error(`${context}: no answer in ${timeoutMs} ms`), {
           name: 'TimeoutError',
           code: 'ETIMEDOUT',
         }),
-      ),
-    );
+      );
+    });
     stream.on('response', (h) => (status = Number(h[':status'] ?? 0)));
     stream.on('data', (c: string) => (body += c));
     stream.on('end', () => (ended = true));
