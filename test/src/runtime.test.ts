@@ -234,6 +234,38 @@ describe('runtime on a real API server', () => {
       await b.stop();
     });
 
+    it('keeps its lease when its connection stalls: the stuck renewal times out early and the next goes over a new one', async () => {
+      const proxy = await startProxy(new URL(cluster.server));
+      const log: string[] = [];
+      const a = new LeaderElector({
+        namespace: NS,
+        name: 'hub-stall',
+        identity: 'hub-a',
+        kubeConfig: viaProxy(kc, proxy.url),
+        leaseDurationMs: 6_000,
+        renewDeadlineMs: 4_000,
+        retryPeriodMs: 250,
+        onStartedLeading: () => void log.push('started'),
+        onStoppedLeading: () => void log.push('stopped'),
+      }).start();
+      try {
+        await eventually(() => a.isLeader(), 10_000, 'a to lead');
+        proxy.stallAll();
+        // Three renew deadlines: a renewal stuck for the whole deadline would have lost it.
+        await new Promise((r) => setTimeout(r, 12_000));
+        expect(log).toEqual(['started']);
+        expect(a.isLeader()).toBe(true);
+        const lease = await kc
+          .makeApiClient(CoordinationV1Api)
+          .readNamespacedLease({ namespace: NS, name: 'hub-stall' });
+        const renewed = new Date(lease.spec!.renewTime as unknown as string).getTime();
+        expect(Date.now() - renewed).toBeLessThan(3_000);
+      } finally {
+        await a.stop();
+        await proxy.close();
+      }
+    });
+
     it('takes over a lease its holder abandoned once it expires', async () => {
       const log: string[] = [];
       const a = candidate('hub-a', 'hub-crash', log, false).start();

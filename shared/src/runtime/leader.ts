@@ -158,10 +158,12 @@ export class LeaderElector {
     if (opts.client) {
       this.client = opts.client;
     } else if (opts.kubeConfig) {
-      // Like client-go, no single Lease call may outlast the renew deadline.
+      // No single Lease call may outlast a third of the renew deadline, so one request stuck on
+      // a dead connection leaves time to retry on another (the HTTP/2 pool, k8s/h2.ts, sends the
+      // retry over a new connection once a request got no answer) before the lease is lost.
       this.ownedRest = new RestClient(opts.kubeConfig, {
         userAgent: USER_AGENT,
-        timeoutMs: this.renewDeadlineMs,
+        timeoutMs: Math.max(1_000, Math.floor(this.renewDeadlineMs / 3)),
         maxSockets: 2,
       });
       this.client = restLeaseClient(this.ownedRest);
