@@ -44,8 +44,8 @@ export const FAULT_TEXT: Record<FaultKind, string> = {
   'eks-outage':
     'the EKS API answers 503 for 30 s while the hub leader is killed and must re-describe',
   'hub-restart': 'kill -9 of both hub replicas, both restarted 2 s later',
-  'stall-short': `a component's connections stalled silently for ${SHORT_STALL_S} s, then passed again: no watch can notice (its last bookmark is at most 60 s old, the deadline ${DEADLINE_S} s)`,
-  'stall-long': `a component's connections stalled silently for ${LONG_STALL_S} s, twice the ${DEADLINE_S} s progress deadline: repaired by the deadline or by a poll's fresh look`,
+  'stall-short': `a component's connections stalled silently for ${SHORT_STALL_S} s, then passed again: no watch's deadline can notice (its last bookmark is at most 60 s old, the deadline ${DEADLINE_S} s), a request's timeout may`,
+  'stall-long': `a component's connections stalled silently for ${LONG_STALL_S} s, twice the ${DEADLINE_S} s progress deadline: repaired by the deadline, by a new connection after an unanswered request and PING, or by a poll's fresh look`,
 };
 
 export interface FaultRecord {
@@ -269,12 +269,18 @@ export class Faults {
             : this.w.followerProxies.get(cluster)!;
         // A stalled watch is repaired by whichever comes first: the progress deadline ("watch
         // stalled") or the poll period's fresh look finding what it missed (a periodic re-list).
+        // Over HTTP/2 every watch and request of the process shares the connection: a quiet watch
+        // or an unanswered request has it PINGed, the unanswered PING ends it, and its watches
+        // come back on a new one (restarted after an error).
         const repairs = async () => ({
-          stalled: await this.metric(proc, 'mirrorhub_watch_restarts_total', 'stalled'),
+          stalled:
+            (await this.metric(proc, 'mirrorhub_watch_restarts_total', 'stalled')) +
+            (await this.metric(proc, 'mirrorhub_watch_restarts_total', 'error')),
           looked: await this.metric(proc, 'mirrorhub_watch_relists_total', 'periodic'),
         });
         const before = await repairs();
-        const stalled = proxy.stall();
+        // Until resume(), whatever the process sends: a middlebox that lost the way back.
+        const stalled = proxy.stall({ untilResume: true });
         await this.churn.putSource(this.round % MIRROR_COUNT);
         await sleep((kind === 'stall-short' ? SHORT_STALL_S : LONG_STALL_S) * 1000);
         proxy.resume();
@@ -285,7 +291,7 @@ export class Faults {
         const to = leader && way === 1 ? ` to ${cluster}` : '';
         return done(
           bit,
-          `${stalled} connection(s) of ${proc.name}${to} stalled; ${noticed} watch(es) restarted as stalled, ${looked} periodic look(s) found what they missed`,
+          `${stalled} connection(s) of ${proc.name}${to} stalled; ${noticed} watch(es) restarted as stalled or after their connection ended, ${looked} periodic look(s) found what they missed`,
         );
       }
     }

@@ -42,11 +42,14 @@ export class TcpProxy {
   }
   /**
    * Stall every open connection: the server's answers stop reaching the client, with no close
-   * and no error, until the client sends something more on it. A watch sends nothing after its
-   * request, so it stays stalled; a keep-alive connection reused for a new request passes again.
-   * Returns how many connections were stalled.
+   * and no error. By default until the client sends something more on it: a watch over HTTP/1.1
+   * sends nothing after its request, so it stays stalled, and a keep-alive connection reused for
+   * a new request passes again. With `untilResume`, until resume() whatever the client sends, as a
+   * middlebox that lost the way back does: what multiplexes many streams on one connection
+   * (HTTP/2: a Lease renewal next to the watches) would lift the other kind of stall at once.
+   * New connections pass either way. Returns how many connections were stalled.
    */
-  stall(): number {
+  stall(opts: { untilResume?: boolean } = {}): number {
     for (const pair of this.pairs) {
       const { client, up } = pair;
       if (this.stalled.has(pair)) continue;
@@ -59,7 +62,7 @@ export class TcpProxy {
         up.resume();
       };
       this.stalled.set(pair, pass);
-      client.once('data', pass);
+      if (!opts.untilResume) client.once('data', pass);
     }
     return this.stalled.size;
   }
