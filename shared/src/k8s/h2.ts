@@ -27,6 +27,8 @@ import tls, { type SecureContext } from 'node:tls';
 import type { TlsRequestOptions } from './tls.js';
 
 const PING_TIMEOUT_MS = 15_000;
+/** A TLS and HTTP/2 handshake that takes longer is given up (callers wait their own deadline). */
+const CONNECT_TIMEOUT_MS = 30_000;
 const IDLE_CLOSE_MS = 30_000;
 const NO_H2_REMEMBERED_MS = 10 * 60_000;
 /** Until the server's SETTINGS arrive (and kube-apiserver's default). */
@@ -155,8 +157,23 @@ function connect(key: string, url: URL, opts: TlsRequestOptions): Promise<Sessio
     const s: Session = { session, streams: 0, goingAway: false };
     sessionOf.set(session, s);
     let settled = false;
+    // A server that accepts the connection and never answers must not hold it forever; each
+    // caller waits no longer than its own deadline anyway (reserve).
+    const timer = setTimeout(() => {
+      if (!settled)
+        session.destroy(
+          Object.assign(
+            new Error(
+              `HTTP/2 connection to ${url.origin}: no handshake in ${CONNECT_TIMEOUT_MS} ms`,
+            ),
+            { name: 'TimeoutError', code: 'ETIMEDOUT' },
+          ),
+        );
+    }, CONNECT_TIMEOUT_MS);
+    timer.unref();
     session.once('connect', () => {
       settled = true;
+      clearTimeout(timer);
       if (session.alpnProtocol !== 'h2') {
         noH2.set(url.origin, Date.now() + NO_H2_REMEMBERED_MS);
         session.destroy();
@@ -175,6 +192,7 @@ function connect(key: string, url: URL, opts: TlsRequestOptions): Promise<Sessio
     session.on('error', (err) => {
       if (!settled) {
         settled = true;
+        clearTimeout(timer);
         // A server that answers TLS without ALPN h2 makes node end the session with a protocol
         // error before 'connect': try HTTP/1.1 for it.
         if ((err as NodeJS.ErrnoException).code === 'ERR_HTTP2_ERROR') {
@@ -186,8 +204,27 @@ function connect(key: string, url: URL, opts: TlsRequestOptions): Promise<Sessio
       }
       // Streams on it get their own errors; the watch that owns each reports it.
     });
-    session.on('close', () => drop(key, s));
+    session.on('close', () => {
+      drop(key, s);
+      if (!settled) {
+        settled = true;
+        clearTimeout(timer);
+        reject(new Error(`HTTP/2 connection to ${url.origin} closed during its handshake`));
+      }
+    });
   });
+}
+
+/** `p`, or a TimeoutError (code ETIMEDOUT) from `timeout()` once `ms` have passed. */
+function within<T>(p: Promise<T>, ms: number, timeout: () => Error): Promise<T> {
+  if (!Number.isFinite(ms)) return p;
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(timeout()), Math.max(0, ms));
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 const connecting = new Map<string, Promise<Session | undefined>>();
@@ -200,6 +237,8 @@ async function reserve(
   key: string,
   url: URL,
   opts: TlsRequestOptions,
+  deadline: number,
+  timeout: () => Error,
 ): Promise<Session | undefined> {
   for (;;) {
     const found = pools.get(key)?.find(usable);
@@ -207,15 +246,15 @@ async function reserve(
       found.streams++;
       return found;
     }
-    const pending = connecting.get(key);
-    if (pending) {
-      // Someone is connecting: wait for it, then look again (it may be full by then).
-      if ((await pending) === undefined) return undefined;
-      continue;
+    let pending = connecting.get(key);
+    if (!pending) {
+      pending = connect(key, url, opts).finally(() => connecting.delete(key));
+      // Whoever stopped waiting (its deadline passed) must not leave the rejection unhandled.
+      pending.catch(() => undefined);
+      connecting.set(key, pending);
     }
-    const p = connect(key, url, opts).finally(() => connecting.delete(key));
-    connecting.set(key, p);
-    if ((await p) === undefined) return undefined;
+    // Wait (no longer than this caller's deadline), then look again: it may be full by then.
+    if ((await within(pending, deadline - Date.now(), timeout)) === undefined) return undefined;
   }
 }
 
@@ -223,7 +262,8 @@ async function reserve(
  * A request stream for `url` over a shared HTTP/2 connection, or undefined when this request
  * must go over HTTP/1.1 (see keyOf; or the server does not offer h2). Rejects when the connection
  * cannot be made, as https.request would error. `headers`: lower-case names, no hop-by-hop ones.
- * With `body` the stream carries it and ends; without, it ends at once (GET, DELETE).
+ * With `body` the stream carries it and ends; without, it ends at once (GET, DELETE). Waits for
+ * a connection at most `connectTimeoutMs` (then a TimeoutError, code ETIMEDOUT).
  */
 export async function http2Request(
   url: URL,
@@ -231,6 +271,7 @@ export async function http2Request(
   headers: Record<string, string>,
   method = 'GET',
   body?: string,
+  connectTimeoutMs = CONNECT_TIMEOUT_MS,
 ): Promise<http2.ClientHttp2Stream | undefined> {
   const key = keyOf(url, opts);
   if (key === undefined) return undefined;
@@ -239,7 +280,15 @@ export async function http2Request(
     if (Date.now() < until) return undefined;
     noH2.delete(url.origin);
   }
-  const s = await reserve(key, url, opts);
+  const s = await reserve(key, url, opts, Date.now() + connectTimeoutMs, () =>
+    Object.assign(
+      new Error(`${method} ${url.pathname}: no response in ${connectTimeoutMs} ms (no connection)`),
+      {
+        name: 'TimeoutError',
+        code: 'ETIMEDOUT',
+      },
+    ),
+  );
   if (!s) return undefined;
   let stream: http2.ClientHttp2Stream;
   try {
@@ -272,8 +321,9 @@ export function http2Get(
   url: URL,
   opts: TlsRequestOptions,
   headers: Record<string, string>,
+  connectTimeoutMs?: number,
 ): Promise<http2.ClientHttp2Stream | undefined> {
-  return http2Request(url, opts, headers);
+  return http2Request(url, opts, headers, 'GET', undefined, connectTimeoutMs);
 }
 
 /** Header names for HTTP/2: lower case, and none of HTTP/1.1's connection headers. */

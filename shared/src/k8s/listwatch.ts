@@ -187,7 +187,13 @@ export function kubeListerWatcher<T extends KubernetesObject>(
    */
   async function openWatch(u: URL, accept: string): Promise<WatchStream> {
     const reqOpts = await prepare(accept);
-    const stream = await http2Get(u, reqOpts, h2Headers(reqOpts.headers as Record<string, string>));
+    // A watch waits for its connection no longer than a list would.
+    const stream = await http2Get(
+      u,
+      reqOpts,
+      h2Headers(reqOpts.headers as Record<string, string>),
+      opts.listTimeoutMs ?? 60_000,
+    );
     if (stream) return h2WatchStream(stream);
     return h1WatchStream(request(u, reqOpts));
   }
@@ -196,9 +202,16 @@ export function kubeListerWatcher<T extends KubernetesObject>(
     const u = url({ limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion });
     const timeout = opts.listTimeoutMs ?? 60_000;
     const reqOpts = await prepare(accept);
-    const stream = await http2Get(u, reqOpts, h2Headers(reqOpts.headers as Record<string, string>));
+    const started = Date.now();
+    const stream = await http2Get(
+      u,
+      reqOpts,
+      h2Headers(reqOpts.headers as Record<string, string>),
+      timeout,
+    );
+    const left = Math.max(1, timeout - (Date.now() - started));
     const { status, body } = stream
-      ? await readH2(stream, timeout, `list ${path}`)
+      ? await readH2(stream, left, `list ${path}`)
       : await readH1(request(u, reqOpts), timeout, `list ${path}`);
     if (status !== 200) throw new K8sHttpError(status, parseStatus(body), `list ${path}`);
     const parsed = JSON.parse(body) as {

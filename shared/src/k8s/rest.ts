@@ -201,10 +201,20 @@ export class RestClient {
     if (url.protocol === 'https:') {
       await this.slot();
       try {
-        const stream = await http2Request(url, reqOpts, h2Headers(headers), method, payload);
+        // One deadline for the whole request: connecting (or waiting for a connection) included.
+        const started = Date.now();
+        const stream = await http2Request(
+          url,
+          reqOpts,
+          h2Headers(headers),
+          method,
+          payload,
+          this.timeoutMs,
+        );
         if (stream) {
           const context = `${method} ${url.pathname}`;
-          const { status, body } = await readH2(stream, this.timeoutMs, context);
+          const left = Math.max(1, this.timeoutMs - (Date.now() - started));
+          const { status, body } = await readH2(stream, left, context);
           if (status >= 200 && status < 300) return (body ? JSON.parse(body) : undefined) as T;
           throw new KubeApiError(status, parseStatus(body), context);
         }
