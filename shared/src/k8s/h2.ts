@@ -31,7 +31,7 @@ const PING_TIMEOUT_MS = 15_000;
 const CONNECT_TIMEOUT_MS = 30_000;
 const IDLE_CLOSE_MS = 30_000;
 const NO_H2_REMEMBERED_MS = 10 * 60_000;
-/** Until the server's SETTINGS arrive (and kube-apiserver's default). */
+/** Streams per session at most (kube-apiserver's default limit). */
 const DEFAULT_MAX_STREAMS = 100;
 /** Our receive window: a burst of events is not held back by flow control. */
 const WINDOW = 4 * 1024 * 1024;
@@ -109,8 +109,15 @@ function keyOf(url: URL, opts: TlsRequestOptions): string | undefined {
   return `${url.origin}|${ctx}|${opts.servername ?? ''}|${verify}`;
 }
 
+/**
+ * Streams one session takes: the server's limit, at most 100 (until its SETTINGS arrive node
+ * reports an unlimited default; a server allowing more just gets a second connection sooner).
+ */
 function maxStreams(s: Session): number {
-  return s.session.remoteSettings?.maxConcurrentStreams ?? DEFAULT_MAX_STREAMS;
+  return Math.min(
+    s.session.remoteSettings?.maxConcurrentStreams ?? DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS,
+  );
 }
 
 /** Takes a new stream: open, not going away, not suspected of being dead, below the limit. */
