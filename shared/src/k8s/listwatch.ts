@@ -11,8 +11,9 @@
  *   has no backoff, keys its cache by namespace/name (not uid), calls handlers from an async
  *   function so a throwing handler becomes an unhandled rejection (which kills Node), and lists
  *   in one request without pagination.
- * So this module does the two HTTP calls itself (node:http/https, line-delimited JSON) and
- * `watcher.ts` does the cache and the retry policy. Auth comes from a `KubeAccess` (access.ts;
+ * So this module does the two HTTP calls itself (line-delimited JSON; as streams of the
+ * process's one HTTP/2 connection to the API server, h2.ts, or over node:http/https where that
+ * cannot be) and `watcher.ts` does the cache and the retry policy. Auth comes from a `KubeAccess` (access.ts;
  * client-node's KubeConfig is one): `applyToHTTPSOptions` runs on *every* request, so rotating
  * credentials (the EKS token authenticator, exec plugins, projected service-account tokens) are
  * picked up on each list and each watch reconnect.

@@ -1,6 +1,7 @@
-// A small JSON REST client (read, create, replace, patch, delete) over node:https with one
-// keep-alive connection pool per client. The agent makes all its calls with it, leader election
-// its Lease calls, the EventRecorder its Events.
+// A small JSON REST client (read, create, replace, patch, delete): its requests are streams of the
+// process's one HTTP/2 connection to the API server (h2.ts), or, where that cannot be, go over
+// node:https with one keep-alive connection pool per client. The agent makes all its calls with
+// it, leader election its Lease calls, the EventRecorder its Events.
 //
 // Why not client-node's generated APIs: see access.ts (memory). A side benefit: client-node
 // 1.x builds a new https.Agent for every request, so every call pays a TLS handshake; a pool
@@ -165,7 +166,10 @@ export class RestClient {
     else this.inFlight--;
   }
 
-  /** Close idle pooled connections (in-flight requests finish). */
+  /**
+   * Close idle pooled HTTP/1.1 connections (in-flight requests finish). The HTTP/2 connections
+   * are the process's: each closes 30 s after its last stream.
+   */
   close(): void {
     this.httpsAgent.destroy();
     this.httpAgent.destroy();
