@@ -47,15 +47,18 @@ export interface EngineOptions {
 
 /**
  * One real cluster (kube-apiserver + etcd), the CRDs, the agent namespace, and the hub and one
- * agent running in this process exactly as their main.ts wires them, with short intervals.
+ * agent running in this process exactly as their main.ts wires them (or, in one-process mode, as
+ * standalone/ does), with short intervals.
  */
 export class Engine extends ClusterObjects {
   readonly logs = new LogSink();
   hub: Hub | undefined;
   agent: Agent | undefined;
   readonly mode: EngineMode;
-  /** one-process: the running process, the agent settings for its next start, and whether the
-   * hub is meant to run (a stopped agent restarts the whole process while it is). */
+  /**
+   * one-process: the running process, the agent settings for its next start, and the hub's
+   * (set while the hub is meant to run: a stopped agent then restarts the whole process).
+   */
   private standalone: Standalone | undefined;
   private nextAgent: Partial<AgentConfig> = {};
   private lastHub: Partial<HubConfig> | undefined;
