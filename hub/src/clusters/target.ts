@@ -24,8 +24,9 @@ export interface ClusterTarget {
   kubeConfig(): Promise<KubeAccess>;
   /**
    * A request to the cluster failed with `err` (watch, write or probe). EKS targets hand it to
-   * EksClusterAccess.reportRequestError, so a 401 re-mints the token and a connection or TLS
-   * failure re-describes the endpoint. Must not throw.
+   * EksClusterAccess.reportRequestError, so a 401 re-mints the token, a TLS failure or an
+   * unknown name re-describes the endpoint, and a refused or timed-out connection does so after
+   * an hour. Must not throw.
    */
   reportError?(err: unknown): void;
 }

@@ -35,7 +35,7 @@ import {
   EksClusterAccess,
   ROLE_DURATION_MAX_S,
   defaultRoleSessionName,
-  isEndpointFailure,
+  endpointFailure,
   type EksClusterAccessOptions,
 } from './cluster-access.js';
 import { decodeEksToken, type AwsCredentials } from './eks-token.js';
@@ -579,7 +579,11 @@ describe('EksClusterAccess when AWS fails', () => {
 
     nowMs += 30_000;
     expect(
-      a.reportRequestError(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' })),
+      a.reportRequestError(
+        new Error('request failed', {
+          cause: Object.assign(new Error('x'), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }),
+        }),
+      ),
     ).toBe('endpoint');
     eks.fail = eksNotFound('follower-a');
     await expect(a.kubeAccess()).rejects.toMatchObject({
@@ -592,21 +596,23 @@ describe('EksClusterAccess when AWS fails', () => {
     expect(describeCalls()).toHaveLength(5);
   });
 
-  it('re-describes an unreachable cluster ever less often, up to hourly; a working endpoint starts over', async () => {
+  /** Keep reporting `err` every 10 s for `ms`; how many DescribeCalls that made. */
+  const failingFor = (a: EksClusterAccess, err: () => Error) => async (ms: number) => {
+    const before = describeCalls().length;
+    for (let t = 0; t < ms; t += 10_000) {
+      nowMs += 10_000;
+      a.reportRequestError(err());
+      await a.kubeAccess();
+    }
+    return describeCalls().length - before;
+  };
+
+  it('re-describes a cluster whose certificate fails ever less often, up to hourly; a working endpoint starts over', async () => {
     const a = access();
     await a.kubeAccess();
-    const refused = () =>
-      a.reportRequestError(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }));
-    /** Keep failing every 10 s for `ms`; how many DescribeCalls that made. */
-    const failFor = async (ms: number) => {
-      const before = describeCalls().length;
-      for (let t = 0; t < ms; t += 10_000) {
-        nowMs += 10_000;
-        refused();
-        await a.kubeAccess();
-      }
-      return describeCalls().length - before;
-    };
+    const failFor = failingFor(a, () =>
+      Object.assign(new Error('tls'), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }),
+    );
     // Each answer is the endpoint it already had: 30 s, then 60, 120, 240, 480, 960, 1920 s,
     // then every hour.
     expect(await failFor(30_000)).toBe(1);
@@ -618,6 +624,24 @@ describe('EksClusterAccess when AWS fails', () => {
     // It answers again; its next failure is re-described after 30 s, not an hour.
     a.endpointWorked();
     expect(await failFor(30_000)).toBe(1);
+  });
+
+  it('re-describes a cluster that only refuses connections once an hour: down is not moved', async () => {
+    const a = access();
+    await a.kubeAccess();
+    const refused = failingFor(a, () =>
+      Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }),
+    );
+    expect(a.reportRequestError(Object.assign(new Error('x'), { code: 'ETIMEDOUT' }))).toBe(
+      'unreachable',
+    );
+    expect(await refused(60 * MIN - 10_000)).toBe(0);
+    expect(await refused(10_000)).toBe(1);
+    expect(await refused(60 * MIN - 10_000)).toBe(0);
+    expect(await refused(10_000)).toBe(1);
+    // A name that no longer resolves may be a cluster made anew: 30 s after the last describe.
+    const gone = failingFor(a, () => Object.assign(new Error('dns'), { code: 'ENOTFOUND' }));
+    expect(await gone(30_000)).toBe(1);
   });
 });
 
@@ -796,23 +820,24 @@ describe('role session name', () => {
   );
 });
 
-describe('isEndpointFailure', () => {
+describe('endpointFailure', () => {
   it.each([
-    [Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), true],
+    [Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 'unreachable'],
     [
       new Error('fetch failed', { cause: Object.assign(new Error('x'), { code: 'ETIMEDOUT' }) }),
-      true,
+      'unreachable',
     ],
     [
       new Error('request failed', {
         cause: Object.assign(new Error('x'), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }),
       }),
-      true,
+      'moved',
     ],
-    [Object.assign(new Error('x'), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' }), true],
-    [Object.assign(new Error('Forbidden'), { code: 403 }), false],
-    [new Error('plain'), false],
+    [Object.assign(new Error('x'), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' }), 'moved'],
+    [Object.assign(new Error('x'), { code: 'ENOTFOUND' }), 'moved'],
+    [Object.assign(new Error('Forbidden'), { code: 403 }), undefined],
+    [new Error('plain'), undefined],
   ])('%s -> %s', (err, expected) => {
-    expect(isEndpointFailure(err)).toBe(expected);
+    expect(endpointFailure(err)).toBe(expected);
   });
 });

@@ -8,11 +8,15 @@
 //   credentials  cached until `refreshBeforeMs` before they expire; one AssumeRole at a time;
 //                on failure, backoff, and the last good credentials are used until they really
 //                expire.
-//   endpoint+CA  cached for `describeTtlMs`, re-described sooner after invalidateEndpoint()
-//                (a TLS or connection failure), at most once per `describeMinIntervalMs`; while
-//                re-describes keep answering what the cache held (the cluster is down, not
-//                moved), that wait doubles up to `describeMaxIntervalMs`, until the endpoint
-//                works again (endpointWorked()) or the answer changes.
+//   endpoint+CA  cached for `describeTtlMs`, re-described sooner after invalidateEndpoint():
+//                after a failure that says the answer may have changed (a certificate the CA
+//                does not verify, a name that no longer resolves) at most once per
+//                `describeMinIntervalMs`, the wait doubling up to `describeMaxIntervalMs` while
+//                re-describes keep answering what the cache held, until the endpoint works
+//                again (endpointWorked()) or the answer changes; after one that says only that
+//                the cluster is unreachable (refused, reset, timed out) at most once per
+//                `describeMaxIntervalMs`: EKS gives a new cluster a new endpoint name, so the
+//                cached one is still right while it is down.
 //   token        EksTokenSource: re-minted at 14 of its 15 minutes and whenever the credentials
 //                behind it change; asked for on every request and watch (re)connect.
 //
@@ -80,8 +84,9 @@ export interface EksClusterAccessOptions {
   describeMinIntervalMs?: number;
   /**
    * Nor, while re-describes keep answering the same endpoint and CA, more often than this: the
-   * wait doubles from `describeMinIntervalMs` to it. Default 1 hour (a hundred unreachable
-   * clusters cost an account a DescribeCluster each per hour, not each per 30 s).
+   * wait doubles from `describeMinIntervalMs` to it. A cluster that is only unreachable waits
+   * this long from the start. Default 1 hour (a hundred unreachable clusters cost an account a
+   * DescribeCluster each per hour, not each per 30 s).
    */
   describeMaxIntervalMs?: number;
   /** Backoff between failed AssumeRole / DescribeCluster calls. Default 1 s doubling to 5 min. */
@@ -199,7 +204,9 @@ export class EksClusterAccess {
   private readonly backoff: Record<'AssumeRole' | 'DescribeCluster', Backoff>;
 
   private creds: (Cached<AwsCredentials> & { identityArn?: string }) | undefined;
-  private endpointCache: (Cached<EksClusterEndpoint> & { invalid: boolean }) | undefined;
+  /** `invalid`: why the next kubeAccess() describes again (invalidateEndpoint), false if not. */
+  private endpointCache:
+    (Cached<EksClusterEndpoint> & { invalid: false | 'moved' | 'unreachable' }) | undefined;
   private access: { access: KubeAccess; server: string; caPem: string } | undefined;
   private inflightAssume: Promise<AwsCredentials> | undefined;
   private inflightDescribe: Promise<EksClusterEndpoint> | undefined;
@@ -340,15 +347,17 @@ export class EksClusterAccess {
   }
 
   /**
-   * The endpoint or CA did not work (TLS or connection failure): describe the cluster again on
-   * the next kubeAccess(), unless it was described less than `describeMinIntervalMs` ago (or
-   * longer, see describeMaxIntervalMs).
+   * The endpoint or CA did not work: describe the cluster again on the next kubeAccess(). For
+   * `moved` (TLS failure, unknown name) unless it was described less than describeMinIntervalMs
+   * ago (or longer, see describeMaxIntervalMs); for `unreachable` (refused, reset, timed out:
+   * down, not moved) unless it was described less than describeMaxIntervalMs ago.
    */
-  invalidateEndpoint(): void {
+  invalidateEndpoint(reason: 'moved' | 'unreachable' = 'moved'): void {
     const e = this.endpointCache;
     if (!e) return;
-    if (this.now().getTime() - e.value.describedAt.getTime() < this.describeIntervalMs) return;
-    e.invalid = true;
+    const wait = reason === 'unreachable' ? this.describeMaxIntervalMs : this.describeIntervalMs;
+    if (this.now().getTime() - e.value.describedAt.getTime() < wait) return;
+    e.invalid = reason;
   }
 
   /** A request through the endpoint succeeded: its next failure re-describes after the minimum. */
@@ -370,17 +379,23 @@ export class EksClusterAccess {
   }
 
   /**
-   * Feed a failed request's error here: a 401 drops the token, a TLS/connection failure the
-   * endpoint. Returns what was invalidated.
+   * Feed a failed request's error here: a 401 drops the token, a TLS failure or an unknown name
+   * the endpoint (`endpoint`), a connection failure the endpoint after an hour (`unreachable`,
+   * see invalidateEndpoint). Returns which.
    */
-  reportRequestError(err: unknown): 'token' | 'endpoint' | undefined {
+  reportRequestError(err: unknown): 'token' | 'endpoint' | 'unreachable' | undefined {
     if (httpStatus(err) === 401) {
       this.invalidateToken();
       return 'token';
     }
-    if (isEndpointFailure(err)) {
-      this.invalidateEndpoint();
+    const failure = endpointFailure(err);
+    if (failure === 'moved') {
+      this.invalidateEndpoint('moved');
       return 'endpoint';
+    }
+    if (failure === 'unreachable') {
+      this.invalidateEndpoint('unreachable');
+      return 'unreachable';
     }
     return undefined;
   }
@@ -483,8 +498,9 @@ export class EksClusterAccess {
       }
       const describedAt = this.now();
       const old = this.endpointCache;
-      if (old?.invalid && old.value.server === server && old.value.caPem === caPem) {
-        // Asked again because it failed, and it has not moved: it is down or unreachable.
+      if (old?.invalid === 'moved' && old.value.server === server && old.value.caPem === caPem) {
+        // Asked again because it seemed to have moved, and it has not: its certificate or name
+        // fails for another reason, which describing sooner will not mend.
         this.describeIntervalMs = Math.min(this.describeIntervalMs * 2, this.describeMaxIntervalMs);
       } else if (old && (old.value.server !== server || old.value.caPem !== caPem)) {
         this.describeIntervalMs = this.describeMinIntervalMs;
@@ -663,9 +679,17 @@ function isNetworkError(err: unknown): boolean {
   return codesOf(err).some((c) => NETWORK_CODES.has(c));
 }
 
-/** A failure to reach the apiserver or to trust its certificate: worth re-describing for. */
-export function isEndpointFailure(err: unknown): boolean {
-  return codesOf(err).some((c) => NETWORK_CODES.has(c) || TLS_CODES.has(c));
+/**
+ * What a failure to reach the apiserver says about the endpoint and CA DescribeCluster gave:
+ * `moved` when they may no longer be right (the certificate does not verify against the CA, the
+ * name does not resolve: a deleted cluster's name goes, a new one gets a new name), `unreachable`
+ * when they are right but the cluster is down or cut off (refused, reset, timed out).
+ */
+export function endpointFailure(err: unknown): 'moved' | 'unreachable' | undefined {
+  const codes = codesOf(err);
+  if (codes.some((c) => TLS_CODES.has(c) || c === 'ENOTFOUND')) return 'moved';
+  if (codes.some((c) => NETWORK_CODES.has(c))) return 'unreachable';
+  return undefined;
 }
 
 function httpStatus(err: unknown): number | undefined {

@@ -712,7 +712,8 @@ export class ClusterController {
       );
       if (signal.aborted) return;
       entry.probe = result;
-      // The API server answered: a later connection failure is news, worth a prompt re-describe.
+      // The API server answered: a later certificate or name failure is news, worth a prompt
+      // re-describe (a refused connection waits an hour: EksClusterAccess.invalidateEndpoint).
       if (result.version?.ok) entry.eks?.endpointWorked();
       const renewTime = result.lease?.ok ? result.lease.lease?.renewTime : undefined;
       const renewed = renewTime ? Date.parse(renewTime) : NaN;
