@@ -218,8 +218,18 @@ describe('charts, rendered', () => {
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
       PORT: '8080',
+      MALLOC_ARENA_MAX: '2',
       NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2 --max-old-space-size=256',
     });
+    expect(
+      deploymentEnv(
+        only<V1Deployment>(
+          await render(HUB_CHART, [...HUB_REQUIRED, '--set', 'mallocArenaMax=0']),
+          'Deployment',
+        ),
+        'p',
+      ).MALLOC_ARENA_MAX,
+    ).toBeUndefined();
     // The signing key: the one key of the Secret, read-only, where MIRRORHUB_SIGNING_KEY_FILE
     // says, readable by the hub's group (fsGroup) only.
     expect(pod.volumes).toEqual([

@@ -16,7 +16,7 @@ interface ChartNodeValues {
   nodeOptions?: unknown;
   v8Flags?: unknown;
   mallocArenaMax?: unknown;
-  localAgent?: { v8Flags?: unknown; mallocArenaMax?: unknown };
+  localAgent?: { v8Flags?: unknown };
 }
 
 function chartValues(
@@ -27,14 +27,14 @@ function chartValues(
   const file = join(root, 'charts', `mirrorhub-${chart}`, 'values.yaml');
   const values = parse(readFileSync(file, 'utf8')) as ChartNodeValues;
   if (component !== 'hub-in-process') return { file, values };
-  // With localAgent.inProcess the hub chart takes the V8 flags and the allocator setting from
-  // localAgent (its deployment.yaml), NODE_OPTIONS from nodeOptions as always.
+  // With localAgent.inProcess the hub chart takes the V8 flags from localAgent (its
+  // deployment.yaml), NODE_OPTIONS and the allocator setting as always.
   return {
     file,
     values: {
       nodeOptions: values.nodeOptions,
       v8Flags: values.localAgent?.v8Flags,
-      mallocArenaMax: values.localAgent?.mallocArenaMax,
+      mallocArenaMax: values.mallocArenaMax,
     },
   };
 }
