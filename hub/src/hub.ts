@@ -503,7 +503,7 @@ export function createHub(config: HubConfig): Hub {
         await startPromise?.catch(() => undefined);
         await stopLeading();
         await Promise.all([...work]);
-        eksSessions.dropUnclaimed();
+        eksSessions.close();
         dashboard?.close();
         feed.close();
         await server?.close();

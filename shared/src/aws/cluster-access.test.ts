@@ -34,6 +34,7 @@ import {
   EksAccessError,
   EksClusterAccess,
   ROLE_DURATION_MAX_S,
+  StsClients,
   defaultRoleSessionName,
   endpointFailure,
   type EksClusterAccessOptions,
@@ -345,6 +346,38 @@ describe('EksClusterAccess caching', () => {
     expect(h.server).toBe(SERVER_A);
     expect(h.kubernetesVersion).toBe('1.34');
     expect(h.lastError).toBeUndefined();
+  });
+
+  it("assumes every cluster's role through one STS client per region of the process's StsClients", async () => {
+    const shared = new StsClients({ baseCredentials: hub.credentials, stsEndpoint: sts.endpoint });
+    try {
+      const through = (roleArn: string, externalId: string) =>
+        access({
+          cluster: { name: 'follower-a', region: REGION, roleArn, externalId },
+          baseCredentials: undefined,
+          stsEndpoint: undefined,
+          stsClients: shared,
+        });
+      const a = through(roleA, 'ext-a');
+      const b = through(roleB, 'ext-b');
+      await a.credentials();
+      await b.credentials();
+      expect(assumeCalls().map((c) => c.params.get('RoleArn'))).toEqual([roleA, roleB]);
+      expect(a.health().identityArn).toContain(`arn:aws:sts::${A}:`);
+      expect(b.health().identityArn).toContain(`arn:aws:sts::${B}:`);
+      expect(shared.size).toBe(1);
+      // A cluster removed destroys its access, not the client the others use.
+      a.destroy();
+      b.invalidateCredentials();
+      await b.credentials();
+      expect(assumeCalls()).toHaveLength(3);
+      expect(() => through(roleA, 'ext-a').destroy()).not.toThrow();
+      expect(() => access({ stsClients: shared, stsEndpoint: undefined })).toThrow(
+        /give baseCredentials and stsEndpoint to the StsClients/,
+      );
+    } finally {
+      shared.destroy();
+    }
   });
 
   it('sends ExternalId, the session name and the duration, and STS records them', async () => {

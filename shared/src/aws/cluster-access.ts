@@ -51,6 +51,12 @@ export type EksAccessStep = 'AssumeRole' | 'DescribeCluster' | 'Token';
 export interface EksClusterAccessOptions {
   cluster: EksClusterRef;
   /**
+   * The STS clients AssumeRole goes through, shared with the process's other EksClusterAccess
+   * (StsClients): then their base credentials and endpoint are used, and `baseCredentials` and
+   * `stsEndpoint` must not be given. Default: a client of its own.
+   */
+  stsClients?: StsClients;
+  /**
    * The hub's own identity. Default: the SDK's default chain (IRSA web identity, EKS Pod
    * Identity, env, profile), one instance shared by every EksClusterAccess in the process.
    */
@@ -167,6 +173,63 @@ function defaultBaseCredentials(): AwsCredentialsProvider {
   return defaultChain;
 }
 
+interface StsClientOptions {
+  baseCredentials?: AwsCredentials | AwsCredentialsProvider;
+  stsEndpoint?: string;
+  requestTimeoutMs?: number;
+}
+
+function newStsClient(
+  region: string,
+  credentials: AwsCredentials | AwsCredentialsProvider,
+  o: StsClientOptions,
+): STSClient {
+  return new STSClient({
+    region,
+    credentials,
+    ...(o.stsEndpoint ? { endpoint: o.stsEndpoint } : {}),
+    requestHandler: { requestTimeout: o.requestTimeoutMs ?? 10_000, connectionTimeout: 5000 },
+  });
+}
+
+/**
+ * The STS clients of every EksClusterAccess in a process, one per region, with the hub's own
+ * credentials: one connection pool to STS and one client's memory, not one per cluster (a client
+ * per cluster held ~30 KB of heap and its own keep-alive connection: 3 MB and 100 connections
+ * for 100 clusters).
+ */
+export class StsClients {
+  readonly baseCredentials: AwsCredentials | AwsCredentialsProvider;
+  private readonly clients = new Map<string, STSClient>();
+  private readonly opts: StsClientOptions;
+
+  constructor(opts: StsClientOptions = {}) {
+    this.opts = opts;
+    this.baseCredentials = opts.baseCredentials ?? defaultBaseCredentials();
+  }
+
+  /** The client for AssumeRole calls in `region`. */
+  get(region: string): STSClient {
+    let client = this.clients.get(region);
+    if (!client) {
+      client = newStsClient(region, this.baseCredentials, this.opts);
+      this.clients.set(region, client);
+    }
+    return client;
+  }
+
+  /** How many clients (regions) there are. */
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** Releases every client's sockets. */
+  destroy(): void {
+    for (const client of this.clients.values()) client.destroy();
+    this.clients.clear();
+  }
+}
+
 interface Cached<T> {
   value: T;
   /** When it must be renewed (ms). */
@@ -200,6 +263,8 @@ export class EksClusterAccess {
   /** How long invalidateEndpoint() waits after the last describe (see describeMaxIntervalMs). */
   private describeIntervalMs: number;
   private readonly sts: STSClient;
+  /** Whether `sts` is this access's own (destroyed with it) or the process's (StsClients). */
+  private readonly ownsSts: boolean;
   private readonly tokens: EksTokenSource;
   private readonly backoff: Record<'AssumeRole' | 'DescribeCluster', Backoff>;
 
@@ -255,14 +320,17 @@ export class EksClusterAccess {
     };
     this.backoff = { AssumeRole: new Backoff(backoff), DescribeCluster: new Backoff(backoff) };
 
-    const base = opts.baseCredentials ?? defaultBaseCredentials();
+    const shared = opts.stsClients;
+    if (shared && (opts.baseCredentials || opts.stsEndpoint)) {
+      throw new Error(
+        'EksClusterAccess: with stsClients, give baseCredentials and stsEndpoint to the StsClients',
+      );
+    }
+    const base = shared?.baseCredentials ?? opts.baseCredentials ?? defaultBaseCredentials();
     this.staticSecrets = typeof base === 'function' ? [] : secretsOf(base);
-    this.sts = new STSClient({
-      region: opts.stsRegion ?? region,
-      credentials: base,
-      ...(opts.stsEndpoint ? { endpoint: opts.stsEndpoint } : {}),
-      requestHandler: { requestTimeout: opts.requestTimeoutMs ?? 10_000, connectionTimeout: 5000 },
-    });
+    const stsRegion = opts.stsRegion ?? region;
+    this.sts = shared ? shared.get(stsRegion) : newStsClient(stsRegion, base, opts);
+    this.ownsSts = !shared;
     this.tokens = new EksTokenSource({
       clusterName: name,
       region,
@@ -417,9 +485,9 @@ export class EksClusterAccess {
     };
   }
 
-  /** Releases the STS client's sockets. */
+  /** Releases the STS client's sockets (its own; shared StsClients are their owner's). */
   destroy(): void {
-    this.sts.destroy();
+    if (this.ownsSts) this.sts.destroy();
   }
 
   // ---- the three steps ------------------------------------------------------------------------

@@ -44,6 +44,7 @@ import type {
   AwsCredentials,
   AwsCredentialsProvider,
   EksClusterAccess,
+  StsClients,
 } from '@mirrorhub/shared/aws/index';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
@@ -189,6 +190,8 @@ export class ClusterController {
   private started = false;
   private stopped = false;
   private stopping: Promise<void> | undefined;
+  /** STS clients of this controller's own, when there are no eksSessions to hold the process's. */
+  private ownStsClients: StsClients | undefined;
 
   constructor(private readonly opts: ClusterControllerOptions) {
     this.log = childLogger(opts.logger, { controller: CONTROLLER });
@@ -315,6 +318,7 @@ export class ClusterController {
     // The clusters still exist: their AWS sessions go to the next term instead of being dropped.
     for (const name of [...this.entries.keys()]) this.teardown(name, { keepSession: true });
     await Promise.all(loops);
+    this.ownStsClients?.destroy();
     this.secretWatches.clear();
     this.rest.close();
   }
@@ -451,12 +455,21 @@ export class ClusterController {
       if (!awsModule) throw new Error('internal: the AWS module was not loaded for an EKS cluster');
       const kept = this.opts.eksSessions?.take(name, access.eks);
       if (kept) this.log.debug({ cluster: name }, "reusing the previous term's AWS session");
+      const sts = () =>
+        new awsModule.StsClients({
+          ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
+          ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
+          requestTimeoutMs: this.timeoutMs,
+        });
+      // Without eksSessions (tests), each controller has its own.
+      const stsClients = this.opts.eksSessions
+        ? this.opts.eksSessions.stsClients(sts)
+        : (this.ownStsClients ??= sts());
       const eks =
         kept ??
         new awsModule.EksClusterAccess({
           cluster: access.eks,
-          ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
-          ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
+          stsClients,
           ...(aws.eksEndpoint ? { eksEndpoint: aws.eksEndpoint } : {}),
           ...(aws.region ? { stsRegion: aws.region } : {}),
           ...(aws.roleDurationSeconds !== undefined

@@ -2,7 +2,7 @@
 // the rest are destroyed once a term has taken what it needs.
 import { describe, expect, it } from 'vitest';
 import type { EksAccess } from '@mirrorhub/shared/api/index';
-import type { EksClusterAccess } from '@mirrorhub/shared/aws/index';
+import type { EksClusterAccess, StsClients } from '@mirrorhub/shared/aws/index';
 import { EksSessions } from './eks-sessions.js';
 
 const spec: EksAccess = {
@@ -49,5 +49,21 @@ describe('EKS sessions across terms', () => {
     sessions.keep('prod', spec, newer);
     expect(old.destroyed).toBe(1);
     expect(sessions.take('prod', spec)).toBe(newer);
+  });
+
+  it('make the STS clients once for every term, and destroy them with the kept sessions on close', () => {
+    const sessions = new EksSessions();
+    const sts = { destroyed: 0, destroy: () => void sts.destroyed++ } as unknown as StsClients & {
+      destroyed: number;
+    };
+    let made = 0;
+    const make = () => (made++, sts);
+    expect(sessions.stsClients(make)).toBe(sts);
+    expect(sessions.stsClients(make)).toBe(sts);
+    expect(made).toBe(1);
+    const s = session();
+    sessions.keep('prod', spec, s);
+    sessions.close();
+    expect([s.destroyed, sts.destroyed]).toEqual([1, 1]);
   });
 });

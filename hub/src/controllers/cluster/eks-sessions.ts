@@ -10,13 +10,23 @@
 //
 // Nothing here is written anywhere; it is the same memory the process held while leading.
 // Sessions of clusters a new term no longer has are destroyed once that term has registered
-// every cluster it found (dropUnclaimed), and all of them when the hub stops.
+// every cluster it found (dropUnclaimed), and all of them when the hub stops (close).
+//
+// The STS clients every session assumes its role through are the process's too (StsClients:
+// one per region, not one per cluster), made on the first EKS cluster.
 import { canonicalJson } from '@mirrorhub/shared/mirror/hash';
 import type { EksAccess } from '@mirrorhub/shared/api/index';
-import type { EksClusterAccess } from '@mirrorhub/shared/aws/index';
+import type { EksClusterAccess, StsClients } from '@mirrorhub/shared/aws/index';
 
 export class EksSessions {
   private readonly kept = new Map<string, EksClusterAccess>();
+  private sts: StsClients | undefined;
+
+  /** The process's STS clients, made by `make` the first time. */
+  stsClients(make: () => StsClients): StsClients {
+    this.sts ??= make();
+    return this.sts;
+  }
 
   /** The session a previous term kept for this cluster and spec, if any (it is yours now). */
   take(cluster: string, eks: EksAccess): EksClusterAccess | undefined {
@@ -40,6 +50,13 @@ export class EksSessions {
     for (const access of this.kept.values()) access.destroy();
     this.kept.clear();
     return n;
+  }
+
+  /** The hub stops: destroy what is kept, and the STS clients. */
+  close(): void {
+    this.dropUnclaimed();
+    this.sts?.destroy();
+    this.sts = undefined;
   }
 
   /** How many are kept and not yet taken (tests, logs). */
