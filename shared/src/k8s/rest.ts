@@ -99,8 +99,10 @@ export interface RestClientOptions {
 }
 
 export class RestClient {
-  private readonly httpsAgent: https.Agent;
-  private readonly httpAgent: http.Agent;
+  /** HTTP/1.1 pools, made on first use: over HTTP/2 (h2.ts) a client never needs one. */
+  private httpsAgent: https.Agent | undefined;
+  private httpAgent: http.Agent | undefined;
+  private readonly agentOptions: https.AgentOptions;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   private readonly maxInFlight: number;
@@ -112,8 +114,7 @@ export class RestClient {
     opts: RestClientOptions = {},
   ) {
     const agentOptions = { keepAlive: true, maxSockets: opts.maxSockets ?? 32 };
-    this.httpsAgent = new https.Agent(agentOptions);
-    this.httpAgent = new http.Agent(agentOptions);
+    this.agentOptions = agentOptions;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.maxInFlight = agentOptions.maxSockets;
     this.userAgent = opts.userAgent ?? 'mirrorhub';
@@ -171,8 +172,8 @@ export class RestClient {
    * are the process's: each closes 30 s after its last stream.
    */
   close(): void {
-    this.httpsAgent.destroy();
-    this.httpAgent.destroy();
+    this.httpsAgent?.destroy();
+    this.httpAgent?.destroy();
   }
 
   async request<T>(method: string, path: string, opts: RestRequestOptions = {}): Promise<T> {
@@ -229,7 +230,9 @@ export class RestClient {
     const isHttp = url.protocol === 'http:';
     // client-node's applyToHTTPSOptions sets a fresh agent per call; use our pool instead (the
     // pool keys connections by the TLS options set above, so credentials are respected).
-    reqOpts.agent = isHttp ? this.httpAgent : this.httpsAgent;
+    reqOpts.agent = isHttp
+      ? (this.httpAgent ??= new http.Agent(this.agentOptions))
+      : (this.httpsAgent ??= new https.Agent(this.agentOptions));
     const context = `${method} ${url.pathname}`;
     const { status, body } = await new Promise<{ status: number; body: string }>(
       (resolve, reject) => {
