@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { findFreePort, type ServiceProcess } from '../components/cache.js';
@@ -25,7 +25,23 @@ export interface Etcd {
  */
 export async function startEtcd(bin: string, dir: string, ports?: EtcdPorts): Promise<Etcd> {
   await mkdir(dir, { recursive: true });
-  const { client, peer } = ports ?? { client: await findFreePort(), peer: await findFreePort() };
+  if (ports) return startEtcdAt(bin, dir, ports);
+  // A free port is free when it is chosen, not always when etcd binds it: another process of a
+  // parallel test run can take it in between (CI once: "bind: address already in use"). A new
+  // etcd then starts again on other ports, from an empty data dir.
+  for (let attempt = 1; ; attempt++) {
+    const chosen = { client: await findFreePort(), peer: await findFreePort() };
+    try {
+      return await startEtcdAt(bin, dir, chosen);
+    } catch (err) {
+      if (attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err;
+      await rm(join(dir, 'data'), { recursive: true, force: true });
+    }
+  }
+}
+
+async function startEtcdAt(bin: string, dir: string, ports: EtcdPorts): Promise<Etcd> {
+  const { client, peer } = ports;
   const url = `http://127.0.0.1:${client}`;
   const peerUrl = `http://127.0.0.1:${peer}`;
   const proc = await startServer(
