@@ -179,19 +179,6 @@ interface StsClientOptions {
   requestTimeoutMs?: number;
 }
 
-function newStsClient(
-  region: string,
-  credentials: AwsCredentials | AwsCredentialsProvider,
-  o: StsClientOptions,
-): STSClient {
-  return new STSClient({
-    region,
-    credentials,
-    ...(o.stsEndpoint ? { endpoint: o.stsEndpoint } : {}),
-    requestHandler: { requestTimeout: o.requestTimeoutMs ?? 10_000, connectionTimeout: 5000 },
-  });
-}
-
 /**
  * The STS clients of every EksClusterAccess in a process, one per region, with the hub's own
  * credentials: one connection pool to STS and one client's memory, not one per cluster (a client
@@ -212,7 +199,15 @@ export class StsClients {
   get(region: string): STSClient {
     let client = this.clients.get(region);
     if (!client) {
-      client = newStsClient(region, this.baseCredentials, this.opts);
+      client = new STSClient({
+        region,
+        credentials: this.baseCredentials,
+        ...(this.opts.stsEndpoint ? { endpoint: this.opts.stsEndpoint } : {}),
+        requestHandler: {
+          requestTimeout: this.opts.requestTimeoutMs ?? 10_000,
+          connectionTimeout: 5000,
+        },
+      });
       this.clients.set(region, client);
     }
     return client;
@@ -263,8 +258,8 @@ export class EksClusterAccess {
   /** How long invalidateEndpoint() waits after the last describe (see describeMaxIntervalMs). */
   private describeIntervalMs: number;
   private readonly sts: STSClient;
-  /** Whether `sts` is this access's own (destroyed with it) or the process's (StsClients). */
-  private readonly ownsSts: boolean;
+  /** The STS clients made for this access alone (no `stsClients` given): destroyed with it. */
+  private readonly ownStsClients: StsClients | undefined;
   private readonly tokens: EksTokenSource;
   private readonly backoff: Record<'AssumeRole' | 'DescribeCluster', Backoff>;
 
@@ -320,17 +315,22 @@ export class EksClusterAccess {
     };
     this.backoff = { AssumeRole: new Backoff(backoff), DescribeCluster: new Backoff(backoff) };
 
-    const shared = opts.stsClients;
-    if (shared && (opts.baseCredentials || opts.stsEndpoint)) {
+    if (opts.stsClients && (opts.baseCredentials || opts.stsEndpoint)) {
       throw new Error(
         'EksClusterAccess: with stsClients, give baseCredentials and stsEndpoint to the StsClients',
       );
     }
-    const base = shared?.baseCredentials ?? opts.baseCredentials ?? defaultBaseCredentials();
+    const clients =
+      opts.stsClients ??
+      new StsClients({
+        baseCredentials: opts.baseCredentials,
+        stsEndpoint: opts.stsEndpoint,
+        requestTimeoutMs: opts.requestTimeoutMs,
+      });
+    this.ownStsClients = clients === opts.stsClients ? undefined : clients;
+    const base = clients.baseCredentials;
     this.staticSecrets = typeof base === 'function' ? [] : secretsOf(base);
-    const stsRegion = opts.stsRegion ?? region;
-    this.sts = shared ? shared.get(stsRegion) : newStsClient(stsRegion, base, opts);
-    this.ownsSts = !shared;
+    this.sts = clients.get(opts.stsRegion ?? region);
     this.tokens = new EksTokenSource({
       clusterName: name,
       region,
@@ -457,15 +457,9 @@ export class EksClusterAccess {
       return 'token';
     }
     const failure = endpointFailure(err);
-    if (failure === 'moved') {
-      this.invalidateEndpoint('moved');
-      return 'endpoint';
-    }
-    if (failure === 'unreachable') {
-      this.invalidateEndpoint('unreachable');
-      return 'unreachable';
-    }
-    return undefined;
+    if (!failure) return undefined;
+    this.invalidateEndpoint(failure);
+    return failure === 'moved' ? 'endpoint' : failure;
   }
 
   health(): EksClusterAccessHealth {
@@ -487,7 +481,7 @@ export class EksClusterAccess {
 
   /** Releases the STS client's sockets (its own; shared StsClients are their owner's). */
   destroy(): void {
-    if (this.ownsSts) this.sts.destroy();
+    this.ownStsClients?.destroy();
   }
 
   // ---- the three steps ------------------------------------------------------------------------

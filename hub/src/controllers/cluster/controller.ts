@@ -442,6 +442,18 @@ export class ClusterController {
     };
   }
 
+  /** The process's STS clients (eksSessions'); without eksSessions (tests), this controller's. */
+  private stsClients(awsModule: AwsModule): StsClients {
+    const aws = this.opts.aws ?? {};
+    const make = () =>
+      new awsModule.StsClients({
+        ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
+        ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
+        requestTimeoutMs: this.timeoutMs,
+      });
+    return this.opts.eksSessions?.stsClients(make) ?? (this.ownStsClients ??= make());
+  }
+
   /** A new entry: the access object, and the health loop (first probe at once). */
   private create(name: string, access: AccessSpec, awsModule?: AwsModule): Entry {
     const countError = (err: unknown) =>
@@ -455,21 +467,11 @@ export class ClusterController {
       if (!awsModule) throw new Error('internal: the AWS module was not loaded for an EKS cluster');
       const kept = this.opts.eksSessions?.take(name, access.eks);
       if (kept) this.log.debug({ cluster: name }, "reusing the previous term's AWS session");
-      const sts = () =>
-        new awsModule.StsClients({
-          ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
-          ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
-          requestTimeoutMs: this.timeoutMs,
-        });
-      // Without eksSessions (tests), each controller has its own.
-      const stsClients = this.opts.eksSessions
-        ? this.opts.eksSessions.stsClients(sts)
-        : (this.ownStsClients ??= sts());
       const eks =
         kept ??
         new awsModule.EksClusterAccess({
           cluster: access.eks,
-          stsClients,
+          stsClients: this.stsClients(awsModule),
           ...(aws.eksEndpoint ? { eksEndpoint: aws.eksEndpoint } : {}),
           ...(aws.region ? { stsRegion: aws.region } : {}),
           ...(aws.roleDurationSeconds !== undefined
