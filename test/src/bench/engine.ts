@@ -30,7 +30,7 @@ import {
   type PhaseCost,
   rssMb,
   rssSplitMb,
-  scrapeSeries,
+  untilQuiet,
   watchCopies,
   type ApiCounts,
 } from './util.js';
@@ -298,7 +298,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     // period after their copies landed: counted in the next phase it was 82 status writes of
     // mirrors no update touched, all in the phase's first second (one-process run, LOG_LEVEL
     // info). The updates' costs start once neither process has written for 2 s.
-    await quiet([hubPort, agentPort], 2_000, 30_000);
+    await untilQuiet({ hub: hubPort, agent: agentPort }, 2_000, 30_000);
 
     log(`source update -> all copies, ${o.updateSamples} samples`);
     cost = await costOf();
@@ -396,25 +396,6 @@ function logCost(log: (line: string) => void, phase: string, c: PhaseCost): void
   log(
     `${phase}: CPU seconds ${cpu}; API requests by time served: ${requests}; mirrorhub's writes: ${writes}`,
   );
-}
-
-/** Until the processes on `ports` have written nothing for `quietMs` (at most `maxMs`). */
-async function quiet(ports: number[], quietMs: number, maxMs: number): Promise<void> {
-  const writes = async () => {
-    let n = 0;
-    for (const port of new Set(ports)) {
-      for (const v of (await scrapeSeries(port, 'mirrorhub_writes_total')).values()) n += v;
-    }
-    return n;
-  };
-  const deadline = Date.now() + maxMs;
-  let last = await writes();
-  while (Date.now() < deadline) {
-    await sleep(quietMs);
-    const now = await writes();
-    if (now === last) return;
-    last = now;
-  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import type {
   CoreV1Api,
@@ -150,6 +151,43 @@ export function phaseCostText(
 }
 
 /**
+ * mirrorhub's own counts of its writes and failed writes, by `<process>\t<series>` (failed ones
+ * as `failed <series>`), read from each process's /metrics in `metricsPorts`.
+ */
+export async function ownWrites(
+  metricsPorts: Record<string, number>,
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const [name, port] of Object.entries(metricsPorts)) {
+    for (const metric of ['mirrorhub_writes_total', 'mirrorhub_write_errors_total']) {
+      for (const [series, n] of await scrapeSeries(port, metric)) {
+        const label = metric.includes('errors') ? `failed ${series}` : series;
+        out.set(`${name}\t${label}`, n);
+      }
+    }
+  }
+  return out;
+}
+
+/** Until the processes of `metricsPorts` have written nothing for `quietMs` (at most `maxMs`). */
+export async function untilQuiet(
+  metricsPorts: Record<string, number>,
+  quietMs: number,
+  maxMs: number,
+): Promise<void> {
+  const writes = async () =>
+    [...(await ownWrites(metricsPorts)).values()].reduce((a, b) => a + b, 0);
+  const deadline = Date.now() + maxMs;
+  let last = await writes();
+  while (Date.now() < deadline) {
+    await sleep(quietMs);
+    const now = await writes();
+    if (now === last) return;
+    last = now;
+  }
+}
+
+/**
  * Takes the first reading of a PhaseCost; the function it returns takes the second and gives
  * the differences.
  */
@@ -159,20 +197,8 @@ export async function phaseCost(
   tls: ApiServerTls,
   metricsPorts: Record<string, number> = {},
 ): Promise<() => Promise<PhaseCost>> {
-  const ownWrites = async () => {
-    const out = new Map<string, number>();
-    for (const [name, port] of Object.entries(metricsPorts)) {
-      for (const metric of ['mirrorhub_writes_total', 'mirrorhub_write_errors_total']) {
-        for (const [series, n] of await scrapeSeries(port, metric)) {
-          const label = metric.includes('errors') ? `failed ${series}` : series;
-          out.set(`${name}\t${label}`, n);
-        }
-      }
-    }
-    return out;
-  };
   const read = async () => {
-    const writes = await ownWrites();
+    const writes = await ownWrites(metricsPorts);
     const text = await apiServerMetrics(server, tls);
     const cpu = Object.fromEntries(
       Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]),
