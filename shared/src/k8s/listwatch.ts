@@ -13,10 +13,10 @@
  *   in one request without pagination.
  * So this module does the two HTTP calls itself (line-delimited JSON; as streams of the
  * process's one HTTP/2 connection to the API server, h2.ts, or over node:http/https where that
- * cannot be) and `watcher.ts` does the cache and the retry policy. Auth comes from a `KubeAccess` (access.ts;
- * client-node's KubeConfig is one): `applyToHTTPSOptions` runs on *every* request, so rotating
- * credentials (the EKS token authenticator, exec plugins, projected service-account tokens) are
- * picked up on each list and each watch reconnect.
+ * cannot be) and `watcher.ts` does the cache and the retry policy. Auth comes from a `KubeAccess`
+ * (access.ts; client-node's KubeConfig is one): `applyToHTTPSOptions` runs on *every* request,
+ * so rotating credentials (the EKS token authenticator, exec plugins, projected service-account
+ * tokens) are picked up on each list and each watch reconnect.
  */
 import http from 'node:http';
 import http2 from 'node:http2';
