@@ -43,15 +43,17 @@ describe('Reconciler', () => {
     });
     const lw = new FakeListerWatcher<V1ConfigMap>();
     lw.create(cm('a'));
-    let relisted = 0;
+    const listings: { reason: string; resourceVersion: string }[] = [];
     r.watch(new Watcher<V1ConfigMap>({ resource: 'configmaps', listerWatcher: lw }), {
       onAdd: (o) => r.add(`ns/${o.metadata?.name}`),
       onUpdate: (o) => r.add(`ns/${o.metadata?.name}`),
-      onListed: () => void relisted++,
+      onListed: (l) => void listings.push(l),
     });
     await r.synced();
     expect(r.hasSynced()).toBe(true);
-    expect(relisted).toBe(1);
+    // Once, with why and at which resourceVersion (what a cache's user compares its writes to).
+    expect(listings).toEqual([{ reason: 'initial', resourceVersion: expect.any(String) }]);
+    expect(Number(listings[0]!.resourceVersion)).toBeGreaterThan(0);
     r.start();
     await r.idle();
     lw.create(cm('b'));

@@ -15,7 +15,12 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { realClock, type Clock } from '../runtime/clock.js';
 import type { Logger } from '../runtime/log.js';
 import type { ControllerMetrics } from '../runtime/metrics.js';
-import { instrumentWatcher, type Watcher, type WatchHandlers } from '../k8s/watcher.js';
+import {
+  instrumentWatcher,
+  type ListReason,
+  type Watcher,
+  type WatchHandlers,
+} from '../k8s/watcher.js';
 import {
   WorkQueue,
   type ProcessObservation,
@@ -44,8 +49,11 @@ export interface ReconcilerOptions {
 }
 
 export interface WatchRouting<T> extends WatchHandlers<T> {
-  /** The watcher listed afresh (its cache was replaced). */
-  onListed?(): void;
+  /**
+   * The watcher listed afresh (its cache was replaced, `reason` says why) or, with reason
+   * `checked`, found its cache current without listing; `resourceVersion` is the list's.
+   */
+  onListed?(listing: { reason: ListReason; resourceVersion: string }): void;
 }
 
 export class Reconciler {
@@ -83,7 +91,9 @@ export class Reconciler {
     if (onListed) {
       subscriptions.push(
         w.onEvent((e) => {
-          if (e.type === 'listed') onListed();
+          if (e.type === 'listed') {
+            onListed({ reason: e.reason, resourceVersion: e.resourceVersion });
+          }
         }),
       );
     }

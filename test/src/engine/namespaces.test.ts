@@ -127,4 +127,58 @@ describe('destination namespaces', () => {
       { forMs: 2_000 },
     );
   });
+
+  it('creates each copy of a fan-out with one write, never racing its own creates', async () => {
+    // A delivery reconciled again before its copies' watch events arrived planned their creates
+    // again: a 409, a read and a rewrite each (half the copies of the engine benchmark's
+    // smallest fan-out). 8 mirrors whose payload and delivery land close together, 12 new
+    // namespaces each.
+    const namespaces = Array.from({ length: 12 }, (_, k) => `fan-${k}`);
+    for (const ns of namespaces) await e.ensureNamespace(ns, { fan: 'out' });
+    // The agent's copy writes (in one process the hub's payload Secrets share the registry).
+    const agent = { kind: 'Secret', component: 'agent' };
+    const writes = async () => {
+      const json = await e.agent!.registry.getMetricsAsJSON();
+      const sum = (name: string, labels: Record<string, string>) =>
+        (
+          (json.find((m) => m.name === name)?.values ?? []) as {
+            value: number;
+            labels: Record<string, string | number>;
+          }[]
+        )
+          .filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))
+          .reduce((n, v) => n + v.value, 0);
+      return {
+        created: sum('mirrorhub_writes_total', { ...agent, verb: 'create' }),
+        rewritten: sum('mirrorhub_writes_total', { ...agent, verb: 'update' }),
+        failed: sum('mirrorhub_write_errors_total', agent),
+      };
+    };
+    const before = await writes();
+    const mirrors = Array.from({ length: 8 }, (_, i) => `fan-${i}`);
+    await Promise.all(
+      mirrors.map(async (name) => {
+        await e.putSecret('certs', name, { value: name });
+        await e.applyMirror(
+          secretMirror('certs', name, {
+            source: { kind: 'Secret', name },
+            destination: { namespaceSelector: { matchLabels: { fan: 'out' } } },
+            pollPeriodSeconds: NO_POLL,
+          }),
+        );
+      }),
+    );
+    for (const name of mirrors) {
+      await e.mirrorStatus('SecretMirror', name, 'certs', (m) => {
+        expect(m.status?.phase).toBe('Active');
+        expect(m.status?.counts).toMatchObject({ synced: namespaces.length });
+      });
+    }
+    const after = await writes();
+    expect({
+      created: after.created - before.created,
+      rewritten: after.rewritten - before.rewritten,
+      failed: after.failed - before.failed,
+    }).toEqual({ created: mirrors.length * namespaces.length, rewritten: 0, failed: 0 });
+  });
 });

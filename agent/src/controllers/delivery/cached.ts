@@ -86,17 +86,46 @@ export class Interner {
   }
 }
 
-/** The mirrorhub.io/ entries of `map`, as a shared instance (undefined when there are none). */
+/**
+ * The mirrorhub.io/ entries of `map` (undefined when there are none), as a shared instance
+ * with `intern`.
+ */
 function pickReserved(
   map: Record<string, string> | undefined,
-  intern: Interner,
+  intern?: Interner,
 ): Readonly<Record<string, string>> | undefined {
   if (!map) return undefined;
   let out: Record<string, string> | undefined;
   for (const [k, v] of Object.entries(map)) {
     if (k.startsWith(RESERVED_PREFIX)) (out ??= {})[k] = v;
   }
-  return out && intern.map(out);
+  return out && intern ? intern.map(out) : out;
+}
+
+/**
+ * A copy as a write's answer shows it, in the cache's shape (not interned: it lives only until
+ * the copy's watch event arrives, see `CopyKnowledge.unseen`).
+ */
+export function answeredCopy(
+  kind: SourceKind,
+  m: {
+    name?: string | undefined;
+    namespace?: string | undefined;
+    uid?: string | undefined;
+    resourceVersion?: string | undefined;
+    labels?: Record<string, string> | undefined;
+    annotations?: Record<string, string> | undefined;
+  },
+): CopyObject {
+  return new CopyObject(
+    kind,
+    m.name ?? '',
+    m.namespace ?? '',
+    m.uid,
+    m.resourceVersion,
+    pickReserved(m.labels),
+    pickReserved(m.annotations),
+  );
 }
 
 /**

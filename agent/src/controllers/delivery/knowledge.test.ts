@@ -131,6 +131,72 @@ describe('CopyKnowledge', () => {
     expect(knowledge.pendingEchoes).toBe(0);
   });
 
+  it('shows a copy it created to the plan before the cache has it, as the answer showed it', () => {
+    // A second reconcile between a create's answer and its watch event planned the create
+    // again: 409, a read and a rewrite per copy (half the copies of a small fan-out).
+    const { knowledge, add } = setup();
+    const created = {
+      uid: 'uid-a',
+      name: 'tls',
+      namespace: 'a',
+      resourceVersion: '5',
+      labels: { [LABEL_DELIVERY]: 'd-1', team: 'x' },
+      annotations: { 'mirrorhub.io/content-hash': 'h1', note: 'y' },
+    };
+    knowledge.observer('p1', 2).wrote('Secret', { metadata: created });
+    expect(knowledge.copyViews('d-1', 'p1', false, 2).copies).toEqual([
+      {
+        kind: 'Secret',
+        namespace: 'a',
+        name: 'tls',
+        uid: 'uid-a',
+        resourceVersion: '5',
+        // the cache's shape: only mirrorhub.io/ marks
+        labels: { [LABEL_DELIVERY]: 'd-1' },
+        annotations: { 'mirrorhub.io/content-hash': 'h1' },
+        verified: true,
+      },
+    ]);
+    expect(knowledge.copyViews('d-2', 'p1', false, 2).copies).toEqual([]);
+    // A payload changed since: not verified, so the plan looks at it again.
+    expect(knowledge.copyViews('d-1', 'p2', false, 2).copies[0]?.verified).toBe(false);
+    // Its watch event arrives: the cache's copy is shown, once.
+    add(copy('a', '5'));
+    expect(knowledge.copyViews('d-1', 'p1', false, 2).copies).toHaveLength(1);
+    expect(knowledge.copyViews('d-1', 'p1', false, 2).copies[0]?.labels).toEqual({
+      [LABEL_DELIVERY]: 'd-1',
+    });
+  });
+
+  it('a re-list without a copy it created says the copy is gone', () => {
+    const { knowledge, add } = setup();
+    const wrote = knowledge.observer('p1').wrote;
+    const created = (namespace: string, rv: string, delivery = 'd-1') => ({
+      metadata: { uid: `uid-${namespace}`, name: 'tls', namespace, resourceVersion: rv },
+      labels: { [LABEL_DELIVERY]: delivery },
+    });
+    for (const [ns, rv, d] of [
+      ['a', '5', 'd-1'],
+      ['b', '9', 'd-1'],
+      ['c', '5', 'd-2'],
+    ] as const) {
+      const w = created(ns, rv, d);
+      wrote('Secret', { metadata: { ...w.metadata, labels: w.labels } });
+    }
+    add(copy('c', '5', 'd-2'));
+    // Listed at 7: 'a' (rv 5) should have been in it and was not; 'b' (rv 9) is newer than the
+    // list, its event still to come; 'c' is in the cache. A ConfigMap list says nothing of them.
+    expect(knowledge.relisted('ConfigMap', '7')).toEqual([]);
+    expect(knowledge.relisted('Secret', '7')).toEqual(['d-1']);
+    const names = (d: string) => knowledge.copyViews(d, 'p1', false).copies.map((c) => c.namespace);
+    expect(names('d-1')).toEqual(['b']);
+    expect(names('d-2')).toEqual(['c']);
+    expect(knowledge.unseenCopies('d-1')).toBe(1);
+    expect(knowledge.relisted('Secret', '9')).toEqual(['d-1']);
+    expect(names('d-1')).toEqual([]);
+    expect(knowledge.pendingEchoes).toBe(0); // nothing kept of the copies gone
+  });
+
   it('a write answered before its watch event makes the event an echo', () => {
     const { knowledge, add } = setup();
     knowledge.holds(

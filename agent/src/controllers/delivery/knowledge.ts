@@ -15,7 +15,7 @@ import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
 import type { Clock } from '@mirrorhub/shared/runtime/clock';
 import { LABEL_DELIVERY } from '@mirrorhub/shared/contract';
 import type { WriteObserver, Written } from './apply.js';
-import type { CopyObject } from './cached.js';
+import { answeredCopy, type CopyObject } from './cached.js';
 import type { CopyView, ObjectRef } from './plan.js';
 
 /**
@@ -66,12 +66,15 @@ export class CopyKnowledge {
   private readonly echoes = new Map<string, string>();
 
   /**
-   * Copies we created whose watch event has not arrived, by uid: their delivery and when. The
-   * cache does not hold them yet, so a delivery being deleted would not see them to remove
-   * them (the soak found 20 copies orphaned so). Entries older than `UNSEEN_MAX_AGE_MS` are
-   * forgotten: an echo that late means the watch re-listed without the copy (it is gone).
+   * Copies we created whose watch event has not arrived, by uid: their delivery, when, and the
+   * copy as the create's answer showed it. The cache does not hold them yet, so a delivery being
+   * deleted would not see them to remove them (the soak found 20 copies orphaned so), and a
+   * reconcile in the meantime would create them again (409, then a read and a rewrite: in the
+   * engine benchmark's fan-out half of the copies at a tenth of its size). Entries older than
+   * `UNSEEN_MAX_AGE_MS` are forgotten: an echo that late means the watch re-listed without the
+   * copy (it is gone).
    */
-  private readonly unseen = new Map<string, { delivery: string; at: number }>();
+  private readonly unseen = new Map<string, { delivery: string; at: number; copy: CopyObject }>();
 
   /** Writes still waiting for their watch event (tests: none are left behind). */
   get pendingEchoes(): number {
@@ -129,6 +132,26 @@ export class CopyKnowledge {
     return this.removing.delete(uid);
   }
 
+  /**
+   * The copy cache of `kind` was listed afresh at `resourceVersion`: a copy we created at or
+   * before it that the list did not hold is gone (deleted, or relabelled, while the watch was
+   * down). Forgets it and returns the deliveries that lost one, to look again.
+   */
+  relisted(kind: SourceKind, resourceVersion: string): string[] {
+    const lost = new Set<string>();
+    for (const [uid, u] of this.unseen) {
+      if (u.copy.kind !== kind || newerVersion(u.copy.resourceVersion ?? '', resourceVersion)) {
+        continue;
+      }
+      if (this.copies[kind].getByUid(uid)) continue;
+      this.unseen.delete(uid);
+      this.echoes.delete(uid);
+      this.known.delete(uid);
+      lost.add(u.delivery);
+    }
+    return [...lost];
+  }
+
   /** Copies of `delivery` we created that the cache does not show yet. */
   unseenCopies(delivery: string): number {
     const oldest = this.clock.now() - UNSEEN_MAX_AGE_MS;
@@ -182,7 +205,11 @@ export class CopyKnowledge {
           m.name && m.namespace ? this.copies[kind].get(m.name, m.namespace) : undefined;
         const delivery = m.labels?.[LABEL_DELIVERY];
         if (m.uid && !cached && delivery)
-          this.unseen.set(m.uid, { delivery, at: this.clock.now() });
+          this.unseen.set(m.uid, {
+            delivery,
+            at: this.clock.now(),
+            copy: answeredCopy(kind, m),
+          });
         // Answered before the watch showed it: remember the write until its echo arrives.
         if (m.uid && m.resourceVersion && cached?.metadata.resourceVersion !== m.resourceVersion)
           this.echoes.set(
@@ -236,9 +263,7 @@ export class CopyKnowledge {
   ): { copies: CopyView[]; deferred: boolean } {
     let deferred = false;
     const out: CopyView[] = [];
-    for (const uid of this.copyIndex.get(delivery) ?? []) {
-      const c = this.copies.Secret.getByUid(uid) ?? this.copies.ConfigMap.getByUid(uid);
-      if (!c) continue;
+    const view = (uid: string, c: CopyObject) => {
       const k = this.known.get(uid);
       // Written from this payload and this delivery spec, its watch event still on its way:
       // the copy is what we would write now (the cache's older version would mean a second,
@@ -262,7 +287,7 @@ export class CopyKnowledge {
           verified: true,
           echoPending: true,
         });
-        continue;
+        return;
       }
       const untouched = k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
       const onlyPayloadMoved = untouched && knownPayload(k) !== (payloadVersion ?? '');
@@ -278,6 +303,16 @@ export class CopyKnowledge {
         // The Secret type is not in metadata; a type change is found by the update (422) instead.
         verified: untouched && (!onlyPayloadMoved || payloadSettling),
       });
+    };
+    for (const uid of this.copyIndex.get(delivery) ?? []) {
+      const c = this.copies.Secret.getByUid(uid) ?? this.copies.ConfigMap.getByUid(uid);
+      if (c) view(uid, c);
+    }
+    // Created, answered, not in the cache yet: as the answer showed them. (The plan then sees
+    // them as written moments ago; a copy changed since is found by its watch event.)
+    const oldest = this.clock.now() - UNSEEN_MAX_AGE_MS;
+    for (const [uid, u] of this.unseen) {
+      if (u.delivery === delivery && u.at >= oldest) view(uid, u.copy);
     }
     return { copies: out, deferred };
   }

@@ -62,7 +62,7 @@ export interface WatchesOptions {
 export interface RoutingDeps {
   knowledge: Pick<
     CopyKnowledge,
-    'added' | 'updated' | 'deleted' | 'payloadChanged' | 'payloadDeleted'
+    'added' | 'updated' | 'deleted' | 'relisted' | 'payloadChanged' | 'payloadDeleted'
   >;
   notes: Pick<DeliveryNotes, 'matcherFor'>;
   writer: Pick<StatusWriter<MirrorDelivery>, 'observed' | 'deleted' | 'relisted'>;
@@ -256,6 +256,11 @@ export class DeliveryWatches {
         },
         onDelete: (c) => {
           if (!knowledge.deleted(c)) enqueue(deliveryOf(c));
+        },
+        // A copy we created whose add the watch never showed: gone before the list.
+        onListed: ({ reason, resourceVersion }) => {
+          if (reason === 'checked') return;
+          for (const d of knowledge.relisted(kind, resourceVersion)) enqueue(d);
         },
       });
     }
