@@ -48,7 +48,10 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     '--service-cluster-ip-range=10.96.0.0/16',
     '--authorization-mode=RBAC',
     '--allow-privileged=true',
-    '--profiling=false',
+    // MIRRORHUB_KIT_PROFILING=1: Go's pprof at /debug/pprof (e.g. `kubectl get --raw
+    // '/debug/pprof/profile?seconds=10' > cpu.pprof`, then `go tool pprof -top cpu.pprof`): how
+    // the API server's cost per copy was split in docs/BENCHMARKS.md.
+    `--profiling=${process.env.MIRRORHUB_KIT_PROFILING === '1'}`,
     // Nothing else in the kit serves the kubernetes Service endpoints; skip the reconciler.
     '--endpoint-reconciler-type=none',
     '--enable-priority-and-fairness=false',
