@@ -20,6 +20,7 @@ import { startOneCluster, startOneProcess, until } from './procs.js';
 import {
   apiRequestCounts,
   certLike,
+  cpuSeconds,
   createTlsMirror,
   fmtMs,
   peakRssMb,
@@ -62,6 +63,8 @@ export interface EngineBenchOptions {
 export interface EngineBenchResult {
   options: Omit<EngineBenchOptions, 'log' | 'root'>;
   initialFanOutMs: number;
+  /** The fan-out until neither process has written for 2 s (its status writes included). */
+  fanOutCost: PhaseCost;
   copies: number;
   /** `cost`: where the phase's time went (CPU per process, API requests), see `phaseCost`. */
   newNamespace: {
@@ -97,6 +100,8 @@ export interface EngineBenchResult {
     createsPerSecond: number;
     /** The same creates as server-side apply, as the agent creates copies. */
     appliedCreatesPerSecond: number;
+    /** CPU ms kube-apiserver and etcd spent per write in the POST and the apply create loops. */
+    serverCpuMsPerCreate: { post: number; apply: number };
     createConcurrency: number;
     update: { p50: number; p99: number; samples: number; copiesEach: number };
     /** The same updates as server-side apply with force, as the agent writes copies. */
@@ -158,9 +163,13 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     noise = upTo;
   };
   await addNoise(o.noiseStart);
-  /** A new certificate in source src-<i>: every copy of it changes. */
+  /**
+   * A new certificate in source src-<i>: every copy of it changes. Returns when the write was
+   * sent (after reading the source: the raw loops' writes need no read either).
+   */
   const updateSource = async (i: number, version: number) => {
     const cur = await core.readNamespacedSecret({ name: `src-${i}`, namespace: SRC_NS });
+    const sent = Date.now();
     await core.replaceNamespacedSecret({
       name: `src-${i}`,
       namespace: SRC_NS,
@@ -170,10 +179,13 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         stringData: { 'tls.crt': certLike(i, version), 'tls.key': 'k'.repeat(1700) },
       },
     });
+    return sent;
   };
 
   // The API server's own speed first, in the state the fan-out meets (before mirrorhub runs).
+  const [etcdPid, apiServerPid] = kit.pids();
   const raw = await rawWrites(kc, {
+    serverPids: [apiServerPid!, etcdPid!],
     creates: Math.min(5000, o.mirrors * (o.namespaces / o.shards)),
     copiesEach: o.namespaces / o.shards,
     samples: o.updateSamples,
@@ -190,6 +202,19 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     const copyWatch = await watchCopies(kc, { resource: 'bench-copies' });
     const { seen, listeners } = copyWatch;
 
+    const costOf = () =>
+      phaseCost(
+        {
+          'kube-apiserver': apiServerPid!,
+          etcd: etcdPid!,
+          ...(one ? { 'hub + agent': hub.pid! } : { hub: hub.pid!, agent: agent.pid! }),
+          benchmark: process.pid,
+        },
+        hubCluster.server,
+        tls,
+        { hub: hubPort, agent: agentPort },
+      );
+    const fanOutCostStart = await costOf();
     log(`creating ${o.mirrors} sources and mirrors (${o.namespaces / o.shards} namespaces each)`);
     const t0 = Date.now();
     await pool(
@@ -206,6 +231,10 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     );
     const initialFanOutMs = Date.now() - t0;
     log(`${expected} copies in ${fmtMs(initialFanOutMs)}`);
+    // Until the mirrors' status says so too: the fan-out's status writes are part of its cost.
+    await untilQuiet({ hub: hubPort, agent: agentPort }, 2_000, 120_000);
+    const fanOutCost = await fanOutCostStart();
+    logCost(log, 'initial fan-out', fanOutCost);
 
     await sleep(5_000);
     const rssAt = async (label: string) => {
@@ -248,19 +277,6 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       Array.from({ length: o.mirrors }, (_, i) => i)
         .filter((i) => i % o.shards === shard)
         .map((i) => `${name}/src-${i}`);
-    const [etcdPid, apiServerPid] = kit.pids();
-    const costOf = () =>
-      phaseCost(
-        {
-          'kube-apiserver': apiServerPid!,
-          etcd: etcdPid!,
-          ...(one ? { 'hub + agent': hub.pid! } : { hub: hub.pid!, agent: agent.pid! }),
-          benchmark: process.pid,
-        },
-        hubCluster.server,
-        tls,
-        { hub: hubPort, agent: agentPort },
-      );
     /** Creates `samples` namespaces, `gapMs` apart; ms from each create to its last copy. */
     const newNamespaces = async (prefix: string, samples: number, gapMs: number) => {
       const out: number[] = [];
@@ -307,8 +323,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
       const i = k % o.mirrors;
       const targets = [...seen.entries()].filter(([key]) => key.endsWith(`/src-${i}`));
       const old = new Map(targets.map(([key, v]) => [key, v.hash]));
-      const start = Date.now();
-      await updateSource(i, k + 1);
+      const start = await updateSource(i, k + 1);
       const changed = () =>
         [...old.keys()].filter((key) => seen.get(key)?.hash !== old.get(key)).length;
       await until(
@@ -318,6 +333,10 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         () => `${changed()}/${old.size} copies of src-${i} updated`,
       );
       updates.push(Math.max(...[...old.keys()].map((key) => seen.get(key)!.at)) - start);
+      if (process.env.MIRRORHUB_BENCH_TRACE) {
+        const at = [...old.keys()].map((key) => seen.get(key)!.at - start).sort((a, b) => a - b);
+        log(`update of src-${i} at ${new Date(start).toISOString()}: ${at.join(' ')}`);
+      }
     }
 
     const updateCost = await cost();
@@ -364,6 +383,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     return {
       options: { ...o, log: undefined, root: undefined } as unknown as EngineBenchResult['options'],
       initialFanOutMs,
+      fanOutCost,
       copies: expected,
       newNamespace: {
         p50: percentile(newNs, 50),
@@ -405,6 +425,8 @@ function logCost(log: (line: string) => void, phase: string, c: PhaseCost): void
 async function rawWrites(
   kc: KubeConfig,
   o: {
+    /** kube-apiserver and etcd: their CPU per write is what each loop costs the server. */
+    serverPids: number[];
     creates: number;
     copiesEach: number;
     samples: number;
@@ -436,11 +458,16 @@ async function rawWrites(
       { fieldManager: 'bench-raw', force: true },
     );
   const ids = Array.from({ length: creates }, (_, j) => j);
-  /** Creates per second: one write for each id, FAN_OUT_CONCURRENCY at a time. */
+  const serverCpu = () => o.serverPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  /**
+   * Creates per second, one write for each id, FAN_OUT_CONCURRENCY at a time, and the CPU ms the
+   * API server and etcd spent per write.
+   */
   const createRate = async (write: (j: number) => Promise<unknown>) => {
-    const t0 = Date.now();
+    const [t0, cpu0] = [Date.now(), serverCpu()];
     await pool(ids, FAN_OUT_CONCURRENCY, write);
-    return creates / ((Date.now() - t0) / 1000);
+    const [ms, cpu] = [Date.now() - t0, serverCpu() - cpu0];
+    return { perSecond: creates / (ms / 1000), serverCpuMs: (cpu * 1000) / creates };
   };
   /** ms per round of rewriting one source's worth of Secrets, DELIVERY_CONCURRENCY at a time. */
   const updateRounds = async (write: (j: number, round: number) => Promise<unknown>) => {
@@ -452,7 +479,7 @@ async function rawWrites(
     }
     return out;
   };
-  const createsPerSecond = await createRate((j) => rest.post(secrets, secret(`raw-${j}`, j, 0)));
+  const posts = await createRate((j) => rest.post(secrets, secret(`raw-${j}`, j, 0)));
   const updates = await updateRounds((j, k) =>
     rest.put(`${secrets}/raw-${j}`, secret(`raw-${j}`, j, k + 1)),
   );
@@ -461,7 +488,7 @@ async function rawWrites(
     apply(`raw-${j}`, j, samples + 1),
   );
   const applies = await updateRounds((j, k) => apply(`raw-${j}`, j, samples + k + 2));
-  const appliedCreatesPerSecond = await createRate((j) => apply(`rawa-${j}`, j, 0));
+  const applied = await createRate((j) => apply(`rawa-${j}`, j, 0));
   // The floor of a new namespace's copies. The namespaces carry no shard label (no mirror selects
   // them) and stay, empty: without a controller-manager a deleted namespace stays Terminating.
   const floor: number[] = [];
@@ -484,14 +511,15 @@ async function rawWrites(
   }
   rest.close();
   log(
-    `raw API server: ${creates} creates at ${createsPerSecond.toFixed(0)}/s, as apply ${appliedCreatesPerSecond.toFixed(0)}/s (concurrency ${FAN_OUT_CONCURRENCY}), ` +
+    `raw API server: ${creates} creates at ${posts.perSecond.toFixed(0)}/s, as apply ${applied.perSecond.toFixed(0)}/s (concurrency ${FAN_OUT_CONCURRENCY}; API server + etcd CPU ${posts.serverCpuMs.toFixed(2)} / ${applied.serverCpuMs.toFixed(2)} ms a write), ` +
       `${copiesEach} updates p50 ${fmtMs(percentile(updates, 50))}, as apply ${fmtMs(percentile(applies, 50))} (concurrency ${DELIVERY_CONCURRENCY}), ` +
       `a namespace and its ${o.copiesPerNamespace} Secrets p50 / p99 ${fmtMs(percentile(floor, 50))} / ${fmtMs(percentile(floor, 99))}`,
   );
   return {
     creates,
-    createsPerSecond,
-    appliedCreatesPerSecond,
+    createsPerSecond: posts.perSecond,
+    appliedCreatesPerSecond: applied.perSecond,
+    serverCpuMsPerCreate: { post: posts.serverCpuMs, apply: applied.serverCpuMs },
     createConcurrency: FAN_OUT_CONCURRENCY,
     update: {
       p50: percentile(updates, 50),

@@ -541,6 +541,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `| peak RSS during the run (VmHWM: start-up, fan-out and bursts included): hub / agent | ${r.peakRss.hub.toFixed(0)} MB / ${r.peakRss.agent.toFixed(0)} MB | |`,
     `| copies per second, initial fan-out: mirrorhub / raw create loop (${r.raw.creates} creates with the agent's HTTP client, concurrency ${r.raw.createConcurrency}, before mirrorhub starts) | ${fanOutRate.toFixed(0)} / ${r.raw.createsPerSecond.toFixed(0)} = **${(fanOutRate / r.raw.createsPerSecond).toFixed(2)}** | >= 0.9: ${ok(fanOutRate / r.raw.createsPerSecond >= 0.9)} |`,
     `| the same raw creates as server-side apply, as the agent creates copies: mirrorhub / raw apply loop | ${fanOutRate.toFixed(0)} / ${r.raw.appliedCreatesPerSecond.toFixed(0)} = ${(fanOutRate / r.raw.appliedCreatesPerSecond).toFixed(2)} | |`,
+    `| CPU per copy, initial fan-out: API server + etcd / mirrorhub's processes (raw loops: API server + etcd per POST / per apply) | ${fanOutCpuText(r)} | |`,
     `| source update -> ${r.sourceUpdate.copiesEach} copies, p50: mirrorhub / raw update loop of ${r.raw.update.copiesEach} Secrets (concurrency ${r.raw.updateConcurrency}, ${r.raw.update.samples} samples) | ${fmtMs(r.sourceUpdate.p50)} / ${fmtMs(r.raw.update.p50)} = **${(r.raw.update.p50 / r.sourceUpdate.p50).toFixed(2)}** | >= 0.9: ${ok(r.raw.update.p50 / r.sourceUpdate.p50 >= 0.9)} |`,
     `| the same raw updates written as the agent writes copies (server-side apply, force), p50: mirrorhub / raw apply loop | ${fmtMs(r.sourceUpdate.p50)} / ${fmtMs(r.raw.applyUpdate.p50)} = ${(r.raw.applyUpdate.p50 / r.sourceUpdate.p50).toFixed(2)} | |`,
     `| hub RSS with the dashboard on and ${r.dashboard.viewers} viewers connected through ${r.dashboard.updates} source updates | ${r.dashboard.hubRssMb.toFixed(0)} MB | < 120 MB: ${ok(r.dashboard.hubRssMb < 120)} |`,
@@ -585,6 +586,7 @@ function renderEngineOneProcess(r: EngineBenchResult, scale: number): string {
     `| resident memory, max of the rows below | ${max.toFixed(0)} MB | < 80 MB: ${ok(max < 80)} |`,
     `| peak RSS during the run (VmHWM: start-up, fan-out and bursts included) | ${r.peakRss.hub.toFixed(0)} MB | |`,
     `| initial fan-out of ${r.copies} copies | ${fmtMs(r.initialFanOutMs)} (${fanOutRate.toFixed(0)}/s; raw create loop ${r.raw.createsPerSecond.toFixed(0)}/s, ratio ${(fanOutRate / r.raw.createsPerSecond).toFixed(2)}) | |`,
+    `| CPU per copy, initial fan-out: API server + etcd / the process (raw loops: API server + etcd per POST / per apply) | ${fanOutCpuText(r)} | |`,
     `| new namespace -> its ${perShard(o.mirrors, o.shards)} copies, p50 / p99 (${r.newNamespace.samples} namespaces, 1 s apart) | ${fmtMs(r.newNamespace.p50)} / ${fmtMs(r.newNamespace.p99)} | p50 < 40 ms: ${ok(r.newNamespace.p50 < 40)}, p99 < 150 ms: ${ok(r.newNamespace.p99 < 150)} |`,
     `| the same, back to back | ${fmtMs(r.newNamespace.burst.p50)} / ${fmtMs(r.newNamespace.burst.p99)} | |`,
     `| source update -> all ${r.sourceUpdate.copiesEach} copies, p50 / p99 (${r.sourceUpdate.samples} updates; raw update loop p50 ${fmtMs(r.raw.update.p50)}) | ${fmtMs(r.sourceUpdate.p50)} / ${fmtMs(r.sourceUpdate.p99)} | p99 < 3 s: ${ok(r.sourceUpdate.p99 < 3000)} |`,
@@ -600,11 +602,28 @@ function renderEngineOneProcess(r: EngineBenchResult, scale: number): string {
 }
 
 /**
- * Where the new-namespace and source-update phases spent their time: CPU seconds per process
+ * The fan-out's CPU per copy, the API server's and etcd's against mirrorhub's own, beside what
+ * the raw loops cost the server per write: on one machine both sides' CPU is the same budget.
+ */
+function fanOutCpuText(r: EngineBenchResult): string {
+  const cpu = r.fanOutCost.cpuSeconds;
+  const perCopy = (names: string[]) =>
+    ((names.reduce((sum, n) => sum + (cpu[n] ?? 0), 0) * 1000) / r.copies).toFixed(2);
+  const ours = Object.keys(cpu).filter((n) => n === 'hub' || n === 'agent' || n === 'hub + agent');
+  const raw = r.raw.serverCpuMsPerCreate;
+  return (
+    `${perCopy(['kube-apiserver', 'etcd'])} / ${perCopy(ours)} ms ` +
+    `(raw ${raw.post.toFixed(2)} / ${raw.apply.toFixed(2)} ms)`
+  );
+}
+
+/**
+ * Where the fan-out, new-namespace and source-update phases spent their time: CPU seconds per process
  * and the API server's requests by the time it spent serving them.
  */
 function costTable(r: EngineBenchResult): string[] {
   const phases = [
+    [`initial fan-out of ${r.copies} copies, until no more writes`, r.fanOutCost],
     [`${r.newNamespace.samples} new namespaces, 1 s apart`, r.newNamespace.cost],
     [`${r.sourceUpdate.samples} source updates`, r.sourceUpdate.cost],
   ] as const;

@@ -54,7 +54,8 @@ export function startMain(
       ...chartMallocEnv(root, chart),
       MIRRORHUB_NAMESPACE: 'mirrorhub-system',
       POD_NAME: `${name}-bench`,
-      LOG_LEVEL: 'warn',
+      // MIRRORHUB_BENCH_LOG_LEVEL=info (or debug): the processes' lines, to see what they did.
+      LOG_LEVEL: process.env.MIRRORHUB_BENCH_LOG_LEVEL ?? 'warn',
       NODE_OPTIONS: benchNodeOptions(chartNodeOptions(root, chart)),
       ...signingEnv(name === 'agent' ? 'agent' : 'hub'),
       ...env,
