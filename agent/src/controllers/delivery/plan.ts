@@ -252,8 +252,9 @@ function refOf(c: CopyView): ObjectRef {
 
 /**
  * The hub has written one of the payload Secret and the delivery's contentHash and not yet the
- * other (it writes the payload first): wait for the second event before planning, unless the
- * delivery is going away. A payload without the hash annotation (an older hub) never waits.
+ * other (a first delivery after its payload, a change to both at once): wait for the second
+ * event before planning, unless the delivery is going away. A payload without the hash
+ * annotation (an older hub) never waits.
  */
 export function hubMidWrite(
   delivery: MirrorDelivery,

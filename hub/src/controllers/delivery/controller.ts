@@ -540,7 +540,17 @@ export class ClusterConnection {
         this.noteForeign(name, plan.notOurs, op.delivery, mirrorKey);
         notOurs = true;
       }
-      for (const w of plan.writes) this.wrote(w, await applyWrite(target, w));
+      if (plan.together) {
+        // Each write that landed is remembered, whatever became of the other.
+        const results = await Promise.allSettled(plan.writes.map((w) => applyWrite(target, w)));
+        results.forEach((r, i) => {
+          if (r.status === 'fulfilled') this.wrote(plan.writes[i]!, r.value);
+        });
+        const failed = results.find((r) => r.status === 'rejected');
+        if (failed) throw failed.reason;
+      } else {
+        for (const w of plan.writes) this.wrote(w, await applyWrite(target, w));
+      }
       if (this.wanted.get(name) === want) this.wanted.delete(name);
       // A delete may produce no watch event (already gone): tell the mirror either way.
       if (this.writeErrors.delete(name) || op.op === 'delete' || notOurs) {

@@ -227,6 +227,26 @@ describe('planWrites: apply', () => {
     expect(plan.notOurs).toBeUndefined();
   });
 
+  it('sends a new payload and its delivery at once only when both exist', () => {
+    const p = payload();
+    const changed = {
+      delivery: delivery({ hash: 'h0' }),
+      payload: { ...marks, contentHash: 'h0' },
+    };
+    const both = planWrites(NAME, { op: 'apply', payload: p, delivery: want }, changed);
+    expect(both.writes.map((w) => `${w.kind} ${w.verb}`)).toEqual([
+      'Secret update',
+      'MirrorDelivery patch',
+    ]);
+    expect(both.together).toBe(true);
+    // A first delivery waits for its payload; one write alone is just that write.
+    for (const held of [{}, { payload: marks }, { delivery: delivery({ hash: 'h0' }) }]) {
+      expect(
+        planWrites(NAME, { op: 'apply', payload: p, delivery: want }, held).together,
+      ).toBeUndefined();
+    }
+  });
+
   it('keeps labels others added and patches only ours in', () => {
     const seen = delivery({ hash: 'h0', labels: { team: 'a' } });
     expect(deliveryPatch(seen, want)).toEqual([

@@ -15,8 +15,11 @@
 //   payload Secret only over one labelled as this hub's. A delivery the watch does not show is
 //   read before anything is written for it (`needsLookUp`), and a name found taken on create is
 //   refused with a message that says whose it is.
-// - Writes: payload first (only when its content hash or signature differs), then the
-//   delivery (only when not up to date), so an agent never sees a hash whose data is not there.
+// - Writes: the payload (only when its content hash or signature differs) and the delivery
+//   (only when not up to date). A first delivery is written after its payload, so an agent never
+//   sees a delivery without one; a change to both that exist goes out at once (`together`): the
+//   payload carries the contentHash it was signed with, and the agent waits until the delivery's
+//   matches it (hubMidWrite), whichever lands first.
 //   Delete: delivery, then payload, then the same under the legacy name.
 // - Legacy names: a delivery or payload an older hub named with legacyDeliveryName is deleted
 //   with the current one, and while the mirror delivers, once the agent has applied the current
@@ -113,8 +116,15 @@ export type PlannedWrite =
   | { kind: 'Secret' | 'MirrorDelivery'; verb: 'delete'; name: string };
 
 export interface WritePlan {
-  /** In order. */
+  /** In order, unless `together`. */
   writes: PlannedWrite[];
+  /**
+   * The writes may be sent at once: a new payload into a payload Secret that exists and the new
+   * contentHash into a delivery that exists. The agent waits for both whichever lands first
+   * (hubMidWrite), so a source change reaches the copies one write sooner. A first delivery
+   * is still written after its payload: without one the agent would report it missing.
+   */
+  together?: boolean;
   /**
    * The delivery under the name is not ours to write (another mirror's, or being deleted):
    * nothing is written, not even the payload; the mirror's plan must see it (noteForeign).
@@ -212,6 +222,10 @@ export function planWrites(
           }
         : { kind: 'MirrorDelivery', verb: 'create', name, delivery: op.delivery },
     );
+  }
+  const [first, second] = writes;
+  if (writes.length === 2 && first?.verb === 'update' && second?.verb === 'patch') {
+    return { writes, together: true };
   }
   return { writes };
 }

@@ -7,7 +7,8 @@
 // - One payload Secret + one MirrorDelivery per (mirror, selected cluster), in the cluster's
 //   agent namespace, both named deliveryName(mirror, originCluster). Written only when the
 //   observed object differs (payload: content hash annotation; delivery: spec, labels,
-//   annotations), payload first so an agent never sees a hash whose data is not there yet.
+//   annotations); an agent plans only from a payload and a delivery whose content hashes
+//   match (the delivery controller's plan.ts says in which order they are written).
 // - Clusters no longer selected lose their delivery and payload (the agent's finalizer on the
 //   delivery removes or releases the copies per deletePolicy).
 // - A spec only code can judge (regex, selector, a SecretMirror reading another namespace) puts
