@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { changeSharedTls, createSharedTls, startFleet } from './fleet.js';
-import { cpuSeconds, fmtMs, percentile, rssMb, scrapeSeries } from './util.js';
+import { cpuSeconds, fmtMs, percentile, rssMb, rssSplitMb, scrapeSeries } from './util.js';
 import { until } from './procs.js';
 
 export interface ScaleBenchOptions {
@@ -141,6 +141,7 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
     const hubWritesPerChange: number[] = [];
     const update = await changes(o.updates, () => true, hubWritesPerChange);
     const hubRssMb = rssMb(hubProc.pid!);
+    await logHubMemory(log, hubProc.pid!, hubPort, 'after the changes');
 
     // Idle: nothing changes; the hub renews credentials, reads heartbeats, resyncs.
     await sleep(10_000);
@@ -160,6 +161,7 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
     log(`stopped the API servers of ${[...down].join(', ')}`);
     const outageUpdate = await changes(o.updates, (f) => !down.has(f));
     const outage = { stopped: down.size, update: outageUpdate, hubRssMb: rssMb(hubProc.pid!) };
+    await logHubMemory(log, hubProc.pid!, hubPort, 'after the outage');
 
     const calls = kit.aws!.calls();
     const perFollower = (
@@ -215,4 +217,26 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
     await copyWatch.stop();
     await fleet.stop();
   }
+}
+
+/**
+ * The hub's resident set split (anonymous / file-backed) and V8's heap in use and held, from its
+ * /metrics: what a heap compaction could give back, against native memory and node's binary.
+ */
+async function logHubMemory(
+  log: (line: string) => void,
+  pid: number,
+  port: number,
+  when: string,
+): Promise<void> {
+  const mb = (bytes: number | undefined) =>
+    bytes === undefined ? '?' : `${(bytes / 2 ** 20).toFixed(0)} MB`;
+  const one = async (name: string) => [...(await scrapeSeries(port, name)).values()][0];
+  const split = rssSplitMb(pid);
+  log(
+    `hub memory ${when}: RSS ${rssMb(pid).toFixed(0)} MB (anonymous ${split.anon.toFixed(0)} MB, ` +
+      `file-backed ${split.file.toFixed(0)} MB), V8 heap used ` +
+      `${mb(await one('mirrorhub_nodejs_heap_size_used_bytes'))} of ` +
+      `${mb(await one('mirrorhub_nodejs_heap_size_total_bytes'))}`,
+  );
 }
