@@ -171,17 +171,15 @@ describe('CopyKnowledge', () => {
   it('a re-list without a copy it created says the copy is gone', () => {
     const { knowledge, add } = setup();
     const wrote = knowledge.observer('p1').wrote;
-    const created = (namespace: string, rv: string, delivery = 'd-1') => ({
-      metadata: { uid: `uid-${namespace}`, name: 'tls', namespace, resourceVersion: rv },
-      labels: { [LABEL_DELIVERY]: delivery },
-    });
-    for (const [ns, rv, d] of [
+    for (const [namespace, resourceVersion, delivery] of [
       ['a', '5', 'd-1'],
       ['b', '9', 'd-1'],
       ['c', '5', 'd-2'],
     ] as const) {
-      const w = created(ns, rv, d);
-      wrote('Secret', { metadata: { ...w.metadata, labels: w.labels } });
+      const labels = { [LABEL_DELIVERY]: delivery };
+      wrote('Secret', {
+        metadata: { uid: `uid-${namespace}`, name: 'tls', namespace, resourceVersion, labels },
+      });
     }
     add(copy('c', '5', 'd-2'));
     // Listed at 7: 'a' (rv 5) should have been in it and was not; 'b' (rv 9) is newer than the

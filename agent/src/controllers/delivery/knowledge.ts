@@ -234,9 +234,10 @@ export class CopyKnowledge {
 
   /**
    * The hub writes the payload Secret and the delivery's contentHash: two events, usually
-   * milliseconds apart, in either order. A copy whose only news is the payload change is not checked until the
-   * payload has been quiet for `payloadSettleMs`, so the contentHash change that follows
-   * rewrites each copy once, instead of a verify-and-rewrite followed by a second rewrite.
+   * milliseconds apart, in either order. A copy whose only news is the payload change is not
+   * checked until the payload has been quiet for `payloadSettleMs`, so the contentHash change
+   * that follows rewrites each copy once, instead of a verify-and-rewrite followed by a second
+   * rewrite.
    * (A payload that changes alone, or before a delivery that already had the new hash, is still
    * checked after the wait.) Returns the time left to wait, 0 when settled.
    */
