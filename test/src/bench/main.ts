@@ -14,6 +14,9 @@
  *                                 # also print when each copy of each new namespace landed
  *   MIRRORHUB_BENCH_CPU_PROFILE=/tmp/prof npm run bench -- --only engine
  *                                 # and write a V8 CPU profile of the hub and the agent there
+ *   MIRRORHUB_BENCH_HEAP_SNAPSHOT=/tmp/heap npm run bench -- --only scale
+ *                                 # then `kill -USR2 <pid>`: that process writes a heap
+ *                                 # snapshot there (what its V8 heap holds, by object)
  */
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';

@@ -44,6 +44,10 @@ export function startMain(
   // (open it in Chrome DevTools); how the agent's reconcile cost was found.
   const profileDir = process.env.MIRRORHUB_BENCH_CPU_PROFILE;
   const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  // MIRRORHUB_BENCH_HEAP_SNAPSHOT=<dir>: \`kill -USR2 <pid>\` makes a process write a heap
+  // snapshot there (open it in Chrome DevTools' Memory tab); for where a row's RSS goes.
+  const heapDir = process.env.MIRRORHUB_BENCH_HEAP_SNAPSHOT;
+  if (heapDir) profile.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
   // The one process is the hub chart's pod with localAgent.inProcess (node-options.ts).
   const chart = name === 'standalone' ? 'hub-in-process' : name;
   const args = [...chartV8Flags(root, chart), ...profile, join(root, name, 'dist/main.js')];
