@@ -3,7 +3,7 @@
 // process (integration tests do), each with its own metrics registry.
 
 import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
+import { crypto } from '@mirrorhub/shared/runtime/builtins';
 import { childLogger, createLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import { createMetrics, type Registry } from '@mirrorhub/shared/runtime/metrics';
 import { startHealthServer, type HealthServer } from '@mirrorhub/shared/runtime/server';
@@ -19,6 +19,8 @@ import { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { DeliveryController } from './controllers/delivery/controller.js';
 import { Heartbeat } from './heartbeat.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+
+const { randomBytes } = crypto;
 
 export interface LeaderElectionConfig {
   leaseName: string;

@@ -1,12 +1,14 @@
 // The agent's configuration from flags and environment, read once by main.ts.
 
 import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { crypto, util } from '@mirrorhub/shared/runtime/builtins';
 import { progressDeadlineFromEnv } from '@mirrorhub/shared/k8s/watcher';
 import { processVersion } from '@mirrorhub/shared/runtime/version';
 import type { PolicySpec } from '@mirrorhub/shared/mirror/policy';
 import type { AgentConfig } from './agent.js';
+
+const { randomBytes } = crypto;
+const { parseArgs } = util;
 
 export interface MainConfig extends Omit<AgentConfig, 'kubeConfig' | 'logger'> {
   /** --kubeconfig; otherwise KUBECONFIG, ~/.kube/config or the pod's service account. */

@@ -1,9 +1,11 @@
 // The hub's configuration from the environment (main.ts only; read once at start-up).
-import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { crypto, fs } from '@mirrorhub/shared/runtime/builtins';
 import { hostname } from 'node:os';
 import { progressDeadlineFromEnv } from '@mirrorhub/shared/k8s/watcher';
 import type { HubConfig } from './hub.js';
+
+const { randomBytes } = crypto;
+const { readFileSync } = fs;
 
 export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
   healthPort: number;

@@ -5,16 +5,23 @@
 // controller imports from '@mirrorhub/shared' is lean by construction; test helpers live under
 // testing/ ('@mirrorhub/shared/testing/index') and no production file of shared, hub or agent
 // reaches them.
+import { readFileSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-import { heavyChains, sources, testingChains, TESTING_DIR } from './testing/import-graph.js';
+import {
+  costlyBuiltinImports,
+  heavyChains,
+  sources,
+  testingChains,
+  TESTING_DIR,
+} from './testing/import-graph.js';
 
 const SRC = new URL('.', import.meta.url).pathname;
 const REPO = resolve(SRC, '../..');
 
-/** Production sources of shared, hub and agent: tests and shared's testing/ excluded. */
-const production = ['shared/src', 'hub/src', 'agent/src']
+/** Production sources of shared, hub, agent and standalone: tests and shared's testing/ excluded. */
+const production = ['shared/src', 'hub/src', 'agent/src', 'standalone/src']
   .flatMap((dir) => sources(join(REPO, dir)))
   .filter((f) => !f.startsWith(TESTING_DIR + sep));
 
@@ -51,11 +58,32 @@ describe('shared imports', () => {
     },
   );
 
-  it('the production list covers shared, hub and agent, and leaves testing/ out', () => {
+  // runtime/builtins.ts says why: on Node 24 such an import loads undici (node:http), WebCrypto
+  // (node:crypto) and more, ~3 MB of every process.
+  it.each(production.map((f) => [relative(REPO, f), f]))(
+    '%s takes node:http, node:crypto, node:fs and node:util from runtime/builtins',
+    (_, file) => {
+      expect(costlyBuiltinImports(readFileSync(file, 'utf8'))).toEqual([]);
+    },
+  );
+
+  it('the built-ins check sees value imports, not type imports', () => {
+    const text = [
+      "import http from 'node:http';",
+      "import { createHash,\n  randomBytes } from 'crypto';",
+      "import type { IncomingMessage } from 'node:http';",
+      "import { hostname } from 'node:os';",
+      "export { readFileSync } from 'node:fs';",
+    ].join('\n');
+    expect(costlyBuiltinImports(text)).toEqual(['node:http', 'crypto', 'node:fs']);
+  });
+
+  it('the production list covers shared, hub, agent and standalone, and leaves testing/ out', () => {
     const listed = production.map((f) => relative(REPO, f));
     expect(listed).toContain('shared/src/index.ts');
     expect(listed).toContain('hub/src/main.ts');
     expect(listed).toContain('agent/src/main.ts');
+    expect(listed).toContain('standalone/src/main.ts');
     expect(listed.filter((f) => f.startsWith('shared/src/testing/'))).toEqual([]);
   });
 

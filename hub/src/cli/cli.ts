@@ -2,8 +2,7 @@
 // terminal. Arguments -> gather (the hub cluster with the user's kubeconfig, or the hub's
 // dashboard API) -> view.ts -> a table or JSON. Exit codes: 0 done, 1 failed (the message says
 // what to do), 2 wrong usage.
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { fs, util } from '@mirrorhub/shared/runtime/builtins';
 import { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { errorMessage } from '@mirrorhub/shared/runtime/errors';
 import type { Snapshot, Where } from '../dashboard/types.js';
@@ -25,6 +24,9 @@ import {
   type WhereReport,
 } from './gather.js';
 import { renderStatus, renderWhere } from './table.js';
+
+const { readFileSync } = fs;
+const { parseArgs } = util;
 
 export interface Io {
   stdout: { write(text: string): unknown };

@@ -8,7 +8,7 @@
 //
 // Never read: Secrets (no payload, no copy, no kubeconfig Secret). A delivery is read for its
 // names and its agent's report only (view.ts never reads spec.template).
-import { existsSync, readFileSync } from 'node:fs';
+import { fs } from '@mirrorhub/shared/runtime/builtins';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type https from 'node:https';
@@ -58,6 +58,8 @@ import {
   type Access,
   type ViewInput,
 } from '../dashboard/view.js';
+
+const { existsSync, readFileSync } = fs;
 
 /** A failure the user can act on: printed as it is, without a stack. */
 export class CliError extends Error {

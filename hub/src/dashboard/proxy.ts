@@ -4,7 +4,8 @@
 // the leader-election Lease (its holder is `<pod name>_<suffix>`) and that pod's status.podIP,
 // accepted only when the pod is one of this Deployment's replicas (same app labels as our own
 // pod): a Lease holder alone never points the hub at an arbitrary address.
-import http from 'node:http';
+import { http } from '@mirrorhub/shared/runtime/builtins';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { corePath, isNotFound } from '@mirrorhub/shared/k8s/rest';
 import { errorMessage } from '@mirrorhub/shared/runtime/index';
@@ -70,13 +71,13 @@ export function podLeaderLocator(opts: {
 /** Pass `req` to the leader at `base` and its answer back, streaming (event streams too). */
 export function proxy(
   base: string,
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
+  req: IncomingMessage,
+  res: ServerResponse,
   via: string,
   onError: (message: string) => void,
 ): void {
   const url = new URL(req.url ?? '/', base);
-  const headers: http.OutgoingHttpHeaders = { [VIA_HEADER]: via };
+  const headers: OutgoingHttpHeaders = { [VIA_HEADER]: via };
   for (const h of ['authorization', 'accept', 'if-none-match', 'user-agent']) {
     const v = req.headers[h];
     if (v !== undefined) headers[h] = v;

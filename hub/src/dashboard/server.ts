@@ -9,8 +9,7 @@
 //   GET /api/v1/mirrors/<kind>/<ns or _>/<name> MirrorDetail (403: not yours, 404: none)
 //   GET /api/v1/where?name=<copy name>          Where: every (cluster, namespace) with a copy
 //   GET /api/v1/watch                           text/event-stream: `changed` with the version
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { crypto, fs } from '@mirrorhub/shared/runtime/builtins';
 import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Gauge, HealthServer, Logger } from '@mirrorhub/shared/runtime/index';
@@ -31,6 +30,9 @@ import {
   where,
   type ViewInput,
 } from './view.js';
+
+const { createHash } = crypto;
+const { readFileSync } = fs;
 
 /** Where `npm run build` puts the page (hub/web/dist), from src/dashboard or dist/dashboard. */
 export const DEFAULT_ASSETS_DIR = fileURLToPath(new URL('../../web/dist/', import.meta.url));

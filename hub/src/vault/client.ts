@@ -6,7 +6,7 @@
 // (lookup-self is allowed by Vault's `default` policy: a token made without it
 // (token_no_default_policy) makes every policy denial cost a login before it is reported.)
 
-import { inspect } from 'node:util';
+import { util } from '@mirrorhub/shared/runtime/builtins';
 import type { Logger } from 'pino';
 import type { Clock } from '@mirrorhub/shared/runtime/clock';
 import { VaultSession, type VaultAuth } from './auth.js';
@@ -18,6 +18,8 @@ import {
   type VaultRequest,
   type VaultResponse,
 } from './http.js';
+
+const { inspect } = util;
 
 export interface VaultClientOptions extends VaultHttpOptions {
   auth: VaultAuth;

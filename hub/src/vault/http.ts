@@ -11,7 +11,8 @@
 // (token, secret_id, JWT, lease id, data values) are scrubbed from what Vault says back, and
 // neither bodies nor headers are ever copied into an error.
 
-import http from 'node:http';
+import { http } from '@mirrorhub/shared/runtime/builtins';
+import type { Agent } from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
 import { redact, VaultError, type VaultErrorKind } from './errors.js';
@@ -126,7 +127,7 @@ export class VaultHttp {
   private readonly origin: string;
   /** Path prefix of the address ('' or e.g. `/vault`). */
   private readonly prefix: string;
-  private readonly agent: http.Agent;
+  private readonly agent: Agent;
   private readonly isHttps: boolean;
   private readonly timeoutMs: number;
   private readonly userAgent: string;

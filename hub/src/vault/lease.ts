@@ -5,11 +5,13 @@
 // lives in a private field of `VaultLease`, which prints and serialises without it, and every
 // request that carries one lists it among the secrets scrubbed from errors.
 
-import { inspect } from 'node:util';
+import { util } from '@mirrorhub/shared/runtime/builtins';
 import { decodeData, normalizePath } from './kv.js';
 import { isVaultError, VaultError } from './errors.js';
 import { apiPath, type VaultEnvelope, type VaultMethod } from './http.js';
 import type { VaultClient } from './client.js';
+
+const { inspect } = util;
 
 export class VaultLease {
   readonly #id: string;

@@ -2,10 +2,12 @@
 // contents; shared/scripts/gen-api.mjs writes them, generate.test.ts compares them with the
 // committed files.
 
-import { isDeepStrictEqual } from 'node:util';
+import { util } from '../runtime/builtins.js';
 import { Document } from 'yaml';
 import { toCrdSchema, type Schema } from './openapi.js';
 import { GROUP, KINDS, VERSION, type KindDefinition } from './schema.js';
+
+const { isDeepStrictEqual } = util;
 
 export const TYPES_PATH = 'shared/src/api/types.gen.ts';
 

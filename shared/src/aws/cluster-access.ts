@@ -22,7 +22,7 @@
 //
 // Nothing here writes to disk, and no error message carries a key, a session token or a bearer
 // token.
-import { createHash } from 'node:crypto';
+import { crypto } from '../runtime/builtins.js';
 import { hostname } from 'node:os';
 import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
@@ -35,6 +35,8 @@ import {
   type AwsCredentials,
   type AwsCredentialsProvider,
 } from './eks-token.js';
+
+const { createHash } = crypto;
 
 /** `MirrorCluster.spec.eks`. */
 export interface EksClusterRef {

@@ -6,11 +6,13 @@
 // cluster name, so a token minted for one cluster is useless on another. STS accepts the URL for
 // 15 minutes after X-Amz-Date whatever X-Amz-Expires says; like the CLI we send 60 (old
 // authenticators rejected anything above 60) and track the real 15 minute lifetime ourselves.
-import { createHash } from 'node:crypto';
+import { crypto } from '../runtime/builtins.js';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import type { KubeAccess } from '../k8s/access.js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
+
+const { createHash } = crypto;
 
 export const EKS_TOKEN_PREFIX = 'k8s-aws-v1.';
 export const EKS_CLUSTER_ID_HEADER = 'x-k8s-aws-id';

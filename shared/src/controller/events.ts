@@ -7,12 +7,14 @@
 // names, reasons and counts the plans built, never payload data. Events about a cluster-scoped
 // object go to the "default" namespace, as kubectl expects.
 
-import { randomBytes } from 'node:crypto';
+import { crypto } from '../runtime/builtins.js';
 import { realClock, type Clock } from '../runtime/clock.js';
 import { errorMessage, httpStatusOf } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { groupPath, microTime, type RestClient } from '../k8s/rest.js';
 import type { WriteMetrics } from '../runtime/metrics.js';
+
+const { randomBytes } = crypto;
 
 /** The object an Event is about. */
 export interface EventSubject {

@@ -15,11 +15,13 @@
 // - what this parser does not do — `exec` plugins, `auth-provider`, `proxy-url`, several files
 //   in KUBECONFIG to merge — goes to client-node's KubeConfig, imported on demand.
 
-import { readFileSync, statSync } from 'node:fs';
+import { fs } from '../runtime/builtins.js';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import type https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+
+const { readFileSync, statSync } = fs;
 
 /** The part of client-node's KubeConfig that talking to one API server needs. */
 export interface KubeAccess {

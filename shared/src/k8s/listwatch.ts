@@ -18,7 +18,8 @@
  * so rotating credentials (the EKS token authenticator, exec plugins, projected service-account
  * tokens) are picked up on each list and each watch reconnect.
  */
-import http from 'node:http';
+import { http } from '../runtime/builtins.js';
+import type { ClientRequest, RequestOptions } from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -178,8 +179,8 @@ export function kubeListerWatcher<T extends KubernetesObject>(
     return reqOpts;
   }
 
-  function request(u: URL, reqOpts: TlsRequestOptions): http.ClientRequest {
-    return (u.protocol === 'http:' ? http : https).request(u, reqOpts as http.RequestOptions);
+  function request(u: URL, reqOpts: TlsRequestOptions): ClientRequest {
+    return (u.protocol === 'http:' ? http : https).request(u, reqOpts as RequestOptions);
   }
 
   /**
@@ -355,7 +356,7 @@ interface WatchStream {
   suspect(): void;
 }
 
-function h1WatchStream(req: http.ClientRequest): WatchStream {
+function h1WatchStream(req: ClientRequest): WatchStream {
   return {
     destroy: () => req.destroy(),
     suspect: () => undefined,
@@ -426,7 +427,7 @@ function h2WatchStream(stream: http2.ClientHttp2Stream): WatchStream {
 
 /** The whole answer of an HTTP/1.1 request, within `timeout` ms. */
 function readH1(
-  req: http.ClientRequest,
+  req: ClientRequest,
   timeout: number,
   context: string,
 ): Promise<{ status: number; body: string }> {

@@ -7,7 +7,8 @@
 // 1.x builds a new https.Agent for every request, so every call pays a TLS handshake; a pool
 // reuses connections, which matters when a delivery rewrites thousands of copies.
 
-import http from 'node:http';
+import { http } from '../runtime/builtins.js';
+import type { Agent, RequestOptions } from 'node:http';
 import https from 'node:https';
 import { httpStatusOf, reasonOf, type StatusLike } from '../runtime/errors.js';
 import type { KubeAccess } from './access.js';
@@ -101,7 +102,7 @@ export interface RestClientOptions {
 export class RestClient {
   /** HTTP/1.1 pools, made on first use: over HTTP/2 (h2.ts) a client never needs one. */
   private httpsAgent: https.Agent | undefined;
-  private httpAgent: http.Agent | undefined;
+  private httpAgent: Agent | undefined;
   private readonly agentOptions: https.AgentOptions;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
@@ -236,7 +237,7 @@ export class RestClient {
     const context = `${method} ${url.pathname}`;
     const { status, body } = await new Promise<{ status: number; body: string }>(
       (resolve, reject) => {
-        const req = (isHttp ? http : https).request(url, reqOpts as http.RequestOptions, (res) => {
+        const req = (isHttp ? http : https).request(url, reqOpts as RequestOptions, (res) => {
           res.setEncoding('utf8');
           let data = '';
           res.on('data', (c: string) => (data += c));

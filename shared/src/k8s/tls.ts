@@ -5,9 +5,11 @@
 // clusters opens many: every watch timeout, every list that does not find an idle socket. So the
 // clients (rest.ts, listwatch.ts) pass one prebuilt context instead; the options keep `ca` and
 // the rest, so connection pools still tell apart connections with different credentials.
-import { createHash } from 'node:crypto';
+import { crypto } from '../runtime/builtins.js';
 import type https from 'node:https';
 import { createSecureContext, type SecureContext } from 'node:tls';
+
+const { createHash } = crypto;
 
 /** Options that go into a context besides ca, cert and key: with any of them, node builds it. */
 const OTHER_CONTEXT_OPTIONS = [

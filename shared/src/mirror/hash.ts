@@ -12,8 +12,10 @@
 // (e.g. a Secret in the hub namespace created at install); the UID makes equal content in two
 // mirrors hash differently, so hashes do not reveal which secrets are equal either.
 
-import { createHmac } from 'node:crypto';
+import { crypto } from '../runtime/builtins.js';
 import type { SourceKind } from '../api/types.gen.js';
+
+const { createHmac } = crypto;
 
 /** Bytes of HMAC output kept: 16 bytes = 32 hex characters, ample against accidental collision. */
 export const CONTENT_HASH_BYTES = 16;

@@ -1,6 +1,6 @@
 // Names and marks: what mirrorhub calls the objects it writes, and how it recognises its own.
 
-import { createHash } from 'node:crypto';
+import { crypto } from '../runtime/builtins.js';
 import type { LabelSelector, MirrorDestination, MirrorKind } from '../api/types.gen.js';
 import { LIMITS } from '../api/types.gen.js';
 import { formatLabelSelector } from './namespaces.js';
@@ -12,6 +12,8 @@ import {
   LABEL_MANAGED_BY,
   MANAGED_BY_VALUE,
 } from '../contract.js';
+
+const { createHash } = crypto;
 
 /** Never copied from a source: it describes the source's own last `kubectl apply`. */
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';

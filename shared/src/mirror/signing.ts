@@ -13,18 +13,14 @@
 // are deterministic: an unchanged object signs to the same annotation, so re-signing writes
 // nothing.
 
-import {
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  sign as edSign,
-  verify as edVerify,
-  type KeyObject,
-} from 'node:crypto';
+import { crypto } from '../runtime/builtins.js';
+import type { KeyObject } from 'node:crypto';
 import { deliveryPolicies } from '../api/helpers.js';
 import type { MirrorDeliverySpec } from '../api/types.gen.js';
 import { canonicalJson } from './hash.js';
 import { ANNOTATION_SIGNATURE } from '../contract.js';
+
+const { createHash, createPrivateKey, createPublicKey, sign: edSign, verify: edVerify } = crypto;
 
 /** Where a signed object lives: the signature is valid there only. */
 export interface SignedPlace {

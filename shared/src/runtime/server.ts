@@ -11,7 +11,8 @@
  *
  * Port 0 is allowed (tests): `start()` resolves with the bound port.
  */
-import http from 'node:http';
+import { http } from './builtins.js';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -21,10 +22,7 @@ import { errorMessage } from './errors.js';
 export type CheckResult = boolean | string | { ok: boolean; message?: string };
 export type ReadinessCheck = () => CheckResult | Promise<CheckResult>;
 
-export type RouteHandler = (
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-) => void | Promise<void>;
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
 export interface HealthServerOptions {
   port: number;
@@ -41,7 +39,7 @@ export interface HealthServerOptions {
 
 export interface HealthServer {
   readonly port: number;
-  readonly server: http.Server;
+  readonly server: Server;
   /** Add (or replace) a named readiness check. Returns a function removing it. */
   addReadinessCheck(name: string, check: ReadinessCheck): () => void;
   /**
@@ -111,7 +109,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
     return undefined;
   }
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
     const route = routes.get(path) ?? prefixRoute(path);
@@ -212,7 +210,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
 }
 
 function send(
-  res: http.ServerResponse,
+  res: ServerResponse,
   code: number,
   body: string,
   contentType = 'text/plain; charset=utf-8',

@@ -1,7 +1,9 @@
 // The version a process reports (logs, metrics, the agent's heartbeat, the dashboard):
 // MIRRORHUB_VERSION when the image sets it, else the `version` of the package.json at
 // `packageJson` (a URL relative to the entry module: hub, agent and standalone each have theirs).
-import { readFileSync } from 'node:fs';
+import { fs } from './builtins.js';
+
+const { readFileSync } = fs;
 
 export function processVersion(
   packageJson: URL,

@@ -1,7 +1,8 @@
 // What a process pays for its static imports. @kubernetes/client-node (~70 MB resident: its whole
 // generated API) and the AWS SDK (~20 MB) must only be loaded on demand by hub and agent, and
 // nothing of shared's testing/ folder may be reached from production code at all; the import
-// tests of shared, hub, agent and standalone walk the import graph with these walkers.
+// tests of shared, hub, agent and standalone walk the import graph with these walkers. Nor may
+// production import node:http, node:crypto, node:fs or node:util as ES modules (COSTLY_AS_ESM).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
@@ -15,6 +16,18 @@ export const HEAVY: readonly RegExp[] = [
   /^@smithy\//,
   /^@aws-crypto\//,
 ];
+
+/**
+ * Built-in modules production code takes from shared/src/runtime/builtins.ts instead of importing
+ * them as ES modules: the import makes Node load parts of itself mirrorhub never uses (undici,
+ * WebCrypto, ...; builtins.ts says which and what they cost).
+ */
+export const COSTLY_AS_ESM: readonly RegExp[] = [/^(node:)?(http|crypto|fs|util)$/];
+
+/** The costly built-ins `text` (a module's source) imports as ES modules, by specifier. */
+export function costlyBuiltinImports(text: string): string[] {
+  return valueImports(text).filter((spec) => COSTLY_AS_ESM.some((re) => re.test(spec)));
+}
 
 /** shared's test helpers (this folder): for tests only. */
 export const TESTING_DIR = dirname(new URL(import.meta.url).pathname);

@@ -13,7 +13,7 @@
 // Nothing here waits on a follower inside a reconcile: probes run in each cluster's own loop
 // (jittered, every request with a deadline) and hand their result to the reconcile, which only
 // talks to the hub cluster (status, Events).
-import { createHash } from 'node:crypto';
+import { crypto } from '@mirrorhub/shared/runtime/builtins';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
@@ -65,6 +65,8 @@ import {
 } from './plan.js';
 import { probeCluster, ProbeClient, type ProbeContext } from './probe.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+
+const { createHash } = crypto;
 
 const CONTROLLER = 'cluster';
 

@@ -14,7 +14,7 @@
 // namespace (its schema has no namespace fields); Kubernetes auth with the hub's OWN
 // ServiceAccount exists only in a ClusterVaultConnection; a SecretMirror may use a
 // ClusterVaultConnection only when spec.allowedNamespaces admits its namespace (`refusal`).
-import { createHash } from 'node:crypto';
+import { crypto } from '@mirrorhub/shared/runtime/builtins';
 import {
   CLUSTER_VAULT_CONNECTION,
   DEFAULT_POLL_PERIOD_MS,
@@ -61,6 +61,8 @@ import {
   tenancyRefusal,
   type SecretRole,
 } from './decide.js';
+
+const { createHash } = crypto;
 
 const SECRET_ROLES: readonly SecretRole[] = ['token', 'roleId', 'secretId'];
 
