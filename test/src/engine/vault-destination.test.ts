@@ -214,8 +214,11 @@ describe('Kubernetes -> Vault', () => {
     expect(read?.data?.metadata?.custom_metadata).toEqual({
       'mirrorhub.io/owner': 'hub/ClusterSecretMirror//publish-tls',
     });
-    expect((await pub.events('default', 'publish-tls')).map((x) => x.reason)).toContain(
-      'VaultWritten',
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await pub.events('default', 'publish-tls')).map((x) => x.reason)).toContain(
+        'VaultWritten',
+      ),
     );
   });
 
@@ -328,8 +331,11 @@ describe('Kubernetes -> Vault', () => {
       expect(m.status?.message).toContain('exists and is not mirrorhub');
       expect(m.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('Conflict');
     });
-    expect((await pub.events('default', 'publish-foreign')).map((x) => x.reason)).toContain(
-      'Conflict',
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await pub.events('default', 'publish-foreign')).map((x) => x.reason)).toContain(
+        'Conflict',
+      ),
     );
     const before = await vault(root, 'GET', 'secret/data/foreign/db');
     expect(before?.data?.data).toEqual({ password: 'theirs-s3cret' });

@@ -4,6 +4,7 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { eventually } from '../support/eventually.js';
 import { condition, FAST, HEARTBEAT_MS, MultiCluster } from '../support/multicluster.js';
 
 describe("a follower's agent heartbeat", () => {
@@ -52,8 +53,11 @@ describe("a follower's agent heartbeat", () => {
       authenticated: true,
       agent: { present: false, version: '0.1.0-test' },
     });
-    expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-      'HeartbeatStale',
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
+        'HeartbeatStale',
+      ),
     );
   });
 

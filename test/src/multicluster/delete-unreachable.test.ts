@@ -96,8 +96,11 @@ describe('deleting a mirror while a follower is unreachable', () => {
       `${delivery} (ClusterSecretMirror//tls)`,
     );
     expect(mc.status?.pendingCleanup).toEqual([{ delivery, mirror: 'ClusterSecretMirror//tls' }]);
-    expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-      'CleanupPending',
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
+        'CleanupPending',
+      ),
     );
     expect(await m.deliveries('follower-b')).toEqual([]);
     expect(await m.payloads('follower-b')).toEqual([]);

@@ -50,7 +50,12 @@ describe('a follower whose API server is down', () => {
     expect(await m.kubectl('get', 'mirrorclusters', 'follower-a')).toMatch(
       /^follower-a\s+EKS\s+false\s/m,
     );
-    expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain('Unreachable');
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
+        'Unreachable',
+      ),
+    );
     expect(
       await m.hubMetric('mirrorhub_cluster_request_errors_total', {
         cluster: 'follower-a',
@@ -107,8 +112,11 @@ describe('a follower whose API server is down', () => {
     );
     expect(mc.status?.reachable).toBe(true);
     expect(mc.status?.lastError).toBeUndefined();
-    expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-      'ClusterReady',
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
+        'ClusterReady',
+      ),
     );
   });
 });
