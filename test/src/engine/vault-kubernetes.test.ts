@@ -156,8 +156,12 @@ describe("Kubernetes auth with the hub's own ServiceAccount", () => {
         /^Kubernetes login at auth\/kubernetes as role "hub" failed \(\d+\): Vault says: .+audience/,
       );
     }, WAIT);
-    const events = await e.events('default', 'wrong-audience');
-    expect(events.map((x) => x.reason)).toContain('LoginFailed');
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await e.events('default', 'wrong-audience')).map((x) => x.reason)).toContain(
+        'LoginFailed',
+      ),
+    );
   });
 
   it("a VaultConnection (a tenant's) cannot use the hub's own ServiceAccount: the API server refuses it without serviceAccountRef", async () => {

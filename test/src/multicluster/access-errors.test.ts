@@ -86,8 +86,12 @@ describe('MirrorClusters the hub cannot get into', () => {
       status: 'False',
       reason: 'AccessFailed',
     });
-    const events = await m.events('default', name);
-    expect(events.find((e) => e.reason === 'AccessFailed')?.message).toMatch(error);
+    // The Event is recorded just after the status write that the wait above saw.
+    const events = await eventually(async () => {
+      const all = await m.events('default', name);
+      expect(all.find((e) => e.reason === 'AccessFailed')?.message).toMatch(error);
+      return all;
+    });
     expect(
       events.every(
         (e) => !/SecretAccessKey|k8s-aws-v1\.|X-Amz-Signature=[0-9a-f]/.test(e.message ?? ''),

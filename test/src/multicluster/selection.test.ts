@@ -157,8 +157,12 @@ describe('delivery to the followers a label selector picks', () => {
       expect(condition(mc, 'Ready')?.reason).toBe('InvalidSpec'),
     );
     expect(mc.status?.lastError).toContain('must be named like it: "hub"');
-    const events = await m.events('default', 'management');
-    expect(events.map((e) => e.reason)).toContain('InvalidSpec');
+    // The Event is recorded just after the status write that the wait above saw.
+    await eventually(async () =>
+      expect((await m.events('default', 'management')).map((e) => e.reason)).toContain(
+        'InvalidSpec',
+      ),
+    );
     expect(await m.deliveries(HUB)).toHaveLength(1);
   });
 });
