@@ -214,12 +214,7 @@ describe('Kubernetes -> Vault', () => {
     expect(read?.data?.metadata?.custom_metadata).toEqual({
       'mirrorhub.io/owner': 'hub/ClusterSecretMirror//publish-tls',
     });
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await pub.events('default', 'publish-tls')).map((x) => x.reason)).toContain(
-        'VaultWritten',
-      ),
-    );
+    await pub.eventWith('default', 'publish-tls', 'VaultWritten');
   });
 
   it('is consumed in another cluster through a Vault-sourced mirror, as a kubernetes.io/tls Secret', async () => {
@@ -331,12 +326,7 @@ describe('Kubernetes -> Vault', () => {
       expect(m.status?.message).toContain('exists and is not mirrorhub');
       expect(m.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('Conflict');
     });
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await pub.events('default', 'publish-foreign')).map((x) => x.reason)).toContain(
-        'Conflict',
-      ),
-    );
+    await pub.eventWith('default', 'publish-foreign', 'Conflict');
     const before = await vault(root, 'GET', 'secret/data/foreign/db');
     expect(before?.data?.data).toEqual({ password: 'theirs-s3cret' });
     expect(before?.data?.metadata?.version).toBe(1);

@@ -156,12 +156,7 @@ describe("Kubernetes auth with the hub's own ServiceAccount", () => {
         /^Kubernetes login at auth\/kubernetes as role "hub" failed \(\d+\): Vault says: .+audience/,
       );
     }, WAIT);
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await e.events('default', 'wrong-audience')).map((x) => x.reason)).toContain(
-        'LoginFailed',
-      ),
-    );
+    await e.eventWith('default', 'wrong-audience', 'LoginFailed');
   });
 
   it("a VaultConnection (a tenant's) cannot use the hub's own ServiceAccount: the API server refuses it without serviceAccountRef", async () => {

@@ -86,12 +86,8 @@ describe('MirrorClusters the hub cannot get into', () => {
       status: 'False',
       reason: 'AccessFailed',
     });
-    // The Event is recorded just after the status write that the wait above saw.
-    const events = await eventually(async () => {
-      const all = await m.events('default', name);
-      expect(all.find((e) => e.reason === 'AccessFailed')?.message).toMatch(error);
-      return all;
-    });
+    expect((await m.eventWith('default', name, 'AccessFailed')).message).toMatch(error);
+    const events = await m.events('default', name);
     expect(
       events.every(
         (e) => !/SecretAccessKey|k8s-aws-v1\.|X-Amz-Signature=[0-9a-f]/.test(e.message ?? ''),

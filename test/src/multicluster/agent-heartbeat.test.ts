@@ -4,7 +4,6 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { eventually } from '../support/eventually.js';
 import { condition, FAST, HEARTBEAT_MS, MultiCluster } from '../support/multicluster.js';
 
 describe("a follower's agent heartbeat", () => {
@@ -53,12 +52,7 @@ describe("a follower's agent heartbeat", () => {
       authenticated: true,
       agent: { present: false, version: '0.1.0-test' },
     });
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-        'HeartbeatStale',
-      ),
-    );
+    await m.eventWith('default', 'follower-a', 'HeartbeatStale');
   });
 
   it('is healthy again when the agent is back', async () => {

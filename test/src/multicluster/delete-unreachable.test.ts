@@ -96,12 +96,7 @@ describe('deleting a mirror while a follower is unreachable', () => {
       `${delivery} (ClusterSecretMirror//tls)`,
     );
     expect(mc.status?.pendingCleanup).toEqual([{ delivery, mirror: 'ClusterSecretMirror//tls' }]);
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-        'CleanupPending',
-      ),
-    );
+    await m.eventWith('default', 'follower-a', 'CleanupPending');
     expect(await m.deliveries('follower-b')).toEqual([]);
     expect(await m.payloads('follower-b')).toEqual([]);
   });
@@ -130,11 +125,6 @@ describe('deleting a mirror while a follower is unreachable', () => {
       30_000,
     );
     expect(mc.status?.lastError).toBeUndefined();
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-        'CleanupDone',
-      ),
-    );
+    await m.eventWith('default', 'follower-a', 'CleanupDone');
   });
 });

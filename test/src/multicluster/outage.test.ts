@@ -50,12 +50,7 @@ describe('a follower whose API server is down', () => {
     expect(await m.kubectl('get', 'mirrorclusters', 'follower-a')).toMatch(
       /^follower-a\s+EKS\s+false\s/m,
     );
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-        'Unreachable',
-      ),
-    );
+    await m.eventWith('default', 'follower-a', 'Unreachable');
     expect(
       await m.hubMetric('mirrorhub_cluster_request_errors_total', {
         cluster: 'follower-a',
@@ -112,12 +107,7 @@ describe('a follower whose API server is down', () => {
     );
     expect(mc.status?.reachable).toBe(true);
     expect(mc.status?.lastError).toBeUndefined();
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await m.events('default', 'follower-a')).map((e) => e.reason)).toContain(
-        'ClusterReady',
-      ),
-    );
+    await m.eventWith('default', 'follower-a', 'ClusterReady');
   });
 });
 

@@ -157,12 +157,7 @@ describe('delivery to the followers a label selector picks', () => {
       expect(condition(mc, 'Ready')?.reason).toBe('InvalidSpec'),
     );
     expect(mc.status?.lastError).toContain('must be named like it: "hub"');
-    // The Event is recorded just after the status write that the wait above saw.
-    await eventually(async () =>
-      expect((await m.events('default', 'management')).map((e) => e.reason)).toContain(
-        'InvalidSpec',
-      ),
-    );
+    await m.eventWith('default', 'management', 'InvalidSpec');
     expect(await m.deliveries(HUB)).toHaveLength(1);
   });
 });

@@ -415,6 +415,11 @@ export class MultiCluster {
     return this.on(HUB).events(namespace, name);
   }
 
+  /** The first Event in the hub cluster about one object with `reason`, once there is one. */
+  eventWith(namespace: string, name: string, reason: string) {
+    return this.on(HUB).eventWith(namespace, name, reason);
+  }
+
   /** `kubectl <args>` against the hub cluster; stdout. */
   async kubectl(...args: string[]): Promise<string> {
     const { stdout } = await run(this.kit.kubectl, [

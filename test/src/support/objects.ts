@@ -245,6 +245,28 @@ export class ClusterObjects {
     return list.items;
   }
 
+  /**
+   * The first Event about one object with `reason`, once there is one. A controller records an
+   * Event just after the status write it reports, so a test that has seen the status can list
+   * Events a moment too early.
+   */
+  async eventWith(
+    namespace: string,
+    name: string,
+    reason: string,
+    opts?: { timeoutMs?: number },
+  ): Promise<CoreV1Event> {
+    return eventually(async () => {
+      const events = await this.events(namespace, name);
+      const found = events.find((e) => e.reason === reason);
+      if (!found) {
+        const seen = events.map((e) => e.reason).join(', ') || 'none';
+        throw new Error(`no ${reason} Event about ${namespace}/${name} (seen: ${seen})`);
+      }
+      return found;
+    }, opts);
+  }
+
   /** Namespaces holding a mirrorhub copy named `name`. */
   async copies(name: string): Promise<string[]> {
     const list = await this.core().listSecretForAllNamespaces({
