@@ -51,9 +51,7 @@ describe('objects mirrorhub does not own', () => {
       ]);
     });
     expect(m.status?.phase).toBe('Degraded');
-    await eventually(async () =>
-      expect((await e.events('default', 'api-key')).map((ev) => ev.reason)).toContain('Conflict'),
-    );
+    await e.eventWith('default', 'api-key', 'Conflict');
     await consistently(
       async () => expect(await e.secretData('team-1', 'api-key')).toEqual({ key: 'team-1-own' }),
       { forMs: 1_500 },

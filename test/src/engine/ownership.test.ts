@@ -124,9 +124,7 @@ describe('deliveries that are not the mirror’s', () => {
       expect(message).toContain(`not to this one (uid ${m.metadata.uid})`);
       expect(message).toContain(`if it is stale, delete it (kubectl -n ${SYSTEM_NS} delete`);
       expect(m.status?.message).toContain(message);
-      await eventually(async () =>
-        expect((await e.events('src', mirrorName)).map((ev) => ev.reason)).toContain('SyncError'),
-      );
+      await e.eventWith('src', mirrorName, 'SyncError');
 
       // Nothing of the mirror's is written there: not the delivery, not a payload, no copy.
       await consistently(

@@ -29,10 +29,7 @@ describe('sources', () => {
       expect(m.status?.phase).toBe('Pending');
       expect(m.status?.message).toContain('late-secret');
     });
-    await eventually(async () => {
-      const reasons = (await e.events('src', 'late')).map((ev) => ev.reason);
-      expect(reasons).toContain('SourceNotFound');
-    });
+    await e.eventWith('src', 'late', 'SourceNotFound');
     await e.putSecret('src', 'late-secret', { token: 'T1' });
     await eventually(
       async () => expect(await e.secretData('app-1', 'late-secret')).toEqual({ token: 'T1' }),

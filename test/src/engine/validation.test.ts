@@ -56,9 +56,7 @@ describe('bad input', () => {
     );
     expect(broken.status?.message).toContain('destination.namespaces[1]');
     expect(broken.status?.message).toContain('project-(');
-    await eventually(async () =>
-      expect((await e.events('src', 'broken')).map((ev) => ev.reason)).toContain('InvalidSpec'),
-    );
+    await e.eventWith('src', 'broken', 'InvalidSpec');
     await eventually(async () =>
       expect(await e.secretData('app-1', 'healthy-copy')).toEqual({ v: '1' }),
     );

@@ -254,10 +254,7 @@ describe('dynamic database credentials', () => {
       { timeoutMs: 110_000, intervalMs: 500 },
     );
     expect(await logIn(next!)).toBe(next!.username);
-    await eventually(async () => {
-      const reasons = (await m.events('default', 'db')).map((e) => e.reason);
-      expect(reasons).toContain('LeaseRotated');
-    }, WAIT);
+    await m.eventWith('default', 'db', 'LeaseRotated', WAIT);
     await eventually(async () => expect(await pgRoleExists(pg, first.username!)).toBe(false), WAIT);
     expect(await pgRoleExists(pg, next!.username!)).toBe(true);
     await eventually(async () => expect((await leaseStatus())?.lease?.retiring).toBe(0), WAIT);
@@ -309,9 +306,7 @@ describe('dynamic database credentials', () => {
       expect(after.username).not.toBe(before.username);
     }, WAIT);
     expect(await logIn(after!)).toBe(after!.username);
-    await eventually(async () => {
-      expect((await m.events('default', 'db')).map((e) => e.reason)).toContain('LeaseExpired');
-    }, WAIT);
+    await m.eventWith('default', 'db', 'LeaseExpired', WAIT);
     await m.mirrorStatus('ClusterSecretMirror', 'db', undefined, (x) =>
       expect(x.status?.phase).toBe('Active'),
     );

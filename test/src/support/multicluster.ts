@@ -416,8 +416,8 @@ export class MultiCluster {
   }
 
   /** The first Event in the hub cluster about one object with `reason`, once there is one. */
-  eventWith(namespace: string, name: string, reason: string) {
-    return this.on(HUB).eventWith(namespace, name, reason);
+  eventWith(...args: Parameters<ClusterObjects['eventWith']>) {
+    return this.on(HUB).eventWith(...args);
   }
 
   /** `kubectl <args>` against the hub cluster; stdout. */

@@ -254,7 +254,7 @@ export class ClusterObjects {
     namespace: string,
     name: string,
     reason: string,
-    opts?: { timeoutMs?: number },
+    opts?: Parameters<typeof eventually>[1],
   ): Promise<CoreV1Event> {
     return eventually(async () => {
       const events = await this.events(namespace, name);
