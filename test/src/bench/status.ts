@@ -1,0 +1,189 @@
+// What one MirrorDelivery status write costs the API server, by what the status lists.
+//
+// An agent reports a delivery's copies in `status.namespaces`, one object (name, state) per
+// namespace, and writes that status again whenever a copy is added or changes state. In the
+// engine benchmark's new-namespace phase the API server spends far more CPU on those status
+// patches than on the copies. This measures one patch as the agent sends it (a merge patch of
+// the whole status, the list atomic) on a real kube-apiserver: with the list as it is, with the
+// same names as a list of strings, and without a list, at 100 and 500 namespaces. The list of
+// strings needs a field the CRD does not have: the benchmark's own API server gets the chart's
+// CRD with that one field added to the status schema, nothing else changed.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
+import type { DeliveryNamespaceStatus, MirrorDelivery } from '@mirrorhub/shared/api/types.gen';
+import { CONTENT_TYPE, RestClient } from '@mirrorhub/shared/k8s/rest';
+import type { Kit } from '@mirrorhub/infra/kit/index';
+
+import { applyCrd, loadCrds } from '../support/crds.js';
+import { cpuSeconds } from './util.js';
+
+export type StatusShape = 'objects' | 'names' | 'none';
+
+export interface StatusCostRow {
+  shape: StatusShape;
+  namespaces: number;
+  /** API server + etcd CPU per status patch. */
+  cpuMs: number;
+  /** Wall time per patch, `deliveries` patches in flight. */
+  wallMs: number;
+  /** The delivery as the API server serves it (JSON). */
+  objectBytes: number;
+}
+
+export interface StatusCostResult {
+  deliveries: number;
+  patchesPerRow: number;
+  rows: StatusCostRow[];
+}
+
+const NS = 'mirrorhub-system';
+/** The field the benchmark adds to its API server's CRD for the `names` shape. */
+const NAMES_FIELD = 'syncedNamespaces';
+
+export async function runStatusCostBench(
+  kit: Kit,
+  opts: { deliveries: number; patchesPerRow: number; log: (l: string) => void },
+): Promise<StatusCostResult> {
+  const cluster = kit.clusters[0]!;
+  const kc = cluster.kubeConfig();
+  await applyCrd(kc, withNamesField(deliveryCrd()));
+  const rest = new RestClient(kc, { maxSockets: opts.deliveries });
+  try {
+    await rest.post('/api/v1/namespaces', { metadata: { name: NS } });
+    const base = `/apis/mirrorhub.io/v1alpha1/namespaces/${NS}/mirrordeliveries`;
+    const names = Array.from({ length: opts.deliveries }, (_, i) => `sm-bench-src-mirror-${i}`);
+    for (const name of names) await rest.post(base, delivery(name));
+    const pids = kit.pids();
+    const cpu = () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    const rows: StatusCostRow[] = [];
+    const rounds = Math.max(1, Math.round(opts.patchesPerRow / names.length));
+    for (const namespaces of [100, 500]) {
+      // Growing by one namespace a round, up to `namespaces` in the last.
+      const listed = (round: number) => namespaces - rounds + round;
+      for (const shape of ['objects', 'names', 'none'] as const) {
+        // Each delivery in this shape first (the other shapes' fields cleared), then measure.
+        for (const name of names) {
+          await rest.patch(
+            `${base}/${name}/status`,
+            { status: { namespaces: null, [NAMES_FIELD]: null, ...status(shape, listed(0), 0) } },
+            CONTENT_TYPE.merge,
+          );
+        }
+        await sleep(1_000);
+        const cpu0 = cpu();
+        const t0 = performance.now();
+        for (let round = 1; round <= rounds; round++) {
+          // As a new namespace does: one more copy reported by every delivery at once.
+          await Promise.all(
+            names.map((name) =>
+              rest.patch(
+                `${base}/${name}/status`,
+                { status: status(shape, listed(round), round) },
+                CONTENT_TYPE.merge,
+              ),
+            ),
+          );
+        }
+        const wallMs = performance.now() - t0;
+        const cpuMs = (cpu() - cpu0) * 1000;
+        const patches = rounds * names.length;
+        const served = await rest.get<MirrorDelivery>(`${base}/${names[0]!}`);
+        const row = {
+          shape,
+          namespaces,
+          cpuMs: cpuMs / patches,
+          wallMs: wallMs / patches,
+          objectBytes: JSON.stringify(served).length,
+        };
+        opts.log(
+          `status ${shape} at ${namespaces} namespaces: ${row.cpuMs.toFixed(2)} ms of API server + etcd CPU a patch, object ${row.objectBytes} B`,
+        );
+        rows.push(row);
+      }
+    }
+    return { deliveries: names.length, patchesPerRow: rounds * names.length, rows };
+  } finally {
+    rest.close();
+  }
+}
+
+function deliveryCrd(): V1CustomResourceDefinition {
+  const crd = loadCrds('mirrorhub-agent').find(
+    (c) => c.metadata?.name === 'mirrordeliveries.mirrorhub.io',
+  );
+  if (!crd) throw new Error('charts/mirrorhub-agent/crds has no MirrorDelivery CRD');
+  return crd;
+}
+
+/** The CRD with `status.syncedNamespaces`, an atomic list of namespace names. */
+function withNamesField(crd: V1CustomResourceDefinition): V1CustomResourceDefinition {
+  for (const v of crd.spec.versions) {
+    const props = v.schema?.openAPIV3Schema?.properties?.['status']?.properties;
+    if (!props) throw new Error(`MirrorDelivery ${v.name} has no status schema`);
+    props[NAMES_FIELD] = {
+      type: 'array',
+      maxItems: 500,
+      x_kubernetes_list_type: 'atomic',
+      items: { type: 'string', maxLength: 63 },
+    };
+  }
+  return crd;
+}
+
+/** A delivery as the hub writes one for a SecretMirror selecting namespaces by label. */
+function delivery(name: string): MirrorDelivery {
+  return {
+    apiVersion: 'mirrorhub.io/v1alpha1',
+    kind: 'MirrorDelivery',
+    metadata: {
+      name,
+      namespace: NS,
+      labels: {
+        'mirrorhub.io/origin-cluster': 'hub',
+        'mirrorhub.io/mirror-kind': 'SecretMirror',
+        'mirrorhub.io/mirror-namespace': 'bench-src',
+        'mirrorhub.io/mirror-name': name,
+      },
+      annotations: { 'mirrorhub.io/signature': `v1:hub:${'A'.repeat(86)}` },
+      finalizers: ['mirrorhub.io/agent-cleanup'],
+    },
+    spec: {
+      mirror: {
+        kind: 'SecretMirror',
+        namespace: 'bench-src',
+        name,
+        uid: '2cb6828c-1dcc-447c-8012-6ccceb60f7a3',
+      },
+      originCluster: 'hub',
+      payloadSecretName: name,
+      target: { kind: 'Secret', name },
+      namespaceSelector: { matchLabels: { 'bench-shard': '1' } },
+      sourceNamespace: 'bench-src',
+      template: { type: 'kubernetes.io/tls' },
+      deletePolicy: 'Delete',
+      conflictPolicy: 'Skip',
+      contentHash: `sha256:${'b'.repeat(43)}`,
+    },
+  };
+}
+
+/** The status an agent reports with `n` copies, all synced, at its `round`th write. */
+function status(shape: StatusShape, n: number, round: number): Record<string, unknown> {
+  const synced = Array.from({ length: n }, (_, i) => `bench-ns-${String(i).padStart(4, '0')}`);
+  const common = {
+    observedGeneration: 1,
+    observedHash: `sha256:${'b'.repeat(43)}`,
+    phase: 'Active',
+    message: `${n}/${n} namespaces synced`,
+    lastSyncTime: new Date(Date.UTC(2026, 0, 1, 0, 0, round)).toISOString().replace('.000', ''),
+    agentVersion: '0.1.0',
+    counts: { namespaces: n, synced: n, failed: 0, conflicts: 0 },
+  };
+  if (shape === 'objects') {
+    const entries: DeliveryNamespaceStatus[] = synced.map((name) => ({ name, state: 'Synced' }));
+    return { ...common, namespaces: entries };
+  }
+  return shape === 'names' ? { ...common, [NAMES_FIELD]: synced } : common;
+}
