@@ -29,7 +29,7 @@ import type {
   Where,
   WhereRow,
 } from './types.js';
-import { mirrorRef, parseMirrorRef } from '@mirrorhub/shared/mirror/index';
+import { mirrorRef, parseMirrorRef, reportedNamespaces } from '@mirrorhub/shared/mirror/index';
 
 /** What one identity may see (auth.ts asks the API server; the CLI sees what its RBAC lists). */
 export interface Access {
@@ -327,7 +327,7 @@ function isCurrent(d: MirrorDelivery | undefined): boolean {
 }
 
 function copiesOf(d: MirrorDelivery | undefined): NamespaceCopy[] {
-  return (d?.status?.namespaces ?? []).map((n) => ({
+  return reportedNamespaces(d?.status).map((n) => ({
     namespace: n.name,
     state: n.state,
     ...(n.message ? { message: n.message } : {}),

@@ -1175,10 +1175,21 @@ export interface MirrorDeliveryStatus {
   /** Totals in this cluster. */
   counts?: DeliveryCounts;
 
-  /** Per-namespace state, problems first, at most 500 entries (truncated says when more exist). */
+  /**
+   * Namespaces where the copy has a problem (Failed, Conflict, PolicyDenied), with what went wrong.
+   * Those with an up-to-date copy are in syncedNamespaces (earlier agents listed them here too, as
+   * Synced). With syncedNamespaces at most 500 names, problems first (truncated says when more
+   * exist).
+   */
   namespaces?: DeliveryNamespaceStatus[];
 
-  /** True when namespaces lists only the first 500 of more. */
+  /**
+   * Namespaces holding an up-to-date copy, by name, after the problems in namespaces (500 names in
+   * all at most; truncated says when more exist).
+   */
+  syncedNamespaces?: string[];
+
+  /** True when namespaces and syncedNamespaces list only the first 500 namespaces of more. */
   truncated?: boolean;
 }
 
@@ -1682,6 +1693,7 @@ export const LIMITS = {
     message: 4096,
     agentVersion: 64,
     namespaces: 500,
+    syncedNamespaces: 500,
   },
   DeliveryNamespaceStatus: {
     name: 63,

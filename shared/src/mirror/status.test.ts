@@ -5,10 +5,11 @@ import {
   findCondition,
   isConditionTrue,
   k8sTime,
-  limitNamespaceStatuses,
   limitProblems,
   mergePatchBody,
+  namespaceReport,
   phaseFromCounts,
+  reportedNamespaces,
   removeCondition,
   setCondition,
   syncedSummary,
@@ -147,17 +148,18 @@ describe('summaries', () => {
     expect(syncedSummary(counts(12, 11))).toBe('11/12');
   });
 
-  it.each<[string, DeliveryNamespaceStatus[], number, string[], boolean]>([
+  it.each<[string, DeliveryNamespaceStatus[], number, string[], string[], boolean]>([
     [
-      'problems first, then by name',
+      'problems first, then by name; the synced ones by name only',
       [
         { name: 'b', state: 'Synced' },
-        { name: 'z', state: 'Conflict' },
+        { name: 'z', state: 'Conflict', message: 'taken' },
         { name: 'a', state: 'Synced' },
-        { name: 'y', state: 'Failed' },
+        { name: 'y', state: 'Failed', message: '403' },
       ],
       10,
-      ['y', 'z', 'a', 'b'],
+      ['y', 'z'],
+      ['a', 'b'],
       false,
     ],
     [
@@ -168,13 +170,50 @@ describe('summaries', () => {
         { name: 'c', state: 'Synced' },
       ],
       2,
-      ['b', 'a'],
+      ['b'],
+      ['a'],
       true,
     ],
-  ])('namespace list: %s', (_, entries, max, names, truncated) => {
-    const r = limitNamespaceStatuses(entries, max);
-    expect(r.namespaces.map((n) => n.name)).toEqual(names);
+    [
+      'only problems, truncated',
+      [
+        { name: 'b', state: 'PolicyDenied' },
+        { name: 'a', state: 'Failed' },
+        { name: 'c', state: 'Synced' },
+      ],
+      2,
+      ['a', 'b'],
+      [],
+      true,
+    ],
+  ])('namespace report: %s', (_, entries, max, problems, synced, truncated) => {
+    const r = namespaceReport(entries, max);
+    expect(r.namespaces.map((n) => n.name)).toEqual(problems);
+    expect(r.namespaces.every((n) => n.state !== 'Synced')).toBe(true);
+    expect(r.syncedNamespaces).toEqual(synced);
     expect(r.truncated).toBe(truncated);
+    // Read back as one list: what was listed, problems with their messages.
+    expect(reportedNamespaces(r)).toEqual([
+      ...entries
+        .filter((e) => problems.includes(e.name))
+        .sort((x, y) => problems.indexOf(x.name) - problems.indexOf(y.name)),
+      ...synced.map((name) => ({ name, state: 'Synced' })),
+    ]);
+  });
+
+  it('reads the synced namespaces an earlier agent listed as entries', () => {
+    expect(
+      reportedNamespaces({
+        namespaces: [
+          { name: 'a', state: 'Failed', message: '403' },
+          { name: 'b', state: 'Synced' },
+        ],
+      }),
+    ).toEqual([
+      { name: 'a', state: 'Failed', message: '403' },
+      { name: 'b', state: 'Synced' },
+    ]);
+    expect(reportedNamespaces(undefined)).toEqual([]);
   });
 
   it('problems: failures first, at most max', () => {

@@ -140,7 +140,7 @@ export function syncedSummary(counts: Pick<SyncCounts, 'namespaces' | 'synced'>)
   return `${counts.synced}/${counts.namespaces}`;
 }
 
-/** Most entries in MirrorDelivery.status.namespaces. */
+/** Most namespaces a MirrorDelivery status lists (namespaces and syncedNamespaces together). */
 export const MAX_NAMESPACE_ENTRIES = LIMITS.MirrorDeliveryStatus.namespaces;
 /** Most entries in a mirror's status.problems. */
 export const MAX_PROBLEMS = LIMITS.SecretMirrorStatus.problems;
@@ -152,15 +152,49 @@ const STATE_ORDER: Record<DeliveryNamespaceStatus['state'], number> = {
   Synced: 3,
 };
 
-/** Problems first (Failed, Conflict, PolicyDenied, then Synced), by name within each, at most `max`. */
-export function limitNamespaceStatuses(
+/** What a MirrorDelivery status lists of its namespaces. */
+export interface NamespaceReport {
+  /** The problems (Failed, Conflict, PolicyDenied), with what went wrong. */
+  namespaces: DeliveryNamespaceStatus[];
+  /** The namespaces holding an up-to-date copy, by name. */
+  syncedNamespaces: string[];
+  /** More namespaces than listed. */
+  truncated: boolean;
+}
+
+/**
+ * The problems first (Failed, Conflict, PolicyDenied, by name within each), then the synced
+ * namespaces' names, at most `max` in all.
+ */
+export function namespaceReport(
   entries: readonly DeliveryNamespaceStatus[],
   max: number = MAX_NAMESPACE_ENTRIES,
-): { namespaces: DeliveryNamespaceStatus[]; truncated: boolean } {
+): NamespaceReport {
   const sorted = [...entries].sort(
     (x, y) => STATE_ORDER[x.state] - STATE_ORDER[y.state] || compare(x.name, y.name),
   );
-  return { namespaces: sorted.slice(0, max), truncated: sorted.length > max };
+  const listed = sorted.slice(0, max);
+  const synced = listed.findIndex((e) => e.state === 'Synced');
+  const problems = synced < 0 ? listed : listed.slice(0, synced);
+  return {
+    namespaces: problems,
+    syncedNamespaces: listed.slice(problems.length).map((e) => e.name),
+    truncated: sorted.length > max,
+  };
+}
+
+/**
+ * A delivery's namespaces as one list, as `namespaceReport` took them apart: the problems, then
+ * the synced ones. Earlier agents listed synced namespaces in `namespaces` too, as Synced.
+ */
+export function reportedNamespaces(
+  status: { namespaces?: DeliveryNamespaceStatus[]; syncedNamespaces?: string[] } | undefined,
+): DeliveryNamespaceStatus[] {
+  const synced = (status?.syncedNamespaces ?? []).map((name): DeliveryNamespaceStatus => ({
+    name,
+    state: 'Synced',
+  }));
+  return [...(status?.namespaces ?? []), ...synced];
 }
 
 /** Failed, Conflict, PolicyDenied, then by cluster and namespace, at most `max`. */

@@ -172,9 +172,10 @@ export function slimNamespace(intern: Interner) {
 
 /**
  * The deliveries watcher's transform: without managedFields (as by default), and with the
- * entries of `status.namespaces` shared. A delivery reports up to 500 namespaces, and the same
- * namespace in the same state appears in many deliveries (at 200 deliveries x 100 namespaces:
- * 20,000 entries, 2,000 distinct). Entries are read only (plan compares, settle copies).
+ * entries of `status.namespaces` and the names of `status.syncedNamespaces` shared. A delivery
+ * reports up to 500 namespaces, and the same namespace appears in many deliveries (at 200
+ * deliveries x 100 namespaces: 20,000 names, 2,000 distinct). Entries are read only (plan
+ * compares, settle copies).
  */
 export function slimDelivery(
   intern: Interner,
@@ -203,6 +204,9 @@ export function slimDelivery(
       status.namespaces = status.namespaces.map(
         (e) => intern.map(e as unknown as Record<string, string>) as unknown as typeof e,
       );
+    }
+    if (status?.syncedNamespaces) {
+      status.syncedNamespaces = status.syncedNamespaces.map((name) => intern.get(name));
     }
     return d;
   };

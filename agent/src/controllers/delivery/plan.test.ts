@@ -131,7 +131,8 @@ const steadyStatus = (namespaces: string[]): MirrorDeliveryStatus => ({
   lastSyncTime: EARLIER,
   agentVersion: '1.2.3',
   counts: { namespaces: namespaces.length, synced: namespaces.length, failed: 0, conflicts: 0 },
-  namespaces: namespaces.map((name) => ({ name, state: 'Synced' as const })),
+  namespaces: [],
+  syncedNamespaces: namespaces,
   truncated: false,
 });
 
@@ -443,10 +444,8 @@ describe('plan: status', () => {
         lastSyncTime: NOW_K8S,
         agentVersion: '1.2.3',
         counts: { namespaces: 2, synced: 2, failed: 0, conflicts: 0 },
-        namespaces: [
-          { name: 'team-a', state: 'Synced' },
-          { name: 'team-b', state: 'Synced' },
-        ],
+        namespaces: [],
+        syncedNamespaces: ['team-a', 'team-b'],
         truncated: false,
       },
     ],
@@ -474,8 +473,8 @@ describe('plan: status', () => {
             state: 'Conflict',
             message: 'Secret team-b/tls exists and is not managed by mirrorhub',
           },
-          { name: 'team-a', state: 'Synced' },
         ],
+        syncedNamespaces: ['team-a'],
       },
     ],
     [
@@ -484,10 +483,8 @@ describe('plan: status', () => {
       {
         phase: 'Degraded',
         counts: { namespaces: 2, synced: 1, failed: 1, conflicts: 0 },
-        namespaces: [
-          { name: 'team-a', state: 'Failed', message: '403 Forbidden: no' },
-          { name: 'team-b', state: 'Synced' },
-        ],
+        namespaces: [{ name: 'team-a', state: 'Failed', message: '403 Forbidden: no' }],
+        syncedNamespaces: ['team-b'],
       },
     ],
     [
@@ -525,6 +522,7 @@ describe('plan: status', () => {
         phase: 'Active',
         counts: { namespaces: 0, synced: 0, failed: 0, conflicts: 0 },
         namespaces: [],
+        syncedNamespaces: [],
       },
     ],
   ])('%s', (_, over, expected) => {
@@ -554,15 +552,52 @@ describe('plan: status', () => {
     expect(p.report().status.lastSyncTime).toBe(EARLIER);
   });
 
+  it("rewrites an earlier agent's status, which listed synced namespaces as entries", () => {
+    const earlier: MirrorDeliveryStatus = {
+      ...steadyStatus(['team-a', 'team-b']),
+      namespaces: [
+        { name: 'team-a', state: 'Synced' },
+        { name: 'team-b', state: 'Synced' },
+      ],
+      syncedNamespaces: undefined,
+    };
+    const p = plan(
+      input({ delivery: delivery({}, {}, earlier), copies: [copy('team-a'), copy('team-b')] }),
+    );
+    expect(p.actions).toEqual([]);
+    expect(p.report().statusChanged).toBe(true);
+    expect(p.report().status).toMatchObject({
+      namespaces: [],
+      syncedNamespaces: ['team-a', 'team-b'],
+    });
+  });
+
+  it('does not write again for syncedNamespaces alone where the CRD has no such field', () => {
+    // The API server drops a field its CRD does not have: the status reads back without it.
+    const dropped = { ...steadyStatus(['team-a', 'team-b']), syncedNamespaces: undefined };
+    const p = plan(
+      input({ delivery: delivery({}, {}, dropped), copies: [copy('team-a'), copy('team-b')] }),
+    );
+    expect(p.report().statusChanged).toBe(false);
+    // Anything else that changes is still written (and the field with it).
+    const more = plan(
+      input({
+        delivery: delivery({}, {}, dropped),
+        copies: [copy('team-a')],
+      }),
+    );
+    expect(more.report().statusChanged).toBe(true);
+    expect(more.report().status.syncedNamespaces).toEqual(['team-a', 'team-b']);
+  });
+
   it('lists at most 500 namespaces, problems first, and says it truncated', () => {
     const many = Array.from({ length: 600 }, (_, i) => ns(`team-${String(i).padStart(3, '0')}`));
     const p = plan(input({ namespaces: many, failures: new Map([['team-599', 'boom']]) }));
-    expect(p.report().status.namespaces).toHaveLength(500);
-    expect(p.report().status.namespaces?.[0]).toEqual({
-      name: 'team-599',
-      state: 'Failed',
-      message: 'boom',
-    });
+    expect(p.report().status.namespaces).toEqual([
+      { name: 'team-599', state: 'Failed', message: 'boom' },
+    ]);
+    expect(p.report().status.syncedNamespaces).toHaveLength(499);
+    expect(p.report().status.syncedNamespaces?.[0]).toBe('team-000');
     expect(p.report().status.truncated).toBe(true);
     expect(p.report().status.counts).toEqual({
       namespaces: 600,
@@ -590,10 +625,8 @@ describe('settle: the status after applying', () => {
         phase: 'Active',
         lastSyncTime: NOW_K8S,
         counts: { namespaces: 2, synced: 2, failed: 0, conflicts: 0 },
-        namespaces: [
-          { name: 'team-a', state: 'Synced' },
-          { name: 'team-b', state: 'Synced' },
-        ],
+        namespaces: [],
+        syncedNamespaces: ['team-a', 'team-b'],
       },
       true,
     ],
@@ -613,10 +646,8 @@ describe('settle: the status after applying', () => {
       {
         phase: 'Degraded',
         counts: { namespaces: 2, synced: 1, failed: 0, conflicts: 1 },
-        namespaces: [
-          { name: 'team-b', state: 'Conflict', message: 'taken' },
-          { name: 'team-a', state: 'Synced' },
-        ],
+        namespaces: [{ name: 'team-b', state: 'Conflict', message: 'taken' }],
+        syncedNamespaces: ['team-a'],
       },
       false,
     ],
@@ -633,8 +664,8 @@ describe('settle: the status after applying', () => {
         namespaces: [
           { name: 'other', state: 'Failed', message: '500 boom' },
           { name: 'team-a', state: 'Failed', message: '403 Forbidden' },
-          { name: 'team-b', state: 'Synced' },
         ],
+        syncedNamespaces: ['team-b'],
       },
       false,
     ],
@@ -647,10 +678,8 @@ describe('settle: the status after applying', () => {
       ],
       {
         phase: 'Active',
-        namespaces: [
-          { name: 'team-a', state: 'Synced' },
-          { name: 'team-b', state: 'Synced' },
-        ],
+        namespaces: [],
+        syncedNamespaces: ['team-a', 'team-b'],
       },
       false,
     ],
@@ -794,8 +823,8 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
         message:
           "PolicyDenied (policy.allowAdopt): the target name is taken by an object mirrorhub does not own, and this cluster's policy does not allow Adopt",
       },
-      { name: 'team-b', state: 'Synced' },
     ]);
+    expect(s.status.syncedNamespaces).toEqual(['team-b']);
   });
 
   it('acts on nothing whose signature did not verify', () => {

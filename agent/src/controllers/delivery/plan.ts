@@ -26,7 +26,8 @@ import {
   copyMarks,
   equalIgnoringTime,
   k8sTime,
-  limitNamespaceStatuses,
+  namespaceReport,
+  reportedNamespaces,
   mirrorRef,
   originRef,
   phaseFromCounts,
@@ -536,8 +537,13 @@ function statusDiffers(
   next: MirrorDeliveryStatus,
   wrote: boolean,
 ): boolean {
+  // A status without syncedNamespaces was written by an earlier agent, or the cluster's
+  // MirrorDelivery CRD predates the field and the API server drops it: then the field alone
+  // is no reason to write (that would be a write on every reconcile, each dropped again).
+  const compared =
+    previous?.syncedNamespaces === undefined ? { ...next, syncedNamespaces: undefined } : next;
   return (
-    !equalIgnoringTime(previous ?? {}, next) ||
+    !equalIgnoringTime(previous ?? {}, compared) ||
     (wrote && previous?.lastSyncTime !== next.lastSyncTime)
   );
 }
@@ -566,7 +572,9 @@ function buildStatus(
         `Removing copies: ${describeProblems(draft.entries)}`,
         MAX_STATUS_MESSAGE,
       );
-      next.namespaces = limitNamespaceStatuses(draft.entries.map(toStatusEntry)).namespaces;
+      const report = namespaceReport(draft.entries.map(toStatusEntry));
+      next.namespaces = report.namespaces;
+      next.syncedNamespaces = report.syncedNamespaces;
     }
     return next;
   }
@@ -582,7 +590,9 @@ function buildStatus(
   // Reported only when there are any: a status without refusals reads as it always did.
   if (denied > 0) counts.denied = denied;
   const phase: MirrorPhase = phaseFromCounts(counts, draft.error);
-  const { namespaces, truncated } = limitNamespaceStatuses(draft.entries.map(toStatusEntry));
+  const { namespaces, syncedNamespaces, truncated } = namespaceReport(
+    draft.entries.map(toStatusEntry),
+  );
   const observedHash =
     draft.error && !draft.refused ? previous.observedHash : delivery.spec.contentHash;
   const lastSyncTime =
@@ -598,6 +608,7 @@ function buildStatus(
     agentVersion,
     counts,
     namespaces,
+    syncedNamespaces,
     truncated,
   };
   if (generation !== undefined) next.observedGeneration = generation;
@@ -649,7 +660,7 @@ export function settle(input: PlanInput, p: Plan, outcomes: readonly Outcome[]):
   const clean = outcomes.every((o) => o.result === 'ok' || o.result === 'unchanged');
   const wrote = outcomes.some((o) => o.result === 'ok');
   const previousEntries = new Map(
-    (input.delivery.status?.namespaces ?? []).map((e) => [e.name, e]),
+    reportedNamespaces(input.delivery.status).map((e) => [e.name, e]),
   );
   const worst = (list: readonly Outcome[] | undefined): Outcome | undefined =>
     list?.find((o) => o.result === 'failed') ??
