@@ -515,18 +515,15 @@ function renderStatusCost(r: StatusCostResult): string {
     return x ? `${x.cpuMs.toFixed(2)} ms (${(x.objectBytes / 1024).toFixed(1)} KB)` : '-';
   };
   const lines = [
-    [
-      'objects',
-      '`status.namespaces` as the agent writes it: one object (name, state) per namespace',
-    ],
-    ['names', 'the same namespaces as a list of names (a field the chart CRD does not have)'],
+    ['objects', 'every namespace an object (name, state) in `namespaces`, as agents used to'],
+    ['names', 'the same namespaces by name in `syncedNamespaces`, as agents write them now'],
     ['none', 'no list: counts, phase and message only'],
   ].map(([shape, what]) => `| ${what} | ${cell(shape!, 100)} | ${cell(shape!, 500)} |`);
   return [
     '## Status writes: what one MirrorDelivery status patch costs the API server',
     '',
     `Command: \`npm run bench -- --only status\`. Machine: ${machine()}.`,
-    `Setup: one kube-apiserver + etcd with the agent chart's MirrorDelivery CRD, plus one status field for the second row; ${r.deliveries} deliveries, each patched as an agent patches it when one more namespace got its copy (a merge patch of the whole status), ${r.deliveries} at once; ${r.patchesPerRow} patches a row. CPU is the API server's and etcd's, per patch; in brackets the delivery as served.`,
+    `Setup: one kube-apiserver + etcd with the agent chart's MirrorDelivery CRD; ${r.deliveries} deliveries, each patched as an agent patches it when one more namespace got its copy (a merge patch of the whole status), ${r.deliveries} at once; ${r.patchesPerRow} patches a row. CPU is the API server's and etcd's, per patch; in brackets the delivery as served.`,
     '',
     '| the status lists | 100 namespaces | 500 namespaces |',
     '| --- | --- | --- |',
