@@ -78,7 +78,8 @@ COPY --from=build /app/agent/dist agent/dist
 COPY --from=build /app/standalone/dist standalone/dist
 # Nothing the runtime reads: type declarations, dependencies' source maps and docs, the lockfile.
 # Kept: package.json files (node reads "exports" and "type"; hub/agent read their version) and
-# our own .js.map files, so stack traces name src/*.ts lines (NODE_OPTIONS below).
+# our own .js.map files, for stack traces that name src/*.ts lines with --enable-source-maps
+# (off by default: node would hold every loaded module's map, 1-3 MB; charts' nodeOptions).
 RUN find shared/dist hub/dist agent/dist standalone/dist -type f \
       \( -name '*.d.ts' -o -name '*.d.ts.map' -o -name '.tsbuildinfo' \) -delete \
  && find node_modules/.pnpm -type f \
@@ -96,7 +97,7 @@ LABEL org.opencontainers.image.title="mirrorhub" \
 COPY --from=prod --chown=0:0 /app /app
 WORKDIR /app
 ENV NODE_ENV=production \
-    NODE_OPTIONS=--enable-source-maps
+    NODE_OPTIONS=--no-node-snapshot
 # 65532 = distroless "nonroot"; numeric, so runAsNonRoot can verify it without /etc/passwd.
 USER 65532:65532
 EXPOSE 8080

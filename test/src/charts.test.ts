@@ -219,7 +219,7 @@ describe('charts, rendered', () => {
       LOG_FORMAT: 'json',
       PORT: '8080',
       MALLOC_ARENA_MAX: '2',
-      NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2 --max-old-space-size=256',
+      NODE_OPTIONS: '--no-node-snapshot --max-semi-space-size=2 --max-old-space-size=256',
     });
     expect(
       deploymentEnv(
@@ -462,7 +462,7 @@ describe('charts, rendered', () => {
       LOG_FORMAT: 'json',
       PORT: '8080',
       MALLOC_ARENA_MAX: '2',
-      NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2 --max-old-space-size=256',
+      NODE_OPTIONS: '--no-node-snapshot --max-semi-space-size=2 --max-old-space-size=256',
     });
     const plain = only<V1Deployment>(
       await render(AGENT_CHART, [

@@ -36,12 +36,7 @@ import {
 } from './growth.js';
 import { growthSvg, writePng } from './plot.js';
 import { runMultiClusterBench, type MultiClusterBenchResult } from './multicluster.js';
-import {
-  benchNodeOptions,
-  chartMallocEnv,
-  chartNodeOptions,
-  chartV8Flags,
-} from './node-options.js';
+import { chartMallocEnv, chartNodeOptions, chartV8Flags } from './node-options.js';
 import { runScaleBench, type ScaleBenchResult } from './scale.js';
 import { runSigningBench, type SigningBenchResult } from './signing.js';
 import { runStatusCostBench, type StatusCostResult } from './status.js';
@@ -81,8 +76,8 @@ async function main(): Promise<void> {
   }
   const custom = values['node-options'];
   const nodeOptions = {
-    hub: benchNodeOptions(custom ?? chartNodeOptions(root, 'hub')),
-    agent: benchNodeOptions(custom ?? chartNodeOptions(root, 'agent')),
+    hub: custom ?? chartNodeOptions(root, 'hub'),
+    agent: custom ?? chartNodeOptions(root, 'agent'),
   };
   const scale = Number(values.scale);
   if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be in (0, 1], got ${values.scale}`);
@@ -574,7 +569,7 @@ function renderEngine(r: EngineBenchResult, scale: number): string {
     `Command: \`npm run bench\`${scale !== 1 ? ` (scale ${scale})` : ''}. Machine: ${machine()}.`,
     `Setup: ${o.namespaces} namespaces, ${o.mirrors} SecretMirrors each selecting ${o.namespaces / o.shards} namespaces by label (${r.copies} copies), ` +
       `sources ~4 KB kubernetes.io/tls Secrets, unrelated Secrets ${o.noiseStart} -> ${o.noiseMid} -> ${o.noiseEnd}; hub and agent run as \`node hub/dist/main.js\` / \`node agent/dist/main.js\` against a real kube-apiserver + etcd on the same 2 cores.`,
-    `NODE_OPTIONS: hub \`${o.nodeOptions.hub || '(none)'}\`, agent \`${o.nodeOptions.agent || '(none)'}\` (the charts' \`nodeOptions\`, without \`--enable-source-maps\`: the image has no dependency source maps to load).`,
+    `NODE_OPTIONS: hub \`${o.nodeOptions.hub || '(none)'}\`, agent \`${o.nodeOptions.agent || '(none)'}\` (the charts' \`nodeOptions\`).`,
     `Command line and allocator, as the charts start them (\`v8Flags\`, \`mallocArenaMax\`): hub ${startedAs('hub')}, agent ${startedAs('agent')}.`,
     '',
     '| measure | result | target |',

@@ -68,15 +68,3 @@ export function chartMallocEnv(root: string, component: Component): Record<strin
   }
   return { MALLOC_ARENA_MAX: String(n) };
 }
-
-/**
- * What the bench passes. `--enable-source-maps` is dropped: the image deletes dependencies'
- * source maps (Dockerfile), but a checkout has them, and with the flag Node would load
- * client-node's ~1,000 maps into the hub (~30 MB the shipped hub never holds).
- */
-export function benchNodeOptions(options: string): string {
-  return options
-    .split(/\s+/)
-    .filter((o) => o && o !== '--enable-source-maps')
-    .join(' ');
-}

@@ -7,12 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { findFreePort, onExit } from '@mirrorhub/infra/components/cache';
 
 import { generateHubKeyPair } from '../support/signing.js';
-import {
-  benchNodeOptions,
-  chartMallocEnv,
-  chartNodeOptions,
-  chartV8Flags,
-} from './node-options.js';
+import { chartMallocEnv, chartNodeOptions, chartV8Flags } from './node-options.js';
 
 /**
  * Starts hub or agent as its real entry point (`node [v8Flags] <name>/dist/main.js`), so RSS
@@ -60,7 +55,7 @@ export function startMain(
       POD_NAME: `${name}-bench`,
       // MIRRORHUB_BENCH_LOG_LEVEL=info (or debug): the processes' lines, to see what they did.
       LOG_LEVEL: process.env.MIRRORHUB_BENCH_LOG_LEVEL ?? 'warn',
-      NODE_OPTIONS: benchNodeOptions(chartNodeOptions(root, chart)),
+      NODE_OPTIONS: chartNodeOptions(root, chart),
       ...signingEnv(name === 'agent' ? 'agent' : 'hub'),
       ...env,
     },
