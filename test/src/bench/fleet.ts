@@ -32,8 +32,8 @@ export interface FleetOptions {
   followers: string[];
   /** Namespaces team-000, team-001, ... in each follower. */
   namespacesPerFollower: number;
-  /** NODE_OPTIONS of the hub (the charts'). */
-  hubNodeOptions: string;
+  /** NODE_OPTIONS of the hub and of every agent (the charts', or `--node-options`). */
+  nodeOptions: { hub: string; agent: string };
   /** Followers share API servers: give each its own corner of it (see the header). */
   confined?: boolean;
   /** Append every process's log lines here instead of this process's output. */
@@ -141,6 +141,7 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
         o.root,
         'agent',
         {
+          NODE_OPTIONS: o.nodeOptions.agent,
           KUBECONFIG: kit.cluster(f).kubeconfigPath,
           MIRRORHUB_CLUSTER_NAME: f,
           MIRRORHUB_NAMESPACE: namespace,
@@ -168,7 +169,7 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
       o.root,
       'hub',
       {
-        NODE_OPTIONS: o.hubNodeOptions,
+        NODE_OPTIONS: o.nodeOptions.hub,
         KUBECONFIG: hubCluster.kubeconfigPath,
         MIRRORHUB_CLUSTER_NAME: 'hub',
         PORT: String(hubPort),

@@ -140,7 +140,7 @@ export async function runClusterGrowth(
   const fleet = await startFleet(kit, {
     followers,
     namespacesPerFollower: o.namespacesPerFollower,
-    hubNodeOptions: o.nodeOptions.hub,
+    nodeOptions: o.nodeOptions,
     root: o.root,
     log: o.log,
   });

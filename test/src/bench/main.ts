@@ -179,7 +179,7 @@ async function main(): Promise<void> {
         namespacesPerFollower: 5,
         updates: n(10),
         idleSeconds: 60,
-        hubNodeOptions: nodeOptions.hub,
+        nodeOptions,
         logFile,
         root,
         log,

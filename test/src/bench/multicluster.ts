@@ -42,7 +42,7 @@ export async function runMultiClusterBench(
   const fleet = await startFleet(kit, {
     followers: o.followers,
     namespacesPerFollower: o.namespacesPerFollower,
-    hubNodeOptions: o.nodeOptions.hub,
+    nodeOptions: o.nodeOptions,
     root: o.root,
     log,
   });

@@ -25,7 +25,8 @@ export interface ScaleBenchOptions {
   updates: number;
   /** Seconds of idle over which the hub's CPU is measured. */
   idleSeconds: number;
-  hubNodeOptions: string;
+  /** NODE_OPTIONS of the hub and the agents (see FleetOptions). */
+  nodeOptions: { hub: string; agent: string };
   /** Where hub and agents log (warnings: the outage makes many). */
   logFile: string;
   root: string;
@@ -74,7 +75,7 @@ export async function runScaleBench(kit: Kit, o: ScaleBenchOptions): Promise<Sca
   const fleet = await startFleet(kit, {
     followers: o.followers,
     namespacesPerFollower: o.namespacesPerFollower,
-    hubNodeOptions: o.hubNodeOptions,
+    nodeOptions: o.nodeOptions,
     confined: true,
     logFile: o.logFile,
     followerNice: 19,
