@@ -9,7 +9,7 @@
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
- *                                 # other V8 flags for both processes (default: the charts')
+ *                                 # NODE_OPTIONS for every hub and agent (default: the charts')
  *   MIRRORHUB_BENCH_TRACE=1 npm run bench -- --only engine
  *                                 # also print when each copy of each new namespace landed
  *   MIRRORHUB_BENCH_CPU_PROFILE=/tmp/prof npm run bench -- --only engine
