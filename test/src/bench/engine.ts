@@ -35,6 +35,7 @@ import {
   watchCopies,
   type ApiCounts,
 } from './util.js';
+import type { ProcessNodeOptions } from './node-options.js';
 
 export interface EngineBenchOptions {
   namespaces: number;
@@ -48,7 +49,7 @@ export interface EngineBenchOptions {
   updateSamples: number;
   steadyMs: number;
   /** NODE_OPTIONS of each process (by default the charts' `nodeOptions`, see node-options.ts). */
-  nodeOptions: { hub: string; agent: string };
+  nodeOptions: ProcessNodeOptions;
   /**
    * `separate` (default): `node hub/dist/main.js` and `node agent/dist/main.js`, as the two charts
    * run them. `one-process`: `node standalone/dist/main.js`, as the hub chart runs it with

@@ -25,6 +25,7 @@ import { HUB_GROUP, hubAwsEnv, prepareFollower } from '../support/multicluster.j
 import { registerCluster } from '../support/objects.js';
 import { pool, watchCopies, type CopyWatch } from './util.js';
 import { startMain, stopAll, until, waitHttp } from './procs.js';
+import type { ProcessNodeOptions } from './node-options.js';
 
 export const SYSTEM_NS = 'mirrorhub-system';
 
@@ -33,7 +34,7 @@ export interface FleetOptions {
   /** Namespaces team-000, team-001, ... in each follower. */
   namespacesPerFollower: number;
   /** NODE_OPTIONS of the hub and of every agent (the charts', or `--node-options`). */
-  nodeOptions: { hub: string; agent: string };
+  nodeOptions: ProcessNodeOptions;
   /** Followers share API servers: give each its own corner of it (see the header). */
   confined?: boolean;
   /** Append every process's log lines here instead of this process's output. */

@@ -19,6 +19,7 @@ import { installCrds } from '../support/crds.js';
 import { createSharedTls, startFleet, SYSTEM_NS } from './fleet.js';
 import { startOneCluster, stopAll, until } from './procs.js';
 import { createTlsMirror, pool, rssMb, watchCopies, type CopyWatch } from './util.js';
+import type { ProcessNodeOptions } from './node-options.js';
 
 export interface GrowthBenchOptions {
   /** Namespace counts to measure at, ascending. */
@@ -28,7 +29,7 @@ export interface GrowthBenchOptions {
   /** Registered cluster counts to measure at, ascending; the last is the number of followers. */
   clusterSteps: number[];
   namespacesPerFollower: number;
-  nodeOptions: { hub: string; agent: string };
+  nodeOptions: ProcessNodeOptions;
   root: string;
   log: (line: string) => void;
 }

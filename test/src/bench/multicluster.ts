@@ -11,13 +11,14 @@ import type { Kit } from '@mirrorhub/infra/kit/index';
 import { changeSharedTls, createSharedTls, startFleet } from './fleet.js';
 import { fmtMs, percentile, rssMb, scrapeSeries } from './util.js';
 import { until } from './procs.js';
+import type { ProcessNodeOptions } from './node-options.js';
 
 export interface MultiClusterBenchOptions {
   followers: string[];
   namespacesPerFollower: number;
   updates: number;
   /** NODE_OPTIONS for each process (the charts'). */
-  nodeOptions: { hub: string; agent: string };
+  nodeOptions: ProcessNodeOptions;
   root: string;
   log: (line: string) => void;
 }

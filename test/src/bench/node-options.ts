@@ -12,6 +12,9 @@ import { parse } from 'yaml';
 /** `hub-in-process`: the hub chart's pod with localAgent.inProcess (hub and agent in one). */
 export type Component = 'hub' | 'agent' | 'hub-in-process';
 
+/** NODE_OPTIONS of the hubs and agents a benchmark starts (the charts', or `--node-options`). */
+export type ProcessNodeOptions = { hub: string; agent: string };
+
 interface ChartNodeValues {
   nodeOptions?: unknown;
   v8Flags?: unknown;

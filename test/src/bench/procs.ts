@@ -7,7 +7,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { findFreePort, onExit } from '@mirrorhub/infra/components/cache';
 
 import { generateHubKeyPair } from '../support/signing.js';
-import { chartMallocEnv, chartNodeOptions, chartV8Flags } from './node-options.js';
+import {
+  chartMallocEnv,
+  chartNodeOptions,
+  chartV8Flags,
+  type ProcessNodeOptions,
+} from './node-options.js';
 
 /**
  * Starts hub or agent as its real entry point (`node [v8Flags] <name>/dist/main.js`), so RSS
@@ -84,7 +89,7 @@ export interface OneCluster {
 export async function startOneCluster(
   root: string,
   kubeconfig: string,
-  nodeOptions: { hub: string; agent: string },
+  nodeOptions: ProcessNodeOptions,
 ): Promise<OneCluster> {
   const [hubPort, agentPort] = [await findFreePort(), await findFreePort()];
   const start = (name: 'hub' | 'agent', port: number) =>

@@ -16,6 +16,7 @@ import type { Kit } from '@mirrorhub/infra/kit/index';
 import { changeSharedTls, createSharedTls, startFleet } from './fleet.js';
 import { cpuSeconds, fmtMs, percentile, rssMb, rssSplitMb, scrapeSeries } from './util.js';
 import { until } from './procs.js';
+import type { ProcessNodeOptions } from './node-options.js';
 
 export interface ScaleBenchOptions {
   /** Every follower: the first `stopped` have an API server of their own (they are stopped). */
@@ -26,7 +27,7 @@ export interface ScaleBenchOptions {
   /** Seconds of idle over which the hub's CPU is measured. */
   idleSeconds: number;
   /** NODE_OPTIONS of the hub and the agents (see FleetOptions). */
-  nodeOptions: { hub: string; agent: string };
+  nodeOptions: ProcessNodeOptions;
   /** Where hub and agents log (warnings: the outage makes many). */
   logFile: string;
   root: string;

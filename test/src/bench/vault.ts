@@ -29,6 +29,7 @@ import {
   scrapeSeries,
   watchCopies,
 } from './util.js';
+import type { ProcessNodeOptions } from './node-options.js';
 
 export interface VaultBenchOptions {
   mirrors: number;
@@ -37,7 +38,7 @@ export interface VaultBenchOptions {
   pollSeconds: number;
   steadyMs: number;
   updateSamples: number;
-  nodeOptions: { hub: string; agent: string };
+  nodeOptions: ProcessNodeOptions;
   root: string;
   log: (line: string) => void;
 }
