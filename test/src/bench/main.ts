@@ -4,8 +4,8 @@
  * it on the Node.js the image ships, and hub and agents run on the node that runs this.
  *
  *   npm run bench                 # every benchmark at full size (~22 minutes here)
- *   npm run bench -- --only multicluster   # or --only engine, engine-one, scale, growth,
- *                                           # signing, status or vault
+ *   npm run bench -- --only multicluster   # or --only load, engine, engine-one, scale,
+ *                                           # growth, signing, status or vault
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
@@ -27,6 +27,7 @@ import { OPENBAO_VERSION } from '@mirrorhub/infra/components/index';
 import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
+import { runLoadBench, type LoadBenchResult, type LoadSample } from './load.js';
 import {
   runClusterGrowth,
   runSingleClusterGrowth,
@@ -40,13 +41,14 @@ import { chartMallocEnv, chartNodeOptions, chartV8Flags } from './node-options.j
 import { runScaleBench, type ScaleBenchResult } from './scale.js';
 import { runSigningBench, type SigningBenchResult } from './signing.js';
 import { runStatusCostBench, type StatusCostResult } from './status.js';
-import { fmtMs, phaseCostText } from './util.js';
+import { fmtMs, percentile, phaseCostText } from './util.js';
 import { runVaultBench, type VaultBenchResult } from './vault.js';
 
 const root = resolve(import.meta.dirname, '../../..');
 
 /** What `--only` takes: each section of docs/BENCHMARKS.md this writes. */
 const SECTIONS = [
+  'load',
   'engine',
   'engine-one',
   'multicluster',
@@ -86,6 +88,10 @@ async function main(): Promise<void> {
   const record = scale === 1 && custom === undefined;
   // The emulators log every AssumeRole and TokenReview; the bench shows only its own lines.
   const quiet = (l: string) => (/^(sts-gate|eks-emulator|moto)\b/.test(l) ? undefined : log(l));
+  if (only === undefined || only === 'load') {
+    const result = await runLoadBench({ root, nodeOptions, runs: n(5), log });
+    await report('load', renderLoad(result, scale, custom), record, log);
+  }
   if (only === undefined || only === 'signing') {
     await report('signing', renderSigning(runSigningBench()), record, log);
   }
@@ -318,6 +324,40 @@ function renderMultiCluster(r: MultiClusterBenchResult, scale: number): string {
     ...Object.entries(r.busiestChange)
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([k, v]) => `| ${k} | ${v} | ${whyWritten(k)} |`),
+    '',
+  ].join('\n');
+}
+
+function renderLoad(r: LoadBenchResult, scale: number, custom: string | undefined): string {
+  const cell = (row: LoadBenchResult['rows'][number], f: (s: LoadSample) => number) => {
+    const xs = row.samples.map(f);
+    const [lo, mid, hi] = [Math.min(...xs), percentile(xs, 50), Math.max(...xs)];
+    return hi - lo < 0.05
+      ? mid.toFixed(1)
+      : `${mid.toFixed(1)} (${lo.toFixed(1)}-${hi.toFixed(1)})`;
+  };
+  const one = r.rows.find((row) => row.subject.program === 'standalone');
+  const oneRss = one
+    ? percentile(
+        one.samples.map((s) => s.rssMb),
+        50,
+      )
+    : NaN;
+  const options = custom === undefined ? "the charts' `nodeOptions`" : `\`${custom}\``;
+  return [
+    '## Start-up memory: node and the code, before any state',
+    '',
+    `Command: \`npm run bench -- --only load\`${scale !== 1 ? ` (scale ${scale})` : ''}. Machine: ${machine()}.`,
+    `Each process is started as its chart starts it (NODE_OPTIONS ${options}, the chart's \`v8Flags\` and \`mallocArenaMax\`, plus \`--expose-gc\`), imports its package's dist/index.js (the code its main.js runs; nothing started, no API server reached), collects garbage twice, and is measured from /proc/<pid>/status: ${r.runs} runs each, median (min-max) in MB.`,
+    '',
+    '| process | RSS | file-backed | anonymous | V8 heap in use |',
+    '| --- | --- | --- | --- | --- |',
+    ...r.rows.map(
+      (row) =>
+        `| ${row.subject.label} | ${cell(row, (s) => s.rssMb)} | ${cell(row, (s) => s.fileMb)} | ${cell(row, (s) => s.anonMb)} | ${cell(row, (s) => s.heapUsedMb)} |`,
+    ),
+    '',
+    `This is the floor under every RSS figure in the other sections: file-backed pages are node's own binary as far as the process has touched it, anonymous ones V8's heap (the code's functions, bytecode and source text) and native allocations. Under target 2's 80 MB the one process has ${(80 - oneRss).toFixed(0)} MB left for its state (2,000 namespaces, 200 mirrors and their deliveries on both halves, 20,000 copies) and the pages of node's binary its work touches.`,
     '',
   ].join('\n');
 }
