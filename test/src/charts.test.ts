@@ -203,7 +203,20 @@ describe('charts, rendered', () => {
     expect(dep.spec?.replicas).toBe(2);
     const pod = dep.spec!.template.spec!;
     const c = pod.containers[0]!;
-    expect(deploymentArgs(dep)).toEqual(['/app/hub/dist/main.js']);
+    // V8 flags NODE_OPTIONS refuses go before the script; none when v8Flags is empty.
+    expect(deploymentArgs(dep)).toEqual([
+      '--optimize-for-size',
+      '--max-opt=1',
+      '/app/hub/dist/main.js',
+    ]);
+    expect(
+      deploymentArgs(
+        only<V1Deployment>(
+          await render(HUB_CHART, [...HUB_REQUIRED, '--set', 'v8Flags=']),
+          'Deployment',
+        ),
+      ),
+    ).toEqual(['/app/hub/dist/main.js']);
     expect(deploymentEnv(dep, 'mirrorhub-hub-abc')).toEqual({
       MIRRORHUB_NAMESPACE: NS,
       POD_NAME: 'mirrorhub-hub-abc',
@@ -748,6 +761,8 @@ describe('charts, rendered', () => {
     const plain = await render(HUB_CHART, HUB_REQUIRED);
     expect(plain.map((o) => o.metadata.name).filter((n) => n.includes('agent'))).toEqual([]);
     expect(deploymentArgs(only<V1Deployment>(plain, 'Deployment'))).toEqual([
+      '--optimize-for-size',
+      '--max-opt=1',
       '/app/hub/dist/main.js',
     ]);
   });
@@ -871,6 +886,12 @@ describe('charts, rendered', () => {
       'V8 flags that are not flags (they go on the command line of node)',
       AGENT_CHART,
       [...AGENT_REQUIRED, '--set', 'v8Flags=--expose-gc /tmp/other.js'],
+      /v8Flags: Does not match pattern/,
+    ],
+    [
+      "the hub's V8 flags naming another script",
+      HUB_CHART,
+      [...HUB_REQUIRED, '--set', 'v8Flags=--max-opt=1 /tmp/other.js'],
       /v8Flags: Does not match pattern/,
     ],
     [
