@@ -53,7 +53,11 @@ export interface LoadRow {
 export interface LoadBenchResult {
   rows: LoadRow[];
   runs: number;
-  nodeOptions: ProcessNodeOptions;
+}
+
+/** The median over a row's samples of one figure. */
+export function rowMedian(row: LoadRow, figure: (s: LoadSample) => number): number {
+  return percentile(row.samples.map(figure), 50);
 }
 
 // Runs in the measured process: load the module, collect garbage twice around a pause (V8
@@ -126,11 +130,11 @@ export async function runLoadBench(opts: {
     }
   }
   for (const row of rows) {
-    const median = (f: (s: LoadSample) => number) => percentile(row.samples.map(f), 50);
+    const mb = (f: (s: LoadSample) => number) => rowMedian(row, f).toFixed(1);
     opts.log(
-      `load: ${row.subject.label}: RSS ${median((s) => s.rssMb).toFixed(1)} MB ` +
-        `(anonymous ${median((s) => s.anonMb).toFixed(1)}, file-backed ${median((s) => s.fileMb).toFixed(1)})`,
+      `load: ${row.subject.label}: RSS ${mb((s) => s.rssMb)} MB ` +
+        `(anonymous ${mb((s) => s.anonMb)}, file-backed ${mb((s) => s.fileMb)})`,
     );
   }
-  return { rows, runs: opts.runs, nodeOptions: opts.nodeOptions };
+  return { rows, runs: opts.runs };
 }

@@ -27,7 +27,13 @@ import { OPENBAO_VERSION } from '@mirrorhub/infra/components/index';
 import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
-import { runLoadBench, type LoadBenchResult, type LoadSample } from './load.js';
+import {
+  rowMedian,
+  runLoadBench,
+  type LoadBenchResult,
+  type LoadRow,
+  type LoadSample,
+} from './load.js';
 import {
   runClusterGrowth,
   runSingleClusterGrowth,
@@ -41,7 +47,7 @@ import { chartMallocEnv, chartNodeOptions, chartV8Flags } from './node-options.j
 import { runScaleBench, type ScaleBenchResult } from './scale.js';
 import { runSigningBench, type SigningBenchResult } from './signing.js';
 import { runStatusCostBench, type StatusCostResult } from './status.js';
-import { fmtMs, percentile, phaseCostText } from './util.js';
+import { fmtMs, phaseCostText } from './util.js';
 import { runVaultBench, type VaultBenchResult } from './vault.js';
 
 const root = resolve(import.meta.dirname, '../../..');
@@ -329,20 +335,15 @@ function renderMultiCluster(r: MultiClusterBenchResult, scale: number): string {
 }
 
 function renderLoad(r: LoadBenchResult, scale: number, custom: string | undefined): string {
-  const cell = (row: LoadBenchResult['rows'][number], f: (s: LoadSample) => number) => {
+  const cell = (row: LoadRow, f: (s: LoadSample) => number) => {
     const xs = row.samples.map(f);
-    const [lo, mid, hi] = [Math.min(...xs), percentile(xs, 50), Math.max(...xs)];
+    const [lo, mid, hi] = [Math.min(...xs), rowMedian(row, f), Math.max(...xs)];
     return hi - lo < 0.05
       ? mid.toFixed(1)
       : `${mid.toFixed(1)} (${lo.toFixed(1)}-${hi.toFixed(1)})`;
   };
   const one = r.rows.find((row) => row.subject.program === 'standalone');
-  const oneRss = one
-    ? percentile(
-        one.samples.map((s) => s.rssMb),
-        50,
-      )
-    : NaN;
+  const oneRss = one ? rowMedian(one, (s) => s.rssMb) : NaN;
   const options = custom === undefined ? "the charts' `nodeOptions`" : `\`${custom}\``;
   return [
     '## Start-up memory: node and the code, before any state',
