@@ -66,17 +66,9 @@ export class ViewerAuth {
    * hold SecretMirrors now (a namespace viewer is asked about each of those only).
    */
   async authorize(token: string, namespaces: Iterable<string>): Promise<AuthResult> {
-    let identity: Identity | string;
-    try {
-      identity = await this.cached(this.tokens, sha256(token), () => this.review(token));
-    } catch (err) {
-      return {
-        ok: false,
-        status: 503,
-        error: `cannot check the token with the API server: ${errorMessage(err)}`,
-      };
-    }
-    if (typeof identity === 'string') return { ok: false, status: 401, error: identity };
+    const authn = await this.authenticate(token);
+    if (!authn.ok) return authn;
+    const { identity } = authn;
     try {
       const allowed = (resource: string, namespace?: string) =>
         this.allowed(identity, resource, namespace);
@@ -103,6 +95,27 @@ export class ViewerAuth {
         error: `cannot check what the identity may see (SubjectAccessReview): ${errorMessage(err)}`,
       };
     }
+  }
+
+  /**
+   * Only who the token belongs to (the cached TokenReview): what a standby checks before it
+   * passes a request to the leader, which then decides what the identity may see.
+   */
+  async authenticate(
+    token: string,
+  ): Promise<{ ok: true; identity: Identity } | Extract<AuthResult, { ok: false }>> {
+    let identity: Identity | string;
+    try {
+      identity = await this.cached(this.tokens, sha256(token), () => this.review(token));
+    } catch (err) {
+      return {
+        ok: false,
+        status: 503,
+        error: `cannot check the token with the API server: ${errorMessage(err)}`,
+      };
+    }
+    if (typeof identity === 'string') return { ok: false, status: 401, error: identity };
+    return { ok: true, identity };
   }
 
   /** TokenReview: the identity, or why the token is refused. */

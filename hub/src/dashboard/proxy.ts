@@ -1,6 +1,7 @@
 // A standby hub has no caches to answer the dashboard from, but behind a Service or an Ingress
 // half the viewers land on it. It passes their API requests (the event stream included) to the
-// leader, unchanged: the leader authenticates the viewer itself. Where the leader is comes from
+// leader, and only those it checked itself (server.ts): a GET of a route in routes.ts from an
+// authenticated viewer. The leader still decides what the viewer may see. Where the leader is comes from
 // the leader-election Lease (its holder is `<pod name>_<suffix>`) and that pod's status.podIP,
 // accepted only when the pod is one of this Deployment's replicas (same app labels as our own
 // pod): a Lease holder alone never points the hub at an arbitrary address.
@@ -68,21 +69,28 @@ export function podLeaderLocator(opts: {
   };
 }
 
-/** Pass `req` to the leader at `base` and its answer back, streaming (event streams too). */
+/**
+ * Pass a GET of `target` (a path and query checked by routes.ts checkTarget, never the raw
+ * request target) to the leader at `base` and its answer back, streaming (event streams too).
+ * Only the path and query are set on the leader's URL: its scheme, host and port stay `base`'s.
+ */
 export function proxy(
   base: string,
+  target: { pathname: string; search: string },
   req: IncomingMessage,
   res: ServerResponse,
   via: string,
   onError: (message: string) => void,
 ): void {
-  const url = new URL(req.url ?? '/', base);
+  const url = new URL(base);
+  url.pathname = target.pathname;
+  url.search = target.search;
   const headers: OutgoingHttpHeaders = { [VIA_HEADER]: via };
   for (const h of ['authorization', 'accept', 'if-none-match', 'user-agent']) {
     const v = req.headers[h];
     if (v !== undefined) headers[h] = v;
   }
-  const out = http.request(url, { method: req.method ?? 'GET', headers }, (upstream) => {
+  const out = http.request(url, { method: 'GET', headers }, (upstream) => {
     res.writeHead(upstream.statusCode ?? 502, upstream.headers);
     upstream.pipe(res);
   });

@@ -9,6 +9,7 @@
 //   GET /api/v1/mirrors/<kind>/<ns or _>/<name> MirrorDetail (403: not yours, 404: none)
 //   GET /api/v1/where?name=<copy name>          Where: every (cluster, namespace) with a copy
 //   GET /api/v1/watch                           text/event-stream: `changed` with the version
+// (the API's paths and query parameters: routes.ts, the one list they are registered and checked from)
 import { crypto, fs } from '@mirrorhub/shared/runtime/builtins';
 import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +17,15 @@ import type { Gauge, HealthServer, Logger } from '@mirrorhub/shared/runtime/inde
 import type { RestClient } from '@mirrorhub/shared/k8s/rest';
 import { bearerToken, ViewerAuth, type AuthResult } from './auth.js';
 import { proxy, VIA_HEADER } from './proxy.js';
-import { mirrorRef, parseMirrorRef } from '@mirrorhub/shared/mirror/index';
+import {
+  API_ROUTES,
+  checkTarget,
+  MIRROR_PATH_HELP,
+  mirrorKeyOfPath,
+  type RouteName,
+  type TargetCheck,
+} from './routes.js';
+import { parseMirrorRef } from '@mirrorhub/shared/mirror/index';
 import type { DashboardFeed } from './feed.js';
 import type { ApiError, Snapshot } from './types.js';
 import {
@@ -146,13 +155,25 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
     res.end(req.method === 'HEAD' ? undefined : a.body);
   }
 
-  /** The viewer and the input, or an error answer already sent. */
+  /** The viewer, the input and the checked request target, or an error answer already sent. */
   async function gate(
     req: http.IncomingMessage,
     res: http.ServerResponse,
-  ): Promise<{ input: ViewInput; auth: Extract<AuthResult, { ok: true }> } | undefined> {
+  ): Promise<
+    | {
+        input: ViewInput;
+        auth: Extract<AuthResult, { ok: true }>;
+        target: Extract<TargetCheck, { ok: true }>;
+      }
+    | undefined
+  > {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       json(res, 405, { error: 'only GET is served here' });
+      return undefined;
+    }
+    const target = checkTarget(req.url ?? '/');
+    if (!target.ok) {
+      json(res, target.status, { error: target.error });
       return undefined;
     }
     const token = bearerToken(req.headers.authorization);
@@ -165,19 +186,7 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
     }
     const input = opts.source.input();
     if (typeof input === 'string') {
-      // A standby passes the request to the leader (once: never from one standby to another).
-      const leader =
-        req.headers[VIA_HEADER] === undefined
-          ? await opts.source.leaderUrl?.().catch((err: unknown) => {
-              opts.logger?.warn({ err }, 'cannot find the leader for a dashboard request');
-              return undefined;
-            })
-          : undefined;
-      if (leader) {
-        proxy(leader, req, res, opts.identity, (message) => opts.logger?.warn(message));
-      } else {
-        json(res, 503, { error: input });
-      }
+      await forward(req, res, token, target, input);
       return undefined;
     }
     const namespaces = new Set<string>();
@@ -187,14 +196,42 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
       json(res, result.status, { error: result.error });
       return undefined;
     }
-    return { input, auth: result };
+    return { input, auth: result, target };
+  }
+
+  /**
+   * A standby passes the request to the leader (once: never from one standby to another), and
+   * only a GET of a checked route from a viewer whose token it reviewed itself: nothing it did not
+   * check opens a connection anywhere.
+   */
+  async function forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    token: string,
+    target: Extract<TargetCheck, { ok: true }>,
+    standingBy: string,
+  ): Promise<void> {
+    if (req.method !== 'GET') {
+      return json(res, 405, {
+        error: 'this hub replica is standing by and passes only GET requests to the leader',
+      });
+    }
+    if (req.headers[VIA_HEADER] !== undefined) return json(res, 503, { error: standingBy });
+    const authn = await auth.authenticate(token);
+    if (!authn.ok) return json(res, authn.status, { error: authn.error });
+    const leader = await opts.source.leaderUrl?.().catch((err: unknown) => {
+      opts.logger?.warn({ err }, 'cannot find the leader for a dashboard request');
+      return undefined;
+    });
+    if (!leader) return json(res, 503, { error: standingBy });
+    proxy(leader, target, req, res, opts.identity, (message) => opts.logger?.warn(message));
   }
 
   async function snapshot(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const g = await gate(req, res);
     if (!g) return;
     const { input, auth: a } = g;
-    const groupBy = new URL(req.url ?? '/', 'http://x').searchParams.get('groupBy') ?? '';
+    const groupBy = g.target.params.get('groupBy') ?? '';
     const body: Snapshot = {
       whoami: {
         user: a.identity.username,
@@ -216,23 +253,9 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
   async function detail(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const g = await gate(req, res);
     if (!g) return;
-    const parts = new URL(req.url ?? '/', 'http://x').pathname
-      .slice('/api/v1/mirrors/'.length)
-      .split('/')
-      .map((p) => decodeURIComponent(p));
-    // A ClusterSecretMirror's namespace is `_` in the URL; the key is its mirror reference.
-    const [kind, ns, name] = parts;
-    const id =
-      parts.length === 3 && ns !== ''
-        ? parseMirrorRef(`${kind}/${ns === '_' ? '' : ns}/${name}`)
-        : undefined;
-    if (!id) {
-      return json(res, 400, {
-        error:
-          'expected /api/v1/mirrors/SecretMirror/<namespace>/<name> or /api/v1/mirrors/ClusterSecretMirror/_/<name>',
-      });
-    }
-    const key = mirrorRef(id);
+    const key = mirrorKeyOfPath(g.target.pathname);
+    const id = key === undefined ? undefined : parseMirrorRef(key);
+    if (key === undefined || !id) return json(res, 400, { error: MIRROR_PATH_HELP });
     if (!maySee(g.auth.access, key)) {
       const what = id.namespace
         ? `SecretMirrors in namespace ${id.namespace}`
@@ -249,7 +272,7 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
   async function whereIs(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const g = await gate(req, res);
     if (!g) return;
-    const name = new URL(req.url ?? '/', 'http://x').searchParams.get('name')?.trim() ?? '';
+    const name = g.target.params.get('name')?.trim() ?? '';
     if (!name) return json(res, 400, { error: 'give the name of a copy: ?name=<name>' });
     json(res, 200, where(g.input, g.auth.access, name));
   }
@@ -310,10 +333,18 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
     res.writeHead(204, { ...SECURITY_HEADERS, 'cache-control': 'max-age=86400' });
     res.end();
   });
-  server.route('/api/v1/snapshot', snapshot);
-  server.route('/api/v1/where', whereIs);
-  server.route('/api/v1/watch', watch);
-  server.route('/api/v1/mirrors/', detail); // a prefix: /api/v1/mirrors/<kind>/<ns>/<name>
+  const handlers: Record<
+    RouteName,
+    (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>
+  > = {
+    snapshot,
+    where: whereIs,
+    watch,
+    mirror: detail,
+  };
+  for (const [name, route] of Object.entries(API_ROUTES)) {
+    server.route(route.path, handlers[name as RouteName]);
+  }
   opts.logger?.info({ port: server.port }, 'dashboard served');
 
   return {
