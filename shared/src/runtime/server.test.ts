@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMetrics } from './metrics.js';
 import { startHealthServer, type HealthServer, type HealthServerOptions } from './server.js';
@@ -138,6 +139,31 @@ describe('health server', () => {
     expect(await get('/api/items/a/b')).toMatchObject({ status: 200, body: '/api/items/a/b' });
     expect((await get('/api/items')).status).toBe(404);
     expect((await get('/healthz')).status).toBe(200); // built-in paths still win
+  });
+
+  it('answers 400 to a request target that is not a path: nothing here is a proxy', async () => {
+    const s = await start();
+    s.route('/api/items/', (_req, res) => void res.end('served'));
+    // fetch() sends only paths; a socket sends the request line as written.
+    const raw = (target: string) =>
+      new Promise<string>((resolve, reject) => {
+        const sock = net.connect(s.port, '127.0.0.1', () =>
+          sock.end(`GET ${target} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`),
+        );
+        let text = '';
+        sock.on('data', (d: Buffer) => (text += d.toString()));
+        sock.on('end', () => resolve(text.split('\r\n')[0]!));
+        sock.on('error', reject);
+      });
+    for (const target of [
+      'http://127.0.0.1:9/api/items/a',
+      '//127.0.0.1:9/api/items/a',
+      '/\\127.0.0.1:9/api/items/a',
+      'http://127.0.0.1:9/healthz',
+    ]) {
+      expect(await raw(target), target).toBe('HTTP/1.1 400 Bad Request');
+    }
+    expect(await raw('/api/items/a?b=//c')).toBe('HTTP/1.1 200 OK');
   });
 
   it('closes even with keep-alive clients connected', async () => {

@@ -110,6 +110,12 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Only a path (origin form): an absolute or scheme-relative target (`http://host/...`,
+    // `//host/...`, `/\host/...` as URL parsers read it) names another server, and nothing
+    // here is a proxy.
+    if (!/^\/(?![/\\])[^\\?]*(\?.*)?$/.test(req.url ?? '')) {
+      return send(res, 400, 'the request target must be a path on this server (/...)\n');
+    }
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
     const route = routes.get(path) ?? prefixRoute(path);
