@@ -601,6 +601,29 @@ describe('planMirror: aggregated status', () => {
     expect(reasons(again)).toEqual([]);
   });
 
+  it("names no other mirror's delivery in its own namespace's problem either", () => {
+    const planted = 'Secret src/tls is a copy of MirrorDelivery "sm-team-b-db-89abcdef01234567"';
+    const p = plan({
+      clusters: [
+        deliveredCluster({
+          phase: 'Degraded',
+          counts: { namespaces: 1, synced: 0, failed: 0, conflicts: 1 },
+          namespaces: [{ name: 'src', state: 'Conflict', message: planted }],
+        }),
+      ],
+    });
+    expect(p.status.problems).toEqual([
+      {
+        cluster: 'hub',
+        namespace: 'src',
+        state: 'Conflict',
+        message: 'Secret src/tls is a copy of MirrorDelivery of another mirror',
+      },
+    ]);
+    expect(JSON.stringify(p.status)).not.toContain('team-b');
+    expect(JSON.stringify(p.events)).not.toContain('team-b');
+  });
+
   it('keeps at most 50 problems, counts all', () => {
     const p = plan({ clusters: [conflicted(120)] });
     expect(p.status.problems).toHaveLength(50);

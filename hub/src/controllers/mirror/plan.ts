@@ -58,6 +58,7 @@ import {
   limitProblems,
   mirrorRef,
   originRef,
+  parseMirrorRef,
   phaseFromCounts,
   setCondition,
   shapeSource,
@@ -71,6 +72,7 @@ import {
   type PayloadSecret,
   type SourceObject,
 } from '@mirrorhub/shared/mirror/index';
+import { detailsInDelivery, redactNames, type VisibleNames } from '@mirrorhub/shared/mirror/redact';
 import { selectClusters } from '../../clusters/select.js';
 import {
   ANNOTATION_BINARY_KEYS,
@@ -788,17 +790,26 @@ function deliveryObject(
 /**
  * A SecretMirror's author may read their own namespace only: what the agent says about other
  * namespaces (that an object of the target name exists there, who owns it, the cluster's policy)
- * is replaced by the state alone. Cluster administrators read it in the MirrorDelivery.
+ * is replaced by the state alone, and what it says about their own names no other mirror's
+ * delivery (a copy planted there by another tenant's mirror). Cluster administrators read it all
+ * in the MirrorDelivery.
  */
 function redactForTenant(
   namespace: string,
   obs: ClusterObservation,
   r: { entry: ClusterSyncStatus; problems: MirrorProblem[] },
 ): void {
-  const where = `details in MirrorDelivery ${obs.delivery?.metadata.name ?? ''} (namespace ${obs.agentNamespace} of cluster ${obs.name}), readable by its administrators`;
+  const own = obs.delivery?.metadata.name ?? '';
+  const where = detailsInDelivery(own, obs.agentNamespace, obs.name);
+  const visible: VisibleNames = {
+    delivery: (name) => name === own,
+    mirror: (ref) => parseMirrorRef(ref)?.namespace === namespace,
+  };
   for (const p of r.problems) {
     if (p.namespace !== namespace) p.message = `${p.state}: ${where}`;
+    else if (p.message) p.message = redactNames(p.message, visible);
   }
+  if (r.entry.message) r.entry.message = redactNames(r.entry.message, visible);
   const e = r.entry;
   if (obs.error === undefined && e.phase === 'Degraded') {
     const parts = [`${e.synced ?? 0}/${e.namespaces ?? 0} namespaces synced`];
