@@ -36,6 +36,7 @@ import {
   mirrorDetail,
   mirrorRows,
   overview,
+  viewerInput,
   where,
   type ViewInput,
 } from './view.js';
@@ -196,7 +197,8 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
       json(res, result.status, { error: result.error });
       return undefined;
     }
-    return { input, auth: result, target };
+    // A namespace viewer's views are computed from what they may see, messages included.
+    return { input: viewerInput(input, result.access), auth: result, target };
   }
 
   /**

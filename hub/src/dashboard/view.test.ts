@@ -11,6 +11,7 @@ import {
   matrix,
   mirrorDetail,
   overview,
+  viewerInput,
   where,
   type Access,
   type ViewInput,
@@ -268,5 +269,104 @@ describe('dashboard views', () => {
       mirror: 'ClusterSecretMirror//wildcard-tls',
       kind: 'Secret',
     });
+  });
+
+  it('names to a namespace viewer no delivery, mirror or namespace report beyond theirs', () => {
+    // team-b's mirror planted a copy in team-a's namespace; team-a's mirror reports the conflict
+    // in its own namespace and, in team-a-x, a failure the agent describes in full.
+    const foreign =
+      'Secret team-a/db is a copy of MirrorDelivery "d-other" of SecretMirror/team-b/other';
+    const mine = structuredClone(teamMirror);
+    mine.status = {
+      ...mine.status!,
+      phase: 'Degraded',
+      message: `prod-eu: 1 conflict; first: team-a: ${foreign}`,
+      clusters: [
+        { name: 'prod-eu', phase: 'Degraded', namespaces: 2, synced: 0, message: foreign },
+      ],
+      problems: [{ cluster: 'prod-eu', namespace: 'team-a', state: 'Conflict', message: foreign }],
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'Conflict',
+          message: foreign,
+          lastTransitionTime: '2026-11-24T09:00:00Z',
+        },
+      ],
+    };
+    const other = delivery(
+      { kind: 'SecretMirror', namespace: 'team-b', name: 'other', uid: 'u3' },
+      'db',
+      'h3',
+      {
+        phase: 'Active',
+        observedHash: 'h3',
+        namespaces: [{ name: 'team-a', state: 'Synced' }],
+      },
+    );
+    const own = delivery(
+      { kind: 'SecretMirror', namespace: 'team-a', name: 'db', uid: 'u2' },
+      'db',
+      'h2',
+      {
+        phase: 'Degraded',
+        observedHash: 'h2',
+        message: `first: team-a: ${foreign}`,
+        namespaces: [
+          { name: 'team-a', state: 'Conflict', message: foreign },
+          {
+            name: 'team-a-x',
+            state: 'Failed',
+            message: 'webhook of team-c refused Secret team-a-x/db',
+          },
+        ],
+      },
+    );
+    const full: ViewInput = {
+      ...input,
+      mirrors: [tls, mine],
+      deliveries: new Map([['prod-eu', [other, own]]]),
+      events: new Map([
+        [
+          'SecretMirror/team-a/db',
+          [
+            {
+              type: 'Warning',
+              reason: 'Conflict',
+              message: foreign,
+              time: '2026-11-24T09:00:00Z',
+              count: 1,
+            },
+          ],
+        ],
+      ]),
+    };
+    const seen = viewerInput(full, teamA);
+    const shown = JSON.stringify([
+      overview(seen, teamA),
+      matrix(seen, teamA),
+      mirrorDetail(seen, seen.mirrors[0]!),
+      where(seen, teamA, 'db'),
+    ]);
+    expect(shown).toContain("is a copy of another mirror's MirrorDelivery");
+    for (const name of ['d-other', 'team-b', 'team-c', 'wildcard'])
+      expect(shown).not.toContain(name);
+    const copies = mirrorDetail(seen, seen.mirrors[0]!).perCluster[0]!.copies;
+    expect(copies).toEqual([
+      {
+        namespace: 'team-a',
+        state: 'Conflict',
+        message: "Secret team-a/db is a copy of another mirror's MirrorDelivery of another mirror",
+      },
+      {
+        namespace: 'team-a-x',
+        state: 'Failed',
+        message:
+          'Failed: details in MirrorDelivery d-db (namespace mirrorhub-system of cluster prod-eu), readable by its administrators',
+      },
+    ]);
+    // Who may see every mirror sees the agents' words as they are.
+    expect(viewerInput(full, FULL_ACCESS)).toBe(full);
   });
 });

@@ -30,6 +30,7 @@ import type {
   WhereRow,
 } from './types.js';
 import { mirrorRef, parseMirrorRef, reportedNamespaces } from '@mirrorhub/shared/mirror/index';
+import { detailsInDelivery, redactNames, type VisibleNames } from '@mirrorhub/shared/mirror/redact';
 
 /** What one identity may see (auth.ts asks the API server; the CLI sees what its RBAC lists). */
 export interface Access {
@@ -79,6 +80,84 @@ export function maySee(access: Access, key: string): boolean {
 
 export function visibleMirrors(input: ViewInput, access: Access): AnyMirror[] {
   return input.mirrors.filter((m) => maySee(access, keyOfMirror(m)));
+}
+
+/**
+ * What the views of a viewer without the cluster-wide right are computed from: the mirrors they
+ * may see, those mirrors' deliveries and Events, and every message in them naming no delivery or
+ * mirror beyond those (the agents' messages name the owner of a conflicting copy). What an agent
+ * says about a copy in a namespace they may not list is its state alone, as in the mirror's
+ * status (hub/src/controllers/mirror/plan.ts redactForTenant).
+ */
+export function viewerInput(input: ViewInput, access: Access): ViewInput {
+  if (access.allMirrors) return input;
+  const mirrors = visibleMirrors(input, access);
+  const keys = new Set(mirrors.map(keyOfMirror));
+  const own = new Map<string, MirrorDelivery[]>();
+  const names = new Set<string>();
+  for (const [cluster, list] of input.deliveries) {
+    const mine = list.filter((d) => keys.has(mirrorRef(d.spec.mirror)));
+    for (const d of mine) names.add(d.metadata.name ?? '');
+    own.set(cluster, mine);
+  }
+  const visible: VisibleNames = {
+    delivery: (name) => names.has(name),
+    mirror: (ref) => maySee(access, ref),
+  };
+  const say = (message: string) => redactNames(message, visible);
+  const deliveries = new Map<string, MirrorDelivery[]>();
+  for (const [cluster, list] of own) {
+    deliveries.set(
+      cluster,
+      list.map((d) => {
+        if (!d.status) return d;
+        const where = detailsInDelivery(d.metadata.name ?? '', d.metadata.namespace ?? '', cluster);
+        const status = { ...d.status };
+        if (status.message) status.message = say(status.message);
+        if (status.namespaces) {
+          status.namespaces = status.namespaces.map((n) =>
+            n.message === undefined
+              ? n
+              : {
+                  ...n,
+                  message: access.namespaces.has(n.name) ? say(n.message) : `${n.state}: ${where}`,
+                },
+          );
+        }
+        return { ...d, status };
+      }),
+    );
+  }
+  const events = new Map<string, EventRow[]>();
+  for (const [key, rows] of input.events ?? []) {
+    if (keys.has(key))
+      events.set(
+        key,
+        rows.map((r) => ({ ...r, message: say(r.message) })),
+      );
+  }
+  return {
+    ...input,
+    mirrors: mirrors.map((m) => redactStatus(m, say)),
+    deliveries,
+    events,
+  };
+}
+
+function redactStatus<M extends AnyMirror>(m: M, say: (message: string) => string): M {
+  const st = m.status;
+  if (!st) return m;
+  const msg = <T extends { message?: string }>(x: T): T =>
+    x.message ? { ...x, message: say(x.message) } : x;
+  return {
+    ...m,
+    status: {
+      ...msg(st),
+      ...(st.conditions ? { conditions: st.conditions.map(msg) } : {}),
+      ...(st.clusters ? { clusters: st.clusters.map(msg) } : {}),
+      ...(st.problems ? { problems: st.problems.map(msg) } : {}),
+    },
+  };
 }
 
 // ---- rows ----------------------------------------------------------------------------------

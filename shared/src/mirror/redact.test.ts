@@ -10,15 +10,15 @@ describe('redactNames', () => {
   it.each([
     [
       'Secret team-a/app is a copy of MirrorDelivery "sm-team-b-db-89abcdef01234567"',
-      'Secret team-a/app is a copy of MirrorDelivery of another mirror',
+      "Secret team-a/app is a copy of another mirror's MirrorDelivery",
     ],
     [
       'conflict: MirrorDelivery sm-x (namespace mirrorhub-system) belongs to another mirror (SecretMirror/team-b/db uid u from cluster hub)',
-      'conflict: MirrorDelivery of another mirror (namespace mirrorhub-system) belongs to another mirror (another mirror uid u from cluster hub)',
+      "conflict: another mirror's MirrorDelivery (namespace mirrorhub-system) belongs to another mirror (another mirror uid u from cluster hub)",
     ],
     [
       '(kubectl -n mh delete mirrordelivery sm-x)',
-      '(kubectl -n mh delete mirrordelivery of another mirror)',
+      "(kubectl -n mh delete another mirror's mirrordelivery)",
     ],
     ['owned by ClusterSecretMirror//wide', 'owned by another mirror'],
     // What the reader may see stays as it is.

@@ -18,7 +18,7 @@ const MIRROR = /\b(?:SecretMirror\/[a-z0-9][-a-z0-9]*|ClusterSecretMirror\/)\/[a
 export function redactNames(message: string, visible: VisibleNames): string {
   return message
     .replace(DELIVERY, (all, word: string, name: string) =>
-      visible.delivery(name) ? all : `${word} of another mirror`,
+      visible.delivery(name) ? all : `another mirror's ${word}`,
     )
     .replace(MIRROR, (ref) => (visible.mirror(ref) ? ref : 'another mirror'));
 }

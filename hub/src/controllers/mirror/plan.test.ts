@@ -617,7 +617,7 @@ describe('planMirror: aggregated status', () => {
         cluster: 'hub',
         namespace: 'src',
         state: 'Conflict',
-        message: 'Secret src/tls is a copy of MirrorDelivery of another mirror',
+        message: "Secret src/tls is a copy of another mirror's MirrorDelivery",
       },
     ]);
     expect(JSON.stringify(p.status)).not.toContain('team-b');
