@@ -18,13 +18,18 @@ export class TcpProxy {
   /** Stalled pairs, each with what lets it pass again. */
   private readonly stalled = new Map<Pair, () => void>();
   port = 0;
-  constructor(private readonly target: number) {}
+  /** `onRequestBytes` sees every byte clients send through (what reached the target). */
+  constructor(
+    private readonly target: number,
+    private readonly onRequestBytes?: (chunk: Buffer) => void,
+  ) {}
   async open(): Promise<void> {
     this.server = net.createServer((c) => {
       const up = net.connect(this.target, '127.0.0.1');
       const pair = { client: c, up };
       this.sockets.add(c).add(up);
       this.pairs.add(pair);
+      if (this.onRequestBytes) c.on('data', this.onRequestBytes);
       c.pipe(up).pipe(c);
       const done = () => {
         c.destroy();
