@@ -325,6 +325,84 @@ describe('the hub dashboard in a browser', () => {
     await page.close();
   });
 
+  it("names to a namespace viewer no other tenant's delivery, in its JSON or its event stream", async () => {
+    // team-b's mirror plants copies named `planted` in team-a's namespaces; team-a's own mirror
+    // of that name meets them, and the agent's report says whose delivery they are.
+    const planting = { source: { kind: 'Secret' as const, name: 'db' }, name: 'planted' };
+    await m.applyMirror(
+      secretMirror('team-b', 'squat', {
+        source: planting.source,
+        destination: { namespaces: ['team-a', 'team-a-dev'], name: planting.name },
+      }),
+    );
+    await m.mirrorStatus('SecretMirror', 'squat', 'team-b', (s) =>
+      expect(s.status?.counts?.synced).toBe(2),
+    );
+    const ctrl = new AbortController();
+    const res = await fetch(`${base}/api/v1/watch`, {
+      headers: { authorization: `Bearer ${lead}` },
+      signal: ctrl.signal,
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let stream = '';
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        stream += new TextDecoder().decode(value);
+      }
+    })().catch(() => undefined);
+    await m.applyMirror(
+      secretMirror('team-a', 'cache', {
+        source: planting.source,
+        destination: { namespaces: ['team-a', 'team-a-dev'], name: planting.name },
+      }),
+    );
+    await m.mirrorStatus('SecretMirror', 'cache', 'team-a', (s) => {
+      expect(s.status?.counts?.conflicts).toBe(2);
+      // What team-a reads with kubectl names no delivery of team-b's either.
+      expect(JSON.stringify(s.status)).not.toMatch(/team-b|squat/);
+    });
+    const detail = '/api/v1/mirrors/SecretMirror/team-a/cache';
+    // The case is real: who may see every mirror reads the agent's words, naming team-b's delivery.
+    await eventually(async () => {
+      const full = await api<MirrorDetail>(detail, platform);
+      expect(JSON.stringify(full.body.perCluster)).toMatch(/sm-team-b-squat-/);
+    });
+    await eventually(() => expect(stream.match(/event: changed/g)?.length ?? 0).toBeGreaterThan(1));
+    ctrl.abort();
+    await reading;
+
+    const own = await api<MirrorDetail>(detail, lead);
+    expect(own.status).toBe(200);
+    const copies = own.body.perCluster.flatMap((c) => c.copies);
+    expect(copies).toEqual([
+      {
+        namespace: 'team-a',
+        state: 'Conflict',
+        message: "Secret team-a/planted is a copy of another mirror's MirrorDelivery",
+      },
+      {
+        namespace: 'team-a-dev',
+        state: 'Conflict',
+        message: expect.stringMatching(
+          /^Conflict: details in MirrorDelivery sm-team-a-cache-[0-9a-f]+ \(namespace mirrorhub-system of cluster hub\), readable by its administrators$/,
+        ),
+      },
+    ]);
+    const answers = [
+      own.body,
+      (await api<Snapshot>('/api/v1/snapshot', lead)).body,
+      (await api<Where>('/api/v1/where?name=planted', lead)).body,
+    ];
+    expect(answers[2]).toMatchObject({
+      items: [{ namespace: 'team-a' }, { namespace: 'team-a-dev' }],
+    });
+    const seen = JSON.stringify(answers) + stream;
+    for (const name of ['team-b', 'squat']) expect(seen).not.toContain(name);
+  });
+
   it('never lets a secret value reach the page, its responses or its event stream', async () => {
     const page = await browser.newPage();
     const rec = recordResponses(page);
