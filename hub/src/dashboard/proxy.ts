@@ -1,10 +1,10 @@
 // A standby hub has no caches to answer the dashboard from, but behind a Service or an Ingress
 // half the viewers land on it. It passes their API requests (the event stream included) to the
 // leader, and only those it checked itself (server.ts): a GET of a route in routes.ts from an
-// authenticated viewer. The leader still decides what the viewer may see. Where the leader is comes from
-// the leader-election Lease (its holder is `<pod name>_<suffix>`) and that pod's status.podIP,
-// accepted only when the pod is one of this Deployment's replicas (same app labels as our own
-// pod): a Lease holder alone never points the hub at an arbitrary address.
+// authenticated viewer. The leader still decides what the viewer may see. Where the leader is
+// comes from the leader-election Lease (its holder is `<pod name>_<suffix>`) and that pod's
+// status.podIP, accepted only when the pod is one of this Deployment's replicas (same app labels
+// as our own pod): a Lease holder alone never points the hub at an arbitrary address.
 import { http } from '@mirrorhub/shared/runtime/builtins';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { RestClient } from '@mirrorhub/shared/k8s/rest';

@@ -9,7 +9,7 @@
 //   GET /api/v1/mirrors/<kind>/<ns or _>/<name> MirrorDetail (403: not yours, 404: none)
 //   GET /api/v1/where?name=<copy name>          Where: every (cluster, namespace) with a copy
 //   GET /api/v1/watch                           text/event-stream: `changed` with the version
-// (the API's paths and query parameters: routes.ts, the one list they are registered and checked from)
+// (paths and query parameters: routes.ts, the one list they are registered and checked from)
 import { crypto, fs } from '@mirrorhub/shared/runtime/builtins';
 import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
