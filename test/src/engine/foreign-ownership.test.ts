@@ -214,3 +214,51 @@ describe("other controllers' ownership marks never travel", () => {
     });
   });
 });
+
+describe("a follower's owner who changes the list", () => {
+  let e: Engine;
+
+  beforeAll(async () => {
+    // This cluster runs no Argo CD, so its owner lets Argo CD's tracking label through; Helm's
+    // release marks stay refused.
+    e = await Engine.start({
+      agent: { policy: { metadata: { foreignOwnership: ['meta.helm.sh/*'] } } },
+    });
+    for (const ns of ['src', 'app-1']) await e.ensureNamespace(ns);
+    await e.putSecret('src', 'db', { password: 'p' });
+  });
+
+  afterAll(async () => {
+    await e?.stop();
+  });
+
+  it('a template may add a key the owner took out of the list; one still on it is refused', async () => {
+    await e.applyMirror(
+      secretMirror('src', 'db', {
+        source: { kind: 'Secret', name: 'db' },
+        destination: { namespaces: ['app-1'] },
+        template: { labels: { 'app.kubernetes.io/instance': 'myapp' } },
+        pollPeriodSeconds: 3600,
+      }),
+    );
+    await eventually(async () => {
+      const copy = await e.readSecret('app-1', 'db');
+      expect(copy?.metadata?.labels?.['app.kubernetes.io/instance']).toBe('myapp');
+    });
+    await e.applyMirror(
+      secretMirror('src', 'helm', {
+        source: { kind: 'Secret', name: 'db' },
+        destination: { namespaces: ['src'], name: 'db-postgresql' },
+        template: { annotations: { 'meta.helm.sh/release-name': 'db' } },
+        pollPeriodSeconds: 3600,
+      }),
+    );
+    const m = await e.mirrorStatus('SecretMirror', 'helm', 'src', (m) =>
+      expect(m.status?.counts).toMatchObject({ namespaces: 1, denied: 1 }),
+    );
+    expect(m.status?.problems?.[0]?.message).toMatch(
+      /^PolicyDenied \(policy\.metadata\.foreignOwnership\): annotation meta\.helm\.sh\/release-name .*Helm: release-name and release-namespace/,
+    );
+    expect(await e.readSecret('src', 'db-postgresql')).toBeUndefined();
+  });
+});
