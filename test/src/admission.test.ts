@@ -459,6 +459,149 @@ describe("the agent's ServiceAccount, under the agent chart's policy values", ()
   });
 });
 
+describe("the agent's ServiceAccount and other controllers' ownership marks", () => {
+  const FOREIGN = 'policy.metadata.foreignOwnership';
+
+  it("policy.metadata.foreignOwnership: no copy carries Helm's, Argo CD's or another mirroring tool's marks, allowedKeys or not", async () => {
+    // Descriptive app.kubernetes.io keys still travel.
+    expect(
+      await outcome(
+        createSecret(
+          asAgent,
+          'team-a',
+          secret('described', { ...MARKS, 'app.kubernetes.io/name': 'db' }),
+        ),
+      ),
+    ).toEqual(OK);
+    // The Helm-adoption squat: the marks `helm install db` adopts a Secret by.
+    expectDenied(
+      await outcome(
+        createSecret(asAgent, 'team-a', {
+          metadata: {
+            name: 'db-postgresql',
+            labels: { ...MARKS, 'app.kubernetes.io/managed-by': 'Helm' },
+            annotations: {
+              'meta.helm.sh/release-name': 'db',
+              'meta.helm.sh/release-namespace': 'team-a',
+            },
+          },
+          stringData: { 'postgres-password': 'planted' },
+        }),
+      ),
+      AGENT_POLICY,
+      FOREIGN,
+      'would carry label app.kubernetes.io/managed-by, another controller',
+    );
+    for (const [what, metadata, key] of [
+      [
+        'annotation',
+        { annotations: { 'meta.helm.sh/release-name': 'db' } },
+        'meta.helm.sh/release-name',
+      ],
+      // In allowedKeys, and still refused: the ownership list wins.
+      [
+        'label',
+        { labels: { 'app.kubernetes.io/instance': 'myapp' } },
+        'app.kubernetes.io/instance',
+      ],
+      [
+        'annotation',
+        { annotations: { 'argocd.argoproj.io/tracking-id': 'myapp:/Secret:team-a/x' } },
+        'argocd.argoproj.io/tracking-id',
+      ],
+      [
+        'label',
+        { labels: { 'kustomize.toolkit.fluxcd.io/name': 'apps' } },
+        'kustomize.toolkit.fluxcd.io/name',
+      ],
+      [
+        'annotation',
+        { annotations: { 'reflector.v1.k8s.emberstack.com/reflects': 'team-b/db' } },
+        'reflector.v1.k8s.emberstack.com/reflects',
+      ],
+    ] as const) {
+      const m = metadata as {
+        labels?: Record<string, string>;
+        annotations?: Record<string, string>;
+      };
+      expectDenied(
+        await outcome(
+          createSecret(asAgent, 'team-a', {
+            metadata: {
+              name: 'foreign',
+              labels: { ...MARKS, ...m.labels },
+              annotations: m.annotations,
+            },
+            stringData: { k: 'v' },
+          }),
+        ),
+        AGENT_POLICY,
+        FOREIGN,
+        `would carry ${what} ${key}`,
+      );
+    }
+    expect(await exists('team-a', 'db-postgresql')).toBe(false);
+    expect(await exists('team-a', 'foreign')).toBe(false);
+  });
+
+  it('on UPDATE: the agent may not add or change such a key, but keeps what another tool put there', async () => {
+    await createSecret(asAgent, 'team-a', secret('tracked', MARKS));
+    expectDenied(
+      await outcome(
+        updateSecret(asAgent, 'team-a', 'tracked', (s) => {
+          s.metadata!.labels = { ...s.metadata!.labels, 'app.kubernetes.io/managed-by': 'Helm' };
+        }),
+      ),
+      AGENT_POLICY,
+      FOREIGN,
+      'would carry label app.kubernetes.io/managed-by',
+    );
+    // Argo CD (here: the admin) tracks the copy itself; the agent's next write keeps the mark...
+    await updateSecret(admin, 'team-a', 'tracked', (s) => {
+      s.metadata!.annotations = {
+        'argocd.argoproj.io/tracking-id': 'myapp:/Secret:team-a/tracked',
+      };
+    });
+    expect(
+      await outcome(
+        updateSecret(asAgent, 'team-a', 'tracked', (s) => {
+          s.data = { k: Buffer.from('v2').toString('base64') };
+        }),
+      ),
+    ).toEqual(OK);
+    // ...but may not point it elsewhere.
+    expectDenied(
+      await outcome(
+        updateSecret(asAgent, 'team-a', 'tracked', (s) => {
+          s.metadata!.annotations = {
+            'argocd.argoproj.io/tracking-id': 'other:/Secret:team-a/tracked',
+          };
+        }),
+      ),
+      AGENT_POLICY,
+      FOREIGN,
+      'would carry annotation argocd.argoproj.io/tracking-id',
+    );
+  });
+
+  it("an owner's own list: the adopting release keeps the default, so a ConfigMap is refused there too", async () => {
+    expectDenied(
+      await outcome(
+        asAdoptingAgent.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+          namespace: 'team-a',
+          body: {
+            metadata: { name: 'cm-foreign', labels: { ...MARKS, 'kapp.k14s.io/app': '1' } },
+            data: { k: 'v' },
+          },
+        }),
+      ),
+      ADOPTING_POLICY,
+      FOREIGN,
+      'would carry label kapp.k14s.io/app',
+    );
+  });
+});
+
 describe('attacks through the agent (a MirrorDelivery aimed where it must not write)', () => {
   it('cannot create, overwrite or delete a Secret in kube-system, marked or not', async () => {
     const victim = await createSecret(admin, 'kube-system', secret('cloud-credentials'));

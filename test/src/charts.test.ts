@@ -30,6 +30,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 
 import { DEFAULT_LEASE_NAME, HASH_KEY_SECRET, LEASES_SECRET } from '@mirrorhub/hub/names';
+import { FOREIGN_OWNERSHIP_PATTERNS } from '@mirrorhub/shared/mirror/foreign-ownership';
+import { parsePolicy } from '@mirrorhub/shared/mirror/policy';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { chartsDir, loadCrds } from './support/crds.js';
@@ -601,6 +603,7 @@ describe('charts, rendered', () => {
       'policy.ownership',
       'policy.allowAdopt',
       'policy.secretTypes',
+      'policy.metadata.foreignOwnership',
       'policy.metadata.deniedDomains',
     ]);
     expect(rule('policy.namespaces.always-denied')[0]!.expression).toContain(
@@ -641,8 +644,64 @@ describe('charts, rendered', () => {
       'policy.namespaces.always-denied',
       'policy.ownership',
       'policy.secretTypes',
+      'policy.metadata.foreignOwnership',
       'policy.metadata.deniedDomains',
     ]);
+  });
+
+  it("agent: other controllers' ownership marks, one list for the agent and the admission policy", async () => {
+    // values.yaml's default is foreign-ownership.ts's list, which the agent uses when unset.
+    expect(
+      (DEFAULT_POLICY as { metadata: { foreignOwnership: string[] } }).metadata.foreignOwnership,
+    ).toEqual(FOREIGN_OWNERSHIP_PATTERNS);
+    expect(parsePolicy({}, NS).summary['foreignOwnership']).toEqual(FOREIGN_OWNERSHIP_PATTERNS);
+    const variables = async (args: string[]) => {
+      const objs = await render(AGENT_CHART, [...AGENT_REQUIRED, ...args]);
+      const spec = admissionPolicies(objs).get('mirrorhub-agent-copies')!.spec!;
+      const env = deploymentEnv(only<V1Deployment>(objs, 'Deployment'), 'agent-0');
+      const v = (name: string) =>
+        JSON.parse(spec.variables!.find((x) => x.name === name)!.expression.trim()) as string[];
+      return {
+        keys: v('foreignKeys'),
+        prefixes: v('foreignPrefixes'),
+        agent: (JSON.parse(env.MIRRORHUB_POLICY!) as { metadata: { foreignOwnership: string[] } })
+          .metadata.foreignOwnership,
+      };
+    };
+    // Exact keys and prefixes (a pattern's * dropped) from the same values as the agent's policy.
+    const defaults = await variables([]);
+    expect(defaults.agent).toEqual(FOREIGN_OWNERSHIP_PATTERNS);
+    expect(defaults.keys).toEqual(FOREIGN_OWNERSHIP_PATTERNS.filter((p) => !p.endsWith('*')));
+    expect(defaults.prefixes).toEqual(
+      FOREIGN_OWNERSHIP_PATTERNS.filter((p) => p.endsWith('*')).map((p) => p.slice(0, -1)),
+    );
+    expect(defaults.keys).toContain('app.kubernetes.io/managed-by');
+    expect(defaults.prefixes).toContain('meta.helm.sh/');
+    // An owner's own list replaces the default in both places.
+    const own = await variables([
+      '--set-json',
+      'policy.metadata.foreignOwnership=["example.com/owner","tool.example.com/*"]',
+    ]);
+    expect(own).toEqual({
+      keys: ['example.com/owner'],
+      prefixes: ['tool.example.com/'],
+      agent: ['example.com/owner', 'tool.example.com/*'],
+    });
+    expect(await variables(['--set-json', 'policy.metadata.foreignOwnership=[]'])).toEqual({
+      keys: [],
+      prefixes: [],
+      agent: [],
+    });
+    // A * before the end is refused before anything is rendered, as the agent would refuse it.
+    expect(
+      await helmFails([
+        'template',
+        AGENT_CHART,
+        ...AGENT_REQUIRED,
+        '--set-json',
+        'policy.metadata.foreignOwnership=["a/*/b"]',
+      ]),
+    ).toMatch(/foreignOwnership/);
   });
 
   it('agent: admission policies can be turned off, and the hub one goes with hubAccess', async () => {

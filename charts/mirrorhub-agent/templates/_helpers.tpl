@@ -115,6 +115,18 @@ variables.deniedDomains.exists(d, {{ . }}.substring(0, {{ . }}.indexOf("/")) == 
 {{- end }}
 
 {{/*
+CEL: whether the label or annotation key in the variable named by .key is another controller's
+ownership mark (policy.metadata.foreignOwnership) that the write adds or changes: a key the old
+object already carried with that value (another tool's own, kept by the agent's patch) is not
+the agent's doing. .map and .old name the variables of the new and the old keys.
+*/}}
+{{- define "mirrorhub-agent.celForeignAdded" -}}
+!{{ .key }}.startsWith("mirrorhub.io/") &&
+({{ .key }} in variables.foreignKeys || variables.foreignPrefixes.exists(p, {{ .key }}.startsWith(p))) &&
+variables.{{ .old }}[?{{ .key }}] != optional.of(variables.{{ .map }}[{{ .key }}])
+{{- end }}
+
+{{/*
 The validations on the hub's Secret writes in an agent namespace: payload Secrets only. The hub
 chart has the same list for the hub's ServiceAccount in its own cluster (Helm cannot share a
 template between charts; test/src/charts.test.ts keeps the two equal). Needs the variables

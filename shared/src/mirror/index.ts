@@ -6,4 +6,5 @@ export * from './hash.js';
 export * from './names.js';
 export * from './status.js';
 export * from './policy.js';
+export * from './foreign-ownership.js';
 export * from './signing.js';

@@ -179,6 +179,70 @@ describe('parsePolicy: the copy', () => {
       { kind: 'Secret', annotations: { 'kubernetes.io/description': 'x' } },
       undefined,
     ],
+    [
+      "Helm's managed-by: the ownership list wins over allowedKeys",
+      {},
+      { kind: 'Secret', labels: { 'app.kubernetes.io/managed-by': 'Helm' } },
+      'metadata.foreignOwnership',
+    ],
+    [
+      "Helm's release annotation",
+      {},
+      { kind: 'Secret', annotations: { 'meta.helm.sh/release-name': 'db' } },
+      'metadata.foreignOwnership',
+    ],
+    [
+      "Argo CD's tracking label (allowed by allowedKeys alone)",
+      {},
+      { kind: 'ConfigMap', labels: { 'app.kubernetes.io/instance': 'myapp' } },
+      'metadata.foreignOwnership',
+    ],
+    [
+      "Argo CD's tracking annotation",
+      {},
+      { kind: 'Secret', annotations: { 'argocd.argoproj.io/tracking-id': 'myapp:/Secret:a/b' } },
+      'metadata.foreignOwnership',
+    ],
+    [
+      'an ownership key under a denied domain: the ownership rule is named',
+      {},
+      { kind: 'Secret', labels: { 'applyset.kubernetes.io/part-of': 'applyset-x' } },
+      'metadata.foreignOwnership',
+    ],
+    [
+      'ownership annotation before a denied-domain label',
+      {},
+      {
+        kind: 'Secret',
+        labels: { 'k8s.io/x': 'y' },
+        annotations: { 'kubed.appscode.com/sync': '' },
+      },
+      'metadata.foreignOwnership',
+    ],
+    [
+      "the owner took Argo CD's label out of the list: allowedKeys lets it through",
+      { metadata: { foreignOwnership: ['argocd.argoproj.io/tracking-id'] } },
+      { kind: 'Secret', labels: { 'app.kubernetes.io/instance': 'myapp' } },
+      undefined,
+    ],
+    [
+      'an owner who empties the list',
+      { metadata: { foreignOwnership: [] } },
+      { kind: 'Secret', annotations: { 'meta.helm.sh/release-name': 'db' } },
+      undefined,
+    ],
+    [
+      "an owner's own ownership key",
+      { metadata: { foreignOwnership: ['example.com/owner', 'tool.example.com/*'] } },
+      { kind: 'Secret', labels: { 'tool.example.com/app': 'x' } },
+      'metadata.foreignOwnership',
+    ],
+    [
+      "mirrorhub's own marks, even if a pattern covers them",
+      { metadata: { foreignOwnership: ['mirrorhub.io/*'] } },
+      { kind: 'Secret', labels: { 'mirrorhub.io/managed-by': 'mirrorhub' } },
+      undefined,
+    ],
   ])('%s', (_, spec, copy, rule) => {
     expect(parsePolicy(spec, AGENT_NS).checkDelivery(copy)?.rule).toBe(rule);
   });
@@ -186,6 +250,23 @@ describe('parsePolicy: the copy', () => {
   it('says how to get past a denied key', () => {
     expect(defaults.checkDelivery({ kind: 'Secret', labels: { 'k8s.io/x': '' } })?.message).toBe(
       'PolicyDenied (policy.metadata.deniedDomains): label k8s.io/x is under k8s.io, which copies may not carry here (drop it with template.removeLabels, or ask the cluster owner to add it to policy.metadata.allowedKeys)',
+    );
+  });
+
+  it('says whose mark a refused key is, and how to get past it', () => {
+    expect(
+      defaults.checkDelivery({ kind: 'Secret', labels: { 'app.kubernetes.io/managed-by': 'Helm' } })
+        ?.message,
+    ).toBe(
+      'PolicyDenied (policy.metadata.foreignOwnership): label app.kubernetes.io/managed-by is another controller\'s ownership or tracking mark (Helm, kustomize, ClusterSecret and others: names the tool that manages the object; Helm adopts an existing object whose value is Helm. A copy is managed by mirrorhub), which copies never carry here (drop it: template.labels adds it, template.removeLabels drops a source\'s; or ask the cluster owner to take "app.kubernetes.io/managed-by" out of policy.metadata.foreignOwnership)',
+    );
+    expect(
+      parsePolicy(
+        { metadata: { foreignOwnership: ['tool.example.com/*'] } },
+        AGENT_NS,
+      ).checkDelivery({ kind: 'Secret', annotations: { 'tool.example.com/app': 'x' } })?.message,
+    ).toMatch(
+      /^PolicyDenied \(policy.metadata.foreignOwnership\): annotation tool.example.com\/app .*\(it matches "tool.example.com\/\*"\).*template.removeAnnotations/,
     );
   });
 
@@ -210,6 +291,16 @@ describe('parsePolicy: bad configuration', () => {
     ],
     ['allowAdopt not a boolean', { allowAdopt: 'yes' }, /policy\.allowAdopt must be true or false/],
     ['an unknown field', { allowAdpot: true }, /policy\.allowAdpot is not a field/],
+    [
+      'an ownership pattern with * inside',
+      { metadata: { foreignOwnership: ['meta.helm.sh/*', 'a/*/b'] } },
+      /policy\.metadata\.foreignOwnership\[1\]: "a\/\*\/b" has a \* before its end/,
+    ],
+    [
+      'an ownership list that is not a list',
+      { metadata: { foreignOwnership: 'meta.helm.sh/*' } },
+      /policy\.metadata\.foreignOwnership must be a list of non-empty strings/,
+    ],
     [
       'requireLabel without a key',
       { namespaces: { requireLabel: '=true' } },

@@ -9,8 +9,16 @@
 // Pure: parse once at start-up (`parsePolicy`, errors say which field is wrong), then
 // `checkDelivery` (rules about the whole delivery: Secret type, metadata keys) and
 // `checkNamespace` (rules about one namespace) give a Denial naming the rule, or undefined.
+// Other controllers' ownership marks (foreign-ownership.ts) are refused before deniedDomains,
+// whatever allowedKeys says.
 
 import { compilePattern, type Labels } from './namespaces.js';
+import { findKeyPattern } from './shape.js';
+import {
+  FOREIGN_OWNERSHIP_PATTERNS,
+  foreignOwnershipReason,
+  foreignPatternProblem,
+} from './foreign-ownership.js';
 import { RESERVED_PREFIX } from '../contract.js';
 
 /** The policy as configured (the agent chart's `policy` values, as JSON). */
@@ -26,6 +34,8 @@ export interface PolicySpec {
   metadata?: {
     deniedDomains?: string[] | undefined;
     allowedKeys?: string[] | undefined;
+    /** Other controllers' ownership keys ("key" or "prefix*"); default: foreign-ownership.ts. */
+    foreignOwnership?: string[] | undefined;
   };
 }
 
@@ -70,6 +80,7 @@ export type PolicyRule =
   | 'namespaces.requireLabel'
   | 'allowAdopt'
   | 'secretTypes'
+  | 'metadata.foreignOwnership'
   | 'metadata.deniedDomains';
 
 export interface Denial {
@@ -158,6 +169,13 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
   const allowedKeys = new Set(
     stringList(md['allowedKeys'], 'policy.metadata.allowedKeys', errors) ?? DEFAULT_ALLOWED_KEYS,
   );
+  const foreignOwnership =
+    stringList(md['foreignOwnership'], 'policy.metadata.foreignOwnership', errors) ??
+    FOREIGN_OWNERSHIP_PATTERNS;
+  foreignOwnership.forEach((p, i) => {
+    const problem = foreignPatternProblem(p);
+    if (problem) errors.push(`policy.metadata.foreignOwnership[${i}]: ${problem}`);
+  });
   if (errors.length > 0) {
     throw new Error(`invalid policy (MIRRORHUB_POLICY): ${errors.join('; ')}`);
   }
@@ -171,6 +189,10 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
     const prefix = key.slice(0, slash).toLowerCase();
     return deniedDomains.find((d) => prefix === d || prefix.endsWith(`.${d}`));
   };
+
+  /** The ownership pattern of another controller that `key` matches; it wins over allowedKeys. */
+  const keyForeign = (key: string): string | undefined =>
+    key.startsWith(RESERVED_PREFIX) ? undefined : findKeyPattern(key, foreignOwnership);
 
   return {
     allowAdopt: allowAdopt as boolean,
@@ -186,16 +208,32 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
           );
         }
       }
-      for (const [what, map] of [
-        ['label', copy.labels],
-        ['annotation', copy.annotations],
-      ] as const) {
+      const maps = [
+        ['label', 'Labels', copy.labels],
+        ['annotation', 'Annotations', copy.annotations],
+      ] as const;
+      // Ownership marks first: they win over allowedKeys, and the admission policy checks them
+      // first too.
+      for (const [what, field, map] of maps) {
+        for (const key of Object.keys(map ?? {})) {
+          const foreign = keyForeign(key);
+          if (!foreign) continue;
+          // The hub drops source keys on the default list, so this one comes from the mirror's
+          // template (or from the source, for a key the owner added to the list).
+          const reason = foreignOwnershipReason(foreign) ?? `it matches "${foreign}"`;
+          return deny(
+            'metadata.foreignOwnership',
+            `${what} ${key} is another controller's ownership or tracking mark (${reason}), which copies never carry here (drop it: template.${field.toLowerCase()} adds it, template.remove${field} drops a source's; or ask the cluster owner to take "${foreign}" out of policy.metadata.foreignOwnership)`,
+          );
+        }
+      }
+      for (const [what, field, map] of maps) {
         for (const key of Object.keys(map ?? {})) {
           const domain = keyDenied(key);
           if (domain) {
             return deny(
               'metadata.deniedDomains',
-              `${what} ${key} is under ${domain}, which copies may not carry here (drop it with template.remove${what === 'label' ? 'Labels' : 'Annotations'}, or ask the cluster owner to add it to policy.metadata.allowedKeys)`,
+              `${what} ${key} is under ${domain}, which copies may not carry here (drop it with template.remove${field}, or ask the cluster owner to add it to policy.metadata.allowedKeys)`,
             );
           }
         }
@@ -253,6 +291,7 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
       secretTypes: [...secretTypes],
       deniedDomains,
       allowedKeys: [...allowedKeys],
+      foreignOwnership,
     },
   };
 }

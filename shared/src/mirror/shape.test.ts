@@ -157,6 +157,49 @@ describe('selectKeys and shapeMetadata', () => {
       [],
       {},
     ],
+    [
+      "a Helm release's ownership marks stay on the source",
+      {
+        'app.kubernetes.io/managed-by': 'Helm',
+        'meta.helm.sh/release-name': 'db',
+        'meta.helm.sh/release-namespace': 'team-a',
+        'helm.sh/chart': 'postgresql-1.0.0',
+        'app.kubernetes.io/name': 'postgresql',
+      },
+      undefined,
+      [],
+      { 'app.kubernetes.io/name': 'postgresql' },
+    ],
+    [
+      "Argo CD's tracking label and annotation stay on the source",
+      {
+        'app.kubernetes.io/instance': 'myapp',
+        'argocd.argoproj.io/tracking-id': 'myapp:/Secret:src/db',
+        team: 'a',
+      },
+      undefined,
+      [],
+      { team: 'a' },
+    ],
+    [
+      "other mirroring tools' marks stay on the source",
+      {
+        'reflector.v1.k8s.emberstack.com/reflection-auto-enabled': 'true',
+        'kubed.appscode.com/sync': '',
+        'clustersecret.io': 'x',
+        'reconcile.external-secrets.io/managed': 'true',
+      },
+      undefined,
+      [],
+      {},
+    ],
+    [
+      "a template's ownership mark passes (the follower's policy decides)",
+      { 'app.kubernetes.io/managed-by': 'Helm' },
+      { 'app.kubernetes.io/managed-by': 'Helm', 'meta.helm.sh/release-name': 'db' },
+      [],
+      { 'app.kubernetes.io/managed-by': 'Helm', 'meta.helm.sh/release-name': 'db' },
+    ],
   ])('%s', (_, source, add, remove, expected) => {
     expect(shapeMetadata(source, add, remove)).toEqual(expected);
   });

@@ -11,6 +11,7 @@
 
 import type { DeliveryTemplate, KeyMapping, MirrorTemplate, SourceKind } from '../api/types.gen.js';
 import { LAST_APPLIED_ANNOTATION, type CopyMarks } from './names.js';
+import { FOREIGN_OWNERSHIP_PATTERNS } from './foreign-ownership.js';
 import {
   ANNOTATION_BINARY_KEYS,
   LABEL_DELIVERY,
@@ -134,16 +135,26 @@ export function selectKeys(
   return { data, mapping, missing, duplicates };
 }
 
-/** True when `key` is matched by an exact key or a "prefix*" pattern. */
-export function matchesKeyPattern(key: string, patterns: readonly string[] | undefined): boolean {
-  return (patterns ?? []).some((p) =>
+/** The first exact key or "prefix*" pattern that matches `key`. */
+export function findKeyPattern(
+  key: string,
+  patterns: readonly string[] | undefined,
+): string | undefined {
+  return (patterns ?? []).find((p) =>
     p.endsWith('*') ? key.startsWith(p.slice(0, -1)) : key === p,
   );
 }
 
+/** True when `key` is matched by an exact key or a "prefix*" pattern. */
+export function matchesKeyPattern(key: string, patterns: readonly string[] | undefined): boolean {
+  return findKeyPattern(key, patterns) !== undefined;
+}
+
 /**
  * Source labels or annotations as the copy carries them: without last-applied-configuration,
- * without anything under mirrorhub.io/, without removed keys, then with the template's added.
+ * without anything under mirrorhub.io/, without other controllers' ownership marks
+ * (foreign-ownership.ts), without removed keys, then with the template's added. A template may
+ * add an ownership mark back; the follower's policy then decides (policy.metadata.foreignOwnership).
  */
 export function shapeMetadata(
   source: StringMap | undefined,
@@ -162,9 +173,16 @@ export function shapeMetadata(
   return out;
 }
 
-/** Keys that never leave the source, whatever the template says. */
+/**
+ * Keys that never leave the source: kubectl's last-applied state, mirrorhub's own marks, and other
+ * controllers' ownership marks (the default list: the hub does not know a follower's own).
+ */
 export function isNeverCopied(key: string): boolean {
-  return key === LAST_APPLIED_ANNOTATION || key.startsWith(RESERVED_PREFIX);
+  return (
+    key === LAST_APPLIED_ANNOTATION ||
+    key.startsWith(RESERVED_PREFIX) ||
+    matchesKeyPattern(key, FOREIGN_OWNERSHIP_PATTERNS)
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

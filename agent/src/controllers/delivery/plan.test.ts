@@ -778,6 +778,16 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
       { template: { annotations: { 'kubernetes.io/service-account.name': 'default' } } },
       /^PolicyDenied \(policy.metadata.deniedDomains\): annotation kubernetes.io\/service-account.name/,
     ],
+    [
+      "Helm's release marks (the adoption squat)",
+      {
+        template: {
+          labels: { 'app.kubernetes.io/managed-by': 'Helm' },
+          annotations: { 'meta.helm.sh/release-name': 'db' },
+        },
+      },
+      /^PolicyDenied \(policy.metadata.foreignOwnership\): label app.kubernetes.io\/managed-by is another controller's ownership/,
+    ],
   ])(
     'refuses %s everywhere: nothing written, Error, every namespace PolicyDenied',
     (_, spec, message) => {
