@@ -46,6 +46,8 @@ const WRITER = { namespace: 'writers', name: 'ns-writer' };
 /** The ServiceAccounts the two releases in NS create. */
 const AGENT_SA = 'mirrorhub-agent';
 const HUB_SA = 'mirrorhub-hub';
+/** A token Secret of the agent's ServiceAccount that predates the seal. */
+const LEGACY_TOKEN = 'mirrorhub-agent-token-legacy';
 
 // The policies (each bound by a binding of the same name), by release.
 const AGENT_POLICY = 'mirrorhub-agent-copies';
@@ -110,6 +112,9 @@ beforeAll(async () => {
   ] as const) {
     await core.createNamespace({ body: { metadata: { name, labels } } });
   }
+  // A token Secret of the agent made before the charts (and their seal) were installed.
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  await createSecret(admin, NS, serviceAccountToken(LEGACY_TOKEN));
   for (const sa of [HUB_USER, WRITER]) {
     await core.createNamespacedServiceAccount({
       namespace: sa.namespace,
@@ -808,6 +813,25 @@ describe("the agent namespace is sealed: no token Secret of mirrorhub's ServiceA
     expect((await read(NS, 'reaim')).metadata?.annotations).toEqual({
       'kubernetes.io/service-account.name': 'default',
     });
+  });
+
+  it('a token Secret made before the seal may still change (so Kubernetes can mark it invalid) and go, not come back', async () => {
+    // Kubernetes' legacy-token cleaner labels an unused one invalid, then deletes it.
+    expect(
+      await outcome(
+        updateSecret(admin, NS, LEGACY_TOKEN, (s) => {
+          s.metadata!.labels = { 'kubernetes.io/legacy-token-invalid-since': '2026-01-01' };
+        }),
+      ),
+    ).toEqual(OK);
+    expect(await outcome(deleteSecret(admin, NS, LEGACY_TOKEN))).toEqual(OK);
+    expectDenied(
+      await outcome(createSecret(admin, NS, serviceAccountToken(LEGACY_TOKEN))),
+      AGENT_TOKEN_SECRETS,
+      'tokenSecret.serviceAccount',
+      `for ServiceAccount ${AGENT_SA} would hold a token of the agent`,
+    );
+    expect(await exists(NS, LEGACY_TOKEN)).toBe(false);
   });
 
   it('a Secret of another type cannot become a token Secret: the API server keeps a type for good', async () => {

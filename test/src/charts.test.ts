@@ -746,12 +746,11 @@ describe('charts, rendered', () => {
     expect(vap(objs)).toEqual(vap(alone));
     // Sealed for everyone: no token Secret of the agent's nor of the hub's ServiceAccount.
     const sealed = admissionPolicies(objs);
-    expect(sealed.get('mirrorhub-agent-token-secrets')!.spec!.validations![0]!.expression).toBe(
-      'variables.serviceAccount != "mirrorhub-agent"',
-    );
-    expect(sealed.get('mirrorhub-hub-token-secrets')!.spec!.validations![0]!.expression).toBe(
-      'variables.serviceAccount != "mirrorhub-hub"',
-    );
+    for (const sa of ['mirrorhub-agent', 'mirrorhub-hub']) {
+      expect(sealed.get(`${sa}-token-secrets`)!.spec!.validations![0]!.expression.trim()).toBe(
+        `variables.serviceAccount != "${sa}" || variables.oldServiceAccount == "${sa}"`,
+      );
+    }
     // No agent workload, and no hub-access Role: the hub chart grants the hub its own.
     expect(objs.some((o) => o.metadata.name === 'mirrorhub-agent-hub-access')).toBe(false);
     expect(
@@ -829,15 +828,18 @@ describe('charts, rendered', () => {
           },
         ],
       });
+      const tokenSecretOf = (o: string) =>
+        `${o}.?type.orValue("Opaque") == "kubernetes.io/service-account-token" ? ` +
+        `${o}.metadata.?annotations[?"kubernetes.io/service-account.name"].orValue("") : ""`;
       expect(spec.variables?.map((v) => [v.name, v.expression.trim()])).toEqual([
-        [
-          'serviceAccount',
-          'object.?type.orValue("Opaque") == "kubernetes.io/service-account-token" ? ' +
-            'object.metadata.?annotations[?"kubernetes.io/service-account.name"].orValue("") : ""',
-        ],
+        ['serviceAccount', tokenSecretOf('object')],
+        ['oldServiceAccount', `oldObject != null && ${tokenSecretOf('oldObject')}`],
       ]);
+      // Refused: a write that makes one (CREATE, or UPDATE of anything else into one).
+      const seal = (sa: string) =>
+        `variables.serviceAccount != "${sa}" || variables.oldServiceAccount == "${sa}"`;
       expect(spec.validations).toHaveLength(1);
-      expect(spec.validations![0]!.expression).toBe(`variables.serviceAccount != "${name}"`);
+      expect(spec.validations![0]!.expression.trim()).toBe(seal(name));
       expect(spec.validations![0]!.reason).toBe('Forbidden');
       expect(spec.validations![0]!.messageExpression).toContain(
         `"NoTokenSecret (tokenSecret.serviceAccount): Secret " + request.namespace + "/" + request.name +`,
@@ -854,8 +856,8 @@ describe('charts, rendered', () => {
             '--set',
             'serviceAccount.name=ops-sa',
           ])
-        ).validations![0]!.expression,
-      ).toBe('variables.serviceAccount != "ops-sa"');
+        ).validations![0]!.expression.trim(),
+      ).toBe(seal('ops-sa'));
     },
   );
 
