@@ -1,7 +1,8 @@
 // The charts' ValidatingAdmissionPolicies on a real kube-apiserver: what the agent's
 // ServiceAccount and the hub's identities may write once the API server enforces the agent
 // chart's `policy` values (and the hub's payload-only rule), whatever the agent or the hub would
-// do. Every rule is shown both ways, one request it lets through and one it refuses, with the
+// do, and what nobody may write in the agent namespace (a token Secret of mirrorhub's
+// ServiceAccounts). Every rule is shown both ways, one request it lets through and one it refuses, with the
 // refusal naming the rule. The identities are real: TokenRequest tokens of the charts'
 // ServiceAccounts, and the hub's EKS group by impersonation.
 //
@@ -14,6 +15,7 @@ import { join } from 'node:path';
 import {
   ApiException,
   CoreV1Api,
+  RbacAuthorizationV1Api,
   type KubeConfig,
   type V1ConfigMap,
   type V1Secret,
@@ -23,6 +25,7 @@ import { stringify } from 'yaml';
 
 import { HASH_KEY_SECRET, LEASES_SECRET } from '@mirrorhub/hub/names';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
+import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { chartsDir } from './support/crds.js';
 import { eventually } from './support/eventually.js';
@@ -38,6 +41,13 @@ const HUB_APART_NS = 'hub-apart';
 /** A ServiceAccount standing in for the hub of a non-EKS follower (hubAccess.users). */
 const HUB_USER = { namespace: 'hub-identity', name: 'hub' };
 const HUB_GROUP = 'mirrorhub-hub';
+/** Someone else who may write Secrets in the agent namespace (a Role there, nothing more). */
+const WRITER = { namespace: 'writers', name: 'ns-writer' };
+/** The ServiceAccounts the two releases in NS create. */
+const AGENT_SA = 'mirrorhub-agent';
+const HUB_SA = 'mirrorhub-hub';
+/** A token Secret of the agent's ServiceAccount that predates the seal. */
+const LEGACY_TOKEN = 'mirrorhub-agent-token-legacy';
 
 // The policies (each bound by a binding of the same name), by release.
 const AGENT_POLICY = 'mirrorhub-agent-copies';
@@ -47,6 +57,9 @@ const HUB_PAYLOADS = 'mirrorhub-hub-payloads';
 const HUB_HASH_KEY = 'mirrorhub-hub-hash-key';
 const HUB_APART_PAYLOADS = 'hub-apart-mirrorhub-hub-payloads';
 const HUB_APART_HASH_KEY = 'hub-apart-mirrorhub-hub-hash-key';
+/** No token Secret of the agent's (agent chart) or the hub's (hub chart) ServiceAccount. */
+const AGENT_TOKEN_SECRETS = 'mirrorhub-agent-token-secrets';
+const HUB_TOKEN_SECRETS = 'mirrorhub-hub-token-secrets';
 
 /** What the agent chart's admission policies are generated from in the first release. */
 const POLICY = {
@@ -75,6 +88,7 @@ let asHubUser: KubeConfig;
 let asHubGroup: KubeConfig;
 let asHubServiceAccount: KubeConfig;
 let asHubApart: KubeConfig;
+let asWriter: KubeConfig;
 let valuesDir: string;
 
 beforeAll(async () => {
@@ -94,13 +108,19 @@ beforeAll(async () => {
     ['team-secretive', ACCEPT],
     [HUB_USER.namespace, {}],
     [HUB_APART_NS, {}],
+    [WRITER.namespace, {}],
   ] as const) {
     await core.createNamespace({ body: { metadata: { name, labels } } });
   }
-  await core.createNamespacedServiceAccount({
-    namespace: HUB_USER.namespace,
-    body: { metadata: { name: HUB_USER.name } },
-  });
+  // A token Secret of the agent made before the charts (and their seal) were installed.
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  await createSecret(admin, NS, serviceAccountToken(LEGACY_TOKEN));
+  for (const sa of [HUB_USER, WRITER]) {
+    await core.createNamespacedServiceAccount({
+      namespace: sa.namespace,
+      body: { metadata: { name: sa.name } },
+    });
+  }
 
   const install = async (release: string, chart: string, ns: string, values: object) => {
     const file = join(valuesDir, `${release}.yaml`);
@@ -162,6 +182,30 @@ beforeAll(async () => {
     namespace: HUB_APART_NS,
     name: 'hub-apart-mirrorhub-hub',
   });
+  // A namespace writer: whoever the cluster's owner lets manage Secrets in the agent namespace.
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({
+    namespace: NS,
+    body: {
+      metadata: { name: 'secret-writer' },
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'],
+        },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: NS,
+    body: {
+      metadata: { name: 'secret-writer' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'secret-writer' },
+      subjects: [{ kind: 'ServiceAccount', ...WRITER }],
+    },
+  });
+  asWriter = await serviceAccountKubeConfig(admin, WRITER);
 
   // Admission policies take a moment to load after they are created: wait until each one
   // refuses a request it must refuse (dry runs: nothing is written either way).
@@ -171,6 +215,11 @@ beforeAll(async () => {
     [HUB_ACCESS_POLICY, () => createSecret(asHubUser, NS, secret('probe'), true)],
     [HUB_PAYLOADS, () => createSecret(asHubServiceAccount, NS, secret('probe'), true)],
     [HUB_APART_HASH_KEY, () => createSecret(asHubApart, HUB_APART_NS, secret('probe'), true)],
+    [AGENT_TOKEN_SECRETS, () => createSecret(asWriter, NS, serviceAccountToken('probe'), true)],
+    [
+      HUB_TOKEN_SECRETS,
+      () => createSecret(asWriter, NS, serviceAccountToken('probe', {}, HUB_SA), true),
+    ],
   ];
   for (const [policy, probe] of probes) {
     await eventually(
@@ -676,8 +725,11 @@ describe("the hub's identity in a follower (hubAccess): payload Secrets only, in
   it.each(identities)(
     'payload.type: %s may not create a kubernetes.io/service-account-token Secret',
     async (_who, kc) => {
+      // The token of any ServiceAccount (mirrorhub's own are sealed for everyone: see below).
       expectDenied(
-        await outcome(createSecret(kc(), NS, serviceAccountToken('agent-token', PAYLOAD_LABEL))),
+        await outcome(
+          createSecret(kc(), NS, serviceAccountToken('agent-token', PAYLOAD_LABEL, 'default')),
+        ),
         HUB_ACCESS_POLICY,
         'payload.type',
         'may write only payload Secrets here, of type Opaque, not kubernetes.io/service-account-token',
@@ -757,7 +809,9 @@ describe("the hub's ServiceAccount in its own cluster (hub chart)", () => {
       await outcome(updateSecret(hub, NS, HASH_KEY_SECRET, (s) => (s.stringData = { key: 'k2' }))),
     ).toEqual(OK);
     expectDenied(
-      await outcome(createSecret(hub, NS, serviceAccountToken('agent-token', PAYLOAD_LABEL))),
+      await outcome(
+        createSecret(hub, NS, serviceAccountToken('agent-token', PAYLOAD_LABEL, 'default')),
+      ),
       HUB_PAYLOADS,
       'payload.type',
       "the hub's ServiceAccount may write only payload Secrets here, of type Opaque",
@@ -780,7 +834,9 @@ describe("the hub's ServiceAccount in its own cluster (hub chart)", () => {
   it('its hash key is Opaque, even under that name', async () => {
     await rmSecret(NS, HASH_KEY_SECRET);
     expectDenied(
-      await outcome(createSecret(asHubServiceAccount, NS, serviceAccountToken(HASH_KEY_SECRET))),
+      await outcome(
+        createSecret(asHubServiceAccount, NS, serviceAccountToken(HASH_KEY_SECRET, {}, 'default')),
+      ),
       HUB_HASH_KEY,
       'hashKey.type',
       "the hub's hash key and leases are Opaque Secrets, not kubernetes.io/service-account-token",
@@ -807,6 +863,148 @@ describe("the hub's ServiceAccount in its own cluster (hub chart)", () => {
       'payload.label',
       'labelled mirrorhub.io/payload=true',
     );
+  });
+});
+
+describe("the agent namespace is sealed: no token Secret of mirrorhub's ServiceAccounts, from anyone", () => {
+  // A kubernetes.io/service-account-token Secret for the agent's (or the hub's) ServiceAccount,
+  // in its namespace, is what the token controller fills with a token that never expires, and
+  // either token reads every Secret of the cluster. Each identity is refused by the seal; the
+  // hub's identities and the agent are refused by their own policies as well, and the API server
+  // names whichever it evaluated first.
+  const ownPolicy = {
+    hubGroup: [HUB_ACCESS_POLICY, 'payload.type', 'not kubernetes.io/service-account-token'],
+    hubUser: [HUB_ACCESS_POLICY, 'payload.type', 'not kubernetes.io/service-account-token'],
+    hubServiceAccount: [HUB_PAYLOADS, 'payload.type', 'not kubernetes.io/service-account-token'],
+    agent: [AGENT_POLICY, 'policy.namespaces.always-denied', `namespace ${NS} is never written`],
+  } as const;
+  const identities = [
+    [`the hub's group ${HUB_GROUP} in a follower`, () => asHubGroup, ownPolicy.hubGroup],
+    ['a hub bound by hubAccess.users', () => asHubUser, ownPolicy.hubUser],
+    ["the hub's own ServiceAccount", () => asHubServiceAccount, ownPolicy.hubServiceAccount],
+    ['the agent itself', () => asAgent, ownPolicy.agent],
+    ['someone with a Role to write Secrets in the agent namespace', () => asWriter, undefined],
+    ['a cluster administrator', () => admin, undefined],
+  ] as const;
+  const sealed = [
+    [
+      AGENT_SA,
+      AGENT_TOKEN_SECRETS,
+      'a token of the agent, which reads every Secret of the cluster',
+    ],
+    [HUB_SA, HUB_TOKEN_SECRETS, 'a token of the hub, which reads every Secret of the cluster'],
+  ] as const;
+
+  it.each(
+    identities.flatMap(([who, kc, own]) => sealed.map((s) => [who, s[0], kc, own, s] as const)),
+  )(
+    'tokenSecret.serviceAccount: %s may not create a token Secret for %s',
+    async (_who, sa, kc, own, [, policy, what]) => {
+      const name = `sealed-${sa}`;
+      const seal = [
+        policy,
+        'tokenSecret.serviceAccount',
+        `Secret ${NS}/${name}: a kubernetes.io/service-account-token Secret for ServiceAccount ${sa} would hold ${what}`,
+      ] as [string, string, string];
+      const o = await outcome(createSecret(kc(), NS, serviceAccountToken(name, PAYLOAD_LABEL, sa)));
+      if (own) expectDeniedByOneOf(o, [seal, [...own]]);
+      else expectDenied(o, ...seal);
+      expect(o.message).toContain('enforced by the API server from the');
+      // Nothing exists for a token controller to fill.
+      expect(await exists(NS, name)).toBe(false);
+    },
+  );
+
+  it('tokenSecret.serviceAccount on UPDATE: a token Secret of another ServiceAccount cannot be re-aimed at them', async () => {
+    // Annotations of a token Secret may change; a controller would then fill in a token of the
+    // ServiceAccount it now names (once the old uid annotation and token are gone).
+    const core = asWriter.makeApiClient(CoreV1Api);
+    expect(
+      await outcome(createSecret(asWriter, NS, serviceAccountToken('reaim', {}, 'default'))),
+    ).toEqual(OK);
+    for (const [sa, policy] of [
+      [AGENT_SA, AGENT_TOKEN_SECRETS],
+      [HUB_SA, HUB_TOKEN_SECRETS],
+    ] as const) {
+      expectDenied(
+        await outcome(
+          updateSecret(asWriter, NS, 'reaim', (s) => {
+            s.metadata!.annotations = { 'kubernetes.io/service-account.name': sa };
+            s.data = {};
+          }),
+        ),
+        policy,
+        'tokenSecret.serviceAccount',
+        `for ServiceAccount ${sa} would hold a token of the`,
+      );
+      expectDenied(
+        await outcome(
+          core.patchNamespacedSecret(
+            {
+              namespace: NS,
+              name: 'reaim',
+              body: { metadata: { annotations: { 'kubernetes.io/service-account.name': sa } } },
+            },
+            mergePatchOptions(),
+          ),
+        ),
+        policy,
+        'tokenSecret.serviceAccount',
+        `for ServiceAccount ${sa}`,
+      );
+    }
+    expect((await read(NS, 'reaim')).metadata?.annotations).toEqual({
+      'kubernetes.io/service-account.name': 'default',
+    });
+  });
+
+  it('a token Secret made before the seal may still change (so Kubernetes can mark it invalid) and go, not come back', async () => {
+    // Kubernetes' legacy-token cleaner labels an unused one invalid, then deletes it.
+    expect(
+      await outcome(
+        updateSecret(admin, NS, LEGACY_TOKEN, (s) => {
+          s.metadata!.labels = { 'kubernetes.io/legacy-token-invalid-since': '2026-01-01' };
+        }),
+      ),
+    ).toEqual(OK);
+    expect(await outcome(deleteSecret(admin, NS, LEGACY_TOKEN))).toEqual(OK);
+    expectDenied(
+      await outcome(createSecret(admin, NS, serviceAccountToken(LEGACY_TOKEN))),
+      AGENT_TOKEN_SECRETS,
+      'tokenSecret.serviceAccount',
+      `for ServiceAccount ${AGENT_SA} would hold a token of the agent`,
+    );
+    expect(await exists(NS, LEGACY_TOKEN)).toBe(false);
+  });
+
+  it('a Secret of another type cannot become a token Secret: the API server keeps a type for good', async () => {
+    // Opaque, annotated for the agent: harmless (the token controller reads token Secrets only).
+    await createSecret(asWriter, NS, {
+      ...secret('retype'),
+      metadata: {
+        name: 'retype',
+        annotations: { 'kubernetes.io/service-account.name': AGENT_SA },
+      },
+    });
+    const o = await outcome(
+      updateSecret(asWriter, NS, 'retype', (s) => (s.type = 'kubernetes.io/service-account-token')),
+    );
+    expect(o.code, o.message).toBe(422);
+    expect(o.message).toContain('field is immutable');
+    expect((await read(NS, 'retype')).type).toBe('Opaque');
+  });
+
+  it("leaves other ServiceAccounts and other namespaces alone: the seal names mirrorhub's own only", async () => {
+    // The token controller looks the ServiceAccount up in the Secret's own namespace: a token
+    // Secret naming mirrorhub-agent in team-a is one of team-a/mirrorhub-agent (none here).
+    expect(
+      await outcome(createSecret(admin, 'team-a', serviceAccountToken('elsewhere', {}, AGENT_SA))),
+    ).toEqual(OK);
+    expect(
+      await outcome(
+        createSecret(asWriter, NS, serviceAccountToken('default-token', {}, 'default')),
+      ),
+    ).toEqual(OK);
   });
 });
 
@@ -854,6 +1052,17 @@ function expectDenied(o: Outcome, policy: string, rule: string, what: string): v
   }
 }
 
+/** Refused by one of `alternatives` ([policy, rule, what]): a request two policies refuse is
+ * reported by whichever the API server evaluates first, and that order is not defined. */
+function expectDeniedByOneOf(o: Outcome, alternatives: Array<[string, string, string]>): void {
+  expect(o.code, o.message).toBe(403);
+  const by = alternatives.find(([policy]) =>
+    o.message.includes(`ValidatingAdmissionPolicy '${policy}' with binding '${policy}'`),
+  );
+  expect(by, o.message).toBeDefined();
+  expectDenied(o, ...by!);
+}
+
 function secret(
   name: string,
   labels: Record<string, string> = {},
@@ -862,13 +1071,21 @@ function secret(
   return { metadata: { name, labels }, type: 'Opaque', stringData: data };
 }
 
-/** The API server validates the annotation, not that a token controller will fill it. */
-function serviceAccountToken(name: string, labels: Record<string, string> = {}): V1Secret {
+/**
+ * A token Secret of `serviceAccount` (in the Secret's namespace). The API server validates the
+ * annotation; the kit runs no token controller, so nothing fills in a token here: what counts
+ * is whether the Secret may exist at all.
+ */
+function serviceAccountToken(
+  name: string,
+  labels: Record<string, string> = {},
+  serviceAccount = AGENT_SA,
+): V1Secret {
   return {
     metadata: {
       name,
       labels,
-      annotations: { 'kubernetes.io/service-account.name': 'mirrorhub-agent' },
+      annotations: { 'kubernetes.io/service-account.name': serviceAccount },
     },
     type: 'kubernetes.io/service-account-token',
   };

@@ -568,6 +568,7 @@ describe('charts, rendered', () => {
     expect([...policies.keys()].sort()).toEqual([
       'mirrorhub-agent-copies',
       'mirrorhub-agent-hub-payloads',
+      'mirrorhub-agent-token-secrets',
     ]);
     for (const [, vap] of policies) expect(vap.spec?.failurePolicy).toBe('Fail');
 
@@ -714,12 +715,16 @@ describe('charts, rendered', () => {
       ...admissionPolicies(
         await render(AGENT_CHART, [...AGENT_REQUIRED, '--set', 'hubAccess.enabled=false']),
       ).keys(),
-    ]).toEqual(['mirrorhub-agent-copies']);
+    ]).toEqual(['mirrorhub-agent-copies', 'mirrorhub-agent-token-secrets']);
   });
 
   it('hub: its Secret writes are limited to payloads in the agent namespace and its hash key in its own', async () => {
     const same = admissionPolicies(await render(HUB_CHART, HUB_REQUIRED));
-    expect([...same.keys()].sort()).toEqual(['mirrorhub-hub-hash-key', 'mirrorhub-hub-payloads']);
+    expect([...same.keys()].sort()).toEqual([
+      'mirrorhub-hub-hash-key',
+      'mirrorhub-hub-payloads',
+      'mirrorhub-hub-token-secrets',
+    ]);
     const user = `request.userInfo.username == "system:serviceaccount:${NS}:mirrorhub-hub"`;
     const payloads = same.get('mirrorhub-hub-payloads')!.spec!;
     expect(payloads.matchConditions?.map((c) => c.expression.trim())).toEqual([
@@ -798,6 +803,13 @@ describe('charts, rendered', () => {
       return { ...spec, variables: spec.variables?.filter((v) => v.name !== 'source') };
     };
     expect(vap(objs)).toEqual(vap(alone));
+    // Sealed for everyone: no token Secret of the agent's nor of the hub's ServiceAccount.
+    const sealed = admissionPolicies(objs);
+    for (const sa of ['mirrorhub-agent', 'mirrorhub-hub']) {
+      expect(sealed.get(`${sa}-token-secrets`)!.spec!.validations![0]!.expression.trim()).toBe(
+        `variables.serviceAccount != "${sa}" || variables.oldServiceAccount == "${sa}"`,
+      );
+    }
     // No agent workload, and no hub-access Role: the hub chart grants the hub its own.
     expect(objs.some((o) => o.metadata.name === 'mirrorhub-agent-hub-access')).toBe(false);
     expect(
@@ -850,6 +862,63 @@ describe('charts, rendered', () => {
     expect(hub.spec?.validations).toEqual(agent.spec?.validations);
     expect(hub.spec?.validations).toHaveLength(3);
   });
+
+  it.each([
+    ['mirrorhub-agent', AGENT_CHART, AGENT_REQUIRED, 'agent'],
+    ['mirrorhub-hub', HUB_CHART, HUB_REQUIRED, 'hub'],
+  ] as const)(
+    "%s: no token Secret of the chart's ServiceAccount in its namespace, whoever writes it",
+    async (name, chart, required, what) => {
+      const policy = async (args: string[] = []) =>
+        admissionPolicies(await render(chart, [...required, ...args])).get(`${name}-token-secrets`)!
+          .spec!;
+      const spec = await policy();
+      expect(spec.failurePolicy).toBe('Fail');
+      // Every identity: no condition on who asks (the other policies bind the agent or the hub).
+      expect(spec.matchConditions ?? []).toEqual([]);
+      expect(spec.matchConstraints).toEqual({
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+        resourceRules: [
+          {
+            apiGroups: [''],
+            apiVersions: ['v1'],
+            operations: ['CREATE', 'UPDATE'],
+            resources: ['secrets'],
+          },
+        ],
+      });
+      const tokenSecretOf = (o: string) =>
+        `${o}.?type.orValue("Opaque") == "kubernetes.io/service-account-token" ? ` +
+        `${o}.metadata.?annotations[?"kubernetes.io/service-account.name"].orValue("") : ""`;
+      expect(spec.variables?.map((v) => [v.name, v.expression.trim()])).toEqual([
+        ['serviceAccount', tokenSecretOf('object')],
+        ['oldServiceAccount', `oldObject != null && ${tokenSecretOf('oldObject')}`],
+      ]);
+      // Refused: a write that makes one (CREATE, or UPDATE of anything else into one).
+      const seal = (sa: string) =>
+        `variables.serviceAccount != "${sa}" || variables.oldServiceAccount == "${sa}"`;
+      expect(spec.validations).toHaveLength(1);
+      expect(spec.validations![0]!.expression.trim()).toBe(seal(name));
+      expect(spec.validations![0]!.reason).toBe('Forbidden');
+      expect(spec.validations![0]!.messageExpression).toContain(
+        `"NoTokenSecret (tokenSecret.serviceAccount): Secret " + request.namespace + "/" + request.name +`,
+      );
+      expect(spec.validations![0]!.messageExpression).toContain(
+        `for ServiceAccount ${name} would hold a token of the ${what}, which reads every Secret of the cluster`,
+      );
+      // The ServiceAccount the chart runs as, whatever it is named.
+      expect(
+        (
+          await policy([
+            '--set',
+            'serviceAccount.create=false',
+            '--set',
+            'serviceAccount.name=ops-sa',
+          ])
+        ).validations![0]!.expression.trim(),
+      ).toBe(seal('ops-sa'));
+    },
+  );
 
   it.each([
     ['mirrorhub-hub', HUB_CHART, HUB_VALUE_SETS],
@@ -1168,6 +1237,15 @@ describe('charts, installed on real API servers', () => {
     expect(installed.agent).toContain('STATUS: deployed');
     expect(installed.agent).toContain('group mirrorhub-hub');
     expect(installed.agent).toContain('ValidatingAdmissionPolicy mirrorhub-agent-copies');
+    expect(installed.agent).toContain(
+      "ValidatingAdmissionPolicy mirrorhub-agent-token-secrets   everyone's: no token Secret of ServiceAccount mirrorhub-agent",
+    );
+    expect(installed.agent).toContain(
+      "Who may create pods or workloads, pods/exec or serviceaccounts/token in mirrorhub-system holds the agent's",
+    );
+    expect(installed.hub).toContain(
+      'ValidatingAdmissionPolicy mirrorhub-hub-token-secrets refuses everyone a token Secret of ServiceAccount mirrorhub-hub.',
+    );
     for (const [cluster, kc, chart] of [
       ['hub', hubAdmin, 'mirrorhub-hub'],
       ['follower-a', followerAdmin, 'mirrorhub-agent'],
@@ -1311,6 +1389,11 @@ describe('charts, installed on real API servers', () => {
           deny('create', 'namespaces'),
           deny('delete', 'namespaces'),
           deny('create', 'pods', { namespace: 'team-a' }),
+          // Nothing that runs as a ServiceAccount of its namespace or reads a pod's token.
+          deny('create', 'pods', { namespace: NS }),
+          deny('create', 'pods', { namespace: NS, subresource: 'exec' }),
+          deny('create', 'deployments', { group: 'apps', namespace: NS }),
+          deny('update', 'serviceaccounts', { namespace: NS }),
           deny('create', 'serviceaccounts', {
             subresource: 'token',
             namespace: NS,
@@ -1402,6 +1485,16 @@ describe('charts, installed on real API servers', () => {
           allow('get', 'pods', { namespace: NS, name: 'mirrorhub-hub-abc' }),
           deny('list', 'pods', { namespace: NS }),
           deny('get', 'pods', { namespace: 'team-a', name: 'app' }),
+          // Nothing that runs as the agent's ServiceAccount or reads its pod's token.
+          deny('create', 'pods', { namespace: NS }),
+          deny('create', 'pods', { namespace: NS, subresource: 'exec' }),
+          deny('create', 'deployments', { group: 'apps', namespace: NS }),
+          deny('create', 'jobs', { group: 'batch', namespace: NS }),
+          deny('create', 'serviceaccounts', {
+            subresource: 'token',
+            namespace: NS,
+            name: 'mirrorhub-agent',
+          }),
           deny('create', 'localsubjectaccessreviews', {
             group: 'authorization.k8s.io',
             namespace: 'team-a',
@@ -1507,7 +1600,19 @@ describe('charts, installed on real API servers', () => {
           deny('create', 'mirrordeliveries', { ...MH, namespace: 'team-a' }),
           deny('list', 'namespaces'),
           deny('create', 'roles', { group: 'rbac.authorization.k8s.io', namespace: NS }),
+          // Nothing that runs as the agent's ServiceAccount, mints its token or reads its pod's.
           deny('create', 'pods', { namespace: NS }),
+          deny('create', 'pods', { namespace: NS, subresource: 'exec' }),
+          deny('patch', 'pods', { namespace: NS, subresource: 'ephemeralcontainers' }),
+          deny('create', 'deployments', { group: 'apps', namespace: NS }),
+          deny('update', 'deployments', { group: 'apps', namespace: NS }),
+          deny('create', 'replicasets', { group: 'apps', namespace: NS }),
+          deny('create', 'statefulsets', { group: 'apps', namespace: NS }),
+          deny('create', 'daemonsets', { group: 'apps', namespace: NS }),
+          deny('create', 'jobs', { group: 'batch', namespace: NS }),
+          deny('create', 'cronjobs', { group: 'batch', namespace: NS }),
+          deny('update', 'serviceaccounts', { namespace: NS }),
+          deny('impersonate', 'serviceaccounts', { namespace: NS }),
           deny('create', 'serviceaccounts', {
             subresource: 'token',
             namespace: NS,

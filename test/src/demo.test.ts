@@ -36,6 +36,37 @@ describe('the README demo', () => {
         /^openbao +http:\/\/127\.0\.0\.1:\d+ +token +true /m,
       ];
       for (const row of tables) expect(stdout).toMatch(row);
+      // Both charts' ServiceAccounts, RBAC and admission policies, as `helm install` makes them:
+      // in every cluster the agent namespace is sealed, and the hub's identity there (the group
+      // its EKS access entry maps to, in a follower) may not create a token Secret of the agent.
+      for (const [cluster, who] of [
+        ['hub', 'ServiceAccount mirrorhub-system/mirrorhub-hub'],
+        ['follower-a', 'group mirrorhub-hub'],
+        ['follower-b', 'group mirrorhub-hub'],
+      ] as const) {
+        const line = new RegExp(`^\\[demo\\] ${cluster}: admission policies (.*); (.*)$`, 'm').exec(
+          stdout,
+        );
+        expect(line, cluster).not.toBeNull();
+        const policies = line![1]!.split(', ');
+        expect(policies).toEqual(
+          expect.arrayContaining([
+            'mirrorhub-agent-copies',
+            'mirrorhub-agent-hub-payloads',
+            'mirrorhub-agent-token-secrets',
+          ]),
+        );
+        if (cluster === 'hub') {
+          expect(policies).toEqual(
+            expect.arrayContaining(['mirrorhub-hub-payloads', 'mirrorhub-hub-token-secrets']),
+          );
+        }
+        expect(line![2]).toMatch(
+          new RegExp(
+            `^the hub's identity \\(${who}\\) is refused a service-account-token Secret for mirrorhub-agent \\(by mirrorhub-(agent-token-secrets|agent-hub-payloads|hub-payloads)\\)$`,
+          ),
+        );
+      }
       // How to change the value in OpenBao and see it arrive.
       expect(stdout).toMatch(/export BAO_ADDR=http:\/\/127\.0\.0\.1:\d+ BAO_TOKEN=\S+/);
       expect(stdout).toMatch(/\/bao kv put secret\/demo\/api api_key=demo-api-key-v2 /);

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { findFreePort } from '@mirrorhub/infra/components/cache';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +106,41 @@ describe('the hub chart with localAgent.inProcess', () => {
     const create = { resource: 'secrets', verb: 'create', namespace: 'team-a' };
     expect(await canI(asHub, create)).toBe(false);
     expect(await canI(asAgent, create)).toBe(true);
+  });
+
+  it("seals the namespace: no token Secret of the hub's or the agent's ServiceAccount, whoever asks", async () => {
+    // Both identities read every Secret of the cluster; a token Secret of either would hold a
+    // token that never expires. The included agent chart seals the agent's, the hub chart the
+    // hub's (an administrator is refused too: no policy here binds only the hub or the agent).
+    const core = admin.makeApiClient(CoreV1Api);
+    for (const [sa, policy, what] of [
+      [AGENT_SA, 'mirrorhub-hub-agent-token-secrets', 'the agent'],
+      [HUB_SA, 'mirrorhub-hub-token-secrets', 'the hub'],
+    ] as const) {
+      const body = {
+        metadata: {
+          name: `${sa}-token`,
+          annotations: { 'kubernetes.io/service-account.name': sa },
+        },
+        type: 'kubernetes.io/service-account-token',
+      };
+      const refusal = (dryRun?: 'All') =>
+        core.createNamespacedSecret({ namespace: NS, body, dryRun }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      const expectRefused = (err: unknown) => {
+        expect(err).toBeInstanceOf(ApiException);
+        expect((err as ApiException<string>).code).toBe(403);
+        expect(String((err as ApiException<string>).body)).toContain(
+          `ValidatingAdmissionPolicy '${policy}' with binding '${policy}' denied request: NoTokenSecret (tokenSecret.serviceAccount): Secret ${NS}/${sa}-token: a kubernetes.io/service-account-token Secret for ServiceAccount ${sa} would hold a token of ${what}`,
+        );
+      };
+      // Policies take a moment to load after the install: a dry run until this one does.
+      await eventually(async () => expectRefused(await refusal('All')));
+      expectRefused(await refusal());
+      expect(await objs.readSecret(NS, `${sa}-token`)).toBeUndefined();
+    }
   });
 
   it('runs hub and agent as one process: copies land, also in a namespace made later', async () => {

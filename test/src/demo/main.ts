@@ -10,7 +10,13 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 
 import { tokenAuth, VaultClient, type VaultEnvelope } from '@mirrorhub/hub/vault/index';
 import { findFreePort } from '@mirrorhub/infra/components/cache';
@@ -20,9 +26,20 @@ import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import { createUserWithAccessKey } from '@mirrorhub/infra/aws/moto';
 
 import { installCrds } from '../support/crds.js';
+import { applyRendered, renderChart } from '../support/helm.js';
 import { registerCluster } from '../support/objects.js';
-import { hubAwsEnv, prepareFollower, type FollowerAccess } from '../support/multicluster.js';
+import {
+  HUB_GROUP,
+  hubAwsEnv,
+  prepareFollower,
+  type FollowerAccess,
+} from '../support/multicluster.js';
 import { eventually } from '../support/eventually.js';
+import {
+  impersonatingKubeConfig,
+  serviceAccountKubeConfig,
+  writeKubeConfig,
+} from '../support/serviceaccount.js';
 import { clusterViewerToken } from '../support/viewers.js';
 import { generateHubKeyPair } from '../support/signing.js';
 
@@ -30,6 +47,13 @@ const root = resolve(import.meta.dirname, '../../..');
 const SYSTEM_NS = 'mirrorhub-system';
 /** The demo hub's signing key, made afresh each run. */
 const HUB_KEY = generateHubKeyPair();
+/** The charts' releases and the ServiceAccounts they create (docs/getting-started.md's names). */
+const HUB_RELEASE = 'mirrorhub-hub';
+const AGENT_RELEASE = 'mirrorhub-agent';
+const HUB_SA = 'mirrorhub-hub';
+const AGENT_SA = 'mirrorhub-agent';
+/** Lifetime of the hub's and the agents' tokens (a pod's are renewed by the kubelet): 7 days. */
+const PROCESS_TOKEN_SECONDS = 7 * 24 * 3600;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -89,23 +113,38 @@ async function main(): Promise<void> {
       userName: 'mirrorhub-hub',
     });
     const followers = ['follower-a', 'follower-b'];
+    // What `helm install` of the charts creates but the workloads: the hub chart's and an agent
+    // chart's ServiceAccounts, RBAC and admission policies here, an agent chart's in each
+    // follower, rendered from charts/ with the values docs/getting-started.md uses. The hub and
+    // the agents then run as those ServiceAccounts, held by what the charts grant and refuse.
+    await installHubCharts(kc);
     const access = new Map<string, FollowerAccess>();
-    for (const f of followers) access.set(f, await prepareFollower(kit, f, hubUser.arn));
+    for (const f of followers) {
+      access.set(f, await prepareFollower(kit, f, hubUser.arn, { agentChart: agentValues(f) }));
+    }
+    await checkSealed(kit);
     const ports = new Map<string, number>();
     for (const c of kit.clusters) {
       ports.set(c.name, await findFreePort());
       procs.push(
-        run(`agent-${c.name}`, 'agent/dist/main.js', c.kubeconfigPath, dir, {
-          PORT: String(ports.get(c.name)),
-          MIRRORHUB_CLUSTER_NAME: c.name,
-        }),
+        run(
+          `agent-${c.name}`,
+          'agent/dist/main.js',
+          await asServiceAccount(kit, c.name, AGENT_SA, dir),
+          dir,
+          {
+            PORT: String(ports.get(c.name)),
+            MIRRORHUB_CLUSTER_NAME: c.name,
+          },
+        ),
       );
     }
     const hubPort = await findFreePort();
     procs.push(
-      run('hub', 'hub/dist/main.js', hub.kubeconfigPath, dir, {
+      run('hub', 'hub/dist/main.js', await asServiceAccount(kit, 'hub', HUB_SA, dir), dir, {
         PORT: String(hubPort),
         POD_NAME: 'hub-demo',
+        MIRRORHUB_SERVICE_ACCOUNT: HUB_SA,
         ...hubAwsEnv(kit, hubUser),
       }),
     );
@@ -185,6 +224,109 @@ async function main(): Promise<void> {
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** The agent chart's values for `cluster`, as docs/getting-started.md installs it. */
+function agentValues(cluster: string): Record<string, unknown> {
+  return { clusterName: cluster, hubPublicKeys: [HUB_KEY.publicKeyPem] };
+}
+
+/** The management cluster: the hub chart and, next to it, the agent chart (docs/helm.md). */
+async function installHubCharts(kc: KubeConfig): Promise<void> {
+  const hubChart = await renderChart('mirrorhub-hub', HUB_RELEASE, SYSTEM_NS, {
+    signing: { existingSecret: 'mirrorhub-hub-signing' },
+  });
+  await applyRendered(kc, hubChart, SYSTEM_NS);
+  const agentChart = await renderChart(
+    'mirrorhub-agent',
+    AGENT_RELEASE,
+    SYSTEM_NS,
+    agentValues('hub'),
+  );
+  await applyRendered(kc, agentChart, SYSTEM_NS);
+}
+
+/**
+ * A kubeconfig (in the demo's directory) that authenticates as ServiceAccount `name` of the
+ * agent namespace of `cluster`, with a token from TokenRequest, as a pod of the chart mounts one.
+ */
+async function asServiceAccount(
+  kit: Kit,
+  cluster: string,
+  name: string,
+  dir: string,
+): Promise<string> {
+  const kc = await serviceAccountKubeConfig(kit.cluster(cluster).kubeConfig(), {
+    namespace: SYSTEM_NS,
+    name,
+    expirationSeconds: PROCESS_TOKEN_SECONDS,
+  });
+  return writeKubeConfig(kc, join(dir, `${cluster}-${name}.kubeconfig`));
+}
+
+/**
+ * The agent namespace of every cluster is sealed as the charts seal it: the charts' admission
+ * policies are in force, and the hub's identity there (its ServiceAccount in the management
+ * cluster, the group its EKS access entry maps to in a follower) is refused a
+ * kubernetes.io/service-account-token Secret for the agent's ServiceAccount, which would hand it
+ * a token that reads every Secret of the cluster. Dry runs: nothing is written either way. Policies
+ * take a moment to load after they are created, hence the wait.
+ */
+async function checkSealed(kit: Kit): Promise<void> {
+  for (const c of kit.clusters) {
+    const admin = c.kubeConfig();
+    const [who, asHub] =
+      c.name === 'hub'
+        ? [
+            `ServiceAccount ${SYSTEM_NS}/${HUB_SA}`,
+            await serviceAccountKubeConfig(admin, { namespace: SYSTEM_NS, name: HUB_SA }),
+          ]
+        : [
+            `group ${HUB_GROUP}`,
+            impersonatingKubeConfig(admin, {
+              user: `arn:aws:sts::${c.accountId}:assumed-role/mirrorhub-follower/mirrorhub-hub-demo`,
+              group: HUB_GROUP,
+            }),
+          ];
+    const policies = (
+      await admin
+        .makeApiClient(AdmissionregistrationV1Api)
+        .listValidatingAdmissionPolicy({ labelSelector: 'app.kubernetes.io/part-of=mirrorhub' })
+    ).items.map((p) => p.metadata!.name!);
+    if (!policies.includes(`${AGENT_RELEASE}-token-secrets`))
+      throw new Error(
+        `${c.name}: the agent chart's admission policies are not installed (${policies.join(', ')})`,
+      );
+    const refusal = await eventually(
+      async () => {
+        try {
+          await asHub.makeApiClient(CoreV1Api).createNamespacedSecret({
+            namespace: SYSTEM_NS,
+            dryRun: 'All',
+            body: {
+              metadata: {
+                name: 'agent-token',
+                annotations: { 'kubernetes.io/service-account.name': AGENT_SA },
+              },
+              type: 'kubernetes.io/service-account-token',
+            },
+          });
+        } catch (err) {
+          const body = err instanceof ApiException ? String(err.body) : '';
+          const by = /ValidatingAdmissionPolicy '([^']+)'/.exec(body);
+          if (err instanceof ApiException && err.code === 403 && by) return by[1]!;
+          throw err;
+        }
+        throw new Error(
+          `${c.name}: the hub's identity (${who}) may create a token Secret for ${AGENT_SA}`,
+        );
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    say(
+      `${c.name}: admission policies ${policies.sort().join(', ')}; the hub's identity (${who}) is refused a service-account-token Secret for ${AGENT_SA} (by ${refusal})`,
+    );
   }
 }
 
@@ -364,8 +506,8 @@ async function applyVaultSample(kc: KubeConfig, bao: OpenBao): Promise<void> {
   const group = 'mirrorhub.io';
   const version = 'v1alpha1';
   // A ClusterSecretMirror may use any ClusterVaultConnection: no allowedNamespaces needed (they
-  // are for namespaced SecretMirrors). The hub runs with the kit's admin kubeconfig here, so it
-  // can read the token Secret; the chart's RBAC grants the same (docs/helm.md).
+  // are for namespaced SecretMirrors). The hub reads the token Secret with the rights the hub
+  // chart grants it (docs/helm.md).
   await custom.createClusterCustomObject({
     group,
     version,

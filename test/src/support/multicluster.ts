@@ -11,7 +11,6 @@
 // On the hub: every CRD, a MirrorCluster per follower (spec.eks + labels), and the hub with
 // `aws` pointing at the kit's STS and EKS and its base identity the hub user.
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { CreateAccessEntryCommand, EKSClient } from '@aws-sdk/client-eks';
@@ -23,7 +22,6 @@ import {
   type V1Role,
   type V1RoleBinding,
 } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 
 import { createAgent, type Agent, type AgentConfig } from '@mirrorhub/agent/agent';
 import { createHub, type Hub, type HubConfig } from '@mirrorhub/hub/hub';
@@ -44,8 +42,8 @@ import {
 } from '@mirrorhub/shared';
 import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
-import { chartsDir, installCrds } from './crds.js';
-import { isolatedHelm } from './helm.js';
+import { installCrds } from './crds.js';
+import { applyRendered, renderChart } from './helm.js';
 import { LogSink } from './engine.js';
 import { ClusterObjects, SYSTEM_NS } from './objects.js';
 import { eventually } from './eventually.js';
@@ -101,6 +99,13 @@ export interface FollowerLayout {
   group?: string;
   /** Apply the agent chart's CRDs (default true). */
   crds?: boolean;
+  /**
+   * Values of the agent chart (release mirrorhub-agent): apply all its ServiceAccount, RBAC and
+   * admission policies (support/helm.ts IDENTITY_KINDS) rendered with them, as `helm install`
+   * would, instead of its hub-access Role and RoleBinding alone. Its policies are cluster-wide
+   * objects, so one follower per API server.
+   */
+  agentChart?: Record<string, unknown>;
 }
 
 export interface FollowerAccess {
@@ -467,7 +472,8 @@ let rendered: Promise<{ role: V1Role; binding: V1RoleBinding }> | undefined;
  * identity `hubPrincipalArn`: the MirrorDelivery CRD and agent namespace; a role in the
  * follower's account that the hub may assume with an ExternalId; an EKS access entry mapping
  * that role to the group mirrorhub-hub with no access policy; and the chart's hub-access Role
- * and RoleBinding, the group's only rights. `opts` places it elsewhere in its API server.
+ * and RoleBinding, the group's only rights (with `opts.agentChart`, everything of the agent chart
+ * that `helm install` would create but its workload). `opts` places it elsewhere in its API server.
  */
 export async function prepareFollower(
   kit: Kit,
@@ -509,6 +515,14 @@ export async function prepareFollower(
   } finally {
     eks.destroy();
   }
+  if (opts.agentChart) {
+    const objs = await renderChart('mirrorhub-agent', 'mirrorhub-agent', namespace, {
+      ...opts.agentChart,
+      hubAccess: { group },
+    });
+    await applyRendered(kc, objs, namespace);
+    return { roleArn: role.arn, externalId, accountId: cluster.accountId };
+  }
   // The chart's objects as `helm install --namespace <namespace> --set hubAccess.group=<group>`
   // would render them: only the namespace and the bound group differ.
   const rbac = await hubAccessRbac();
@@ -532,41 +546,26 @@ export async function prepareFollower(
  */
 export function hubAccessRbac(): Promise<{ role: V1Role; binding: V1RoleBinding }> {
   rendered ??= (async () => {
-    const helm = await isolatedHelm();
-    try {
-      const stdout = await helm([
-        'template',
-        'mirrorhub',
-        join(chartsDir, 'mirrorhub-agent'),
-        '--namespace',
-        SYSTEM_NS,
-        '--set',
-        'clusterName=follower',
-        '--set',
-        `hubPublicKeys[0]=${TEST_HUB_KEY.publicKeyPem}`,
-      ]);
-      const objs = parseAllDocuments(stdout)
-        .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
-        .filter((o) => o !== null);
-      const pick = <T>(kind: string): T => {
-        const found = objs.filter(
-          (o) => o!.kind === kind && o!.metadata?.name === 'mirrorhub-agent-hub-access',
+    const objs = await renderChart('mirrorhub-agent', 'mirrorhub', SYSTEM_NS, {
+      clusterName: 'follower',
+      hubPublicKeys: [TEST_HUB_KEY.publicKeyPem],
+    });
+    const pick = <T>(kind: string): T => {
+      const found = objs.filter(
+        (o) => o.kind === kind && o.metadata?.name === 'mirrorhub-agent-hub-access',
+      );
+      if (found.length !== 1)
+        throw new Error(
+          `helm template: expected one ${kind} mirrorhub-agent-hub-access, got ${found.length}`,
         );
-        if (found.length !== 1)
-          throw new Error(
-            `helm template: expected one ${kind} mirrorhub-agent-hub-access, got ${found.length}`,
-          );
-        return found[0] as T;
-      };
-      const role = pick<V1Role>('Role');
-      const binding = pick<V1RoleBinding>('RoleBinding');
-      if (!binding.subjects?.some((s) => s.kind === 'Group' && s.name === HUB_GROUP)) {
-        throw new Error(`the chart's hub-access RoleBinding does not bind group ${HUB_GROUP}`);
-      }
-      return { role, binding };
-    } finally {
-      await helm.cleanup();
+      return found[0] as T;
+    };
+    const role = pick<V1Role>('Role');
+    const binding = pick<V1RoleBinding>('RoleBinding');
+    if (!binding.subjects?.some((s) => s.kind === 'Group' && s.name === HUB_GROUP)) {
+      throw new Error(`the chart's hub-access RoleBinding does not bind group ${HUB_GROUP}`);
     }
+    return { role, binding };
   })();
   return rendered;
 }
