@@ -416,7 +416,7 @@ const vaultConnectionRef = object(
   'VaultConnectionReference',
   "Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a " +
     "ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in " +
-    'spec.allowedNamespaces).',
+    'spec.allowedNamespaces and grants the path in spec.tenantPaths).',
   {
     kind: stringEnum('VaultConnectionKind', 'VaultConnection or ClusterVaultConnection.', [
       'VaultConnection',
@@ -1514,7 +1514,7 @@ export const clusterVaultConnection: KindDefinition = {
   scope: 'Cluster',
   description:
     'A Vault / OpenBao server and how to log in, for ClusterSecretMirrors and for SecretMirrors in ' +
-    'spec.allowedNamespaces. Cluster-scoped: for administrators.',
+    'spec.allowedNamespaces (the paths spec.tenantPaths grants). Cluster-scoped: for administrators.',
   spec: vaultConnectionSpec(true),
   status: vaultConnectionStatus('ClusterVaultConnectionStatus'),
   printerColumns: VAULT_CONNECTION_COLUMNS,

@@ -179,7 +179,7 @@ export interface VaultConnectionList {
 
 /**
  * A Vault / OpenBao server and how to log in, for ClusterSecretMirrors and for SecretMirrors in
- * spec.allowedNamespaces. Cluster-scoped: for administrators.
+ * spec.allowedNamespaces (the paths spec.tenantPaths grants). Cluster-scoped: for administrators.
  */
 export interface ClusterVaultConnection {
   apiVersion: typeof API_VERSION;
@@ -296,7 +296,7 @@ export interface VaultSource {
   /**
    * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
    * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
-   * spec.allowedNamespaces).
+   * spec.allowedNamespaces and grants the path in spec.tenantPaths).
    */
   connectionRef: VaultConnectionReference;
 
@@ -324,7 +324,7 @@ export interface VaultSource {
 /**
  * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
  * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
- * spec.allowedNamespaces).
+ * spec.allowedNamespaces and grants the path in spec.tenantPaths).
  */
 export interface VaultConnectionReference {
   /** VaultConnection or ClusterVaultConnection. */
@@ -653,7 +653,7 @@ export interface VaultWritten {
   /**
    * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
    * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
-   * spec.allowedNamespaces).
+   * spec.allowedNamespaces and grants the path in spec.tenantPaths).
    */
   connectionRef: VaultConnectionReference;
 

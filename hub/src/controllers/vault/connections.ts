@@ -13,7 +13,8 @@
 // Tenancy, by construction: a VaultConnection names Secrets and a ServiceAccount only in its own
 // namespace (its schema has no namespace fields); Kubernetes auth with the hub's OWN
 // ServiceAccount exists only in a ClusterVaultConnection; a SecretMirror may use a
-// ClusterVaultConnection only when spec.allowedNamespaces admits its namespace (`refusal`).
+// ClusterVaultConnection only when spec.allowedNamespaces admits its namespace and
+// spec.tenantPaths grants the path (`refusal`, paths.ts).
 import { crypto } from '@mirrorhub/shared/runtime/builtins';
 import {
   CLUSTER_VAULT_CONNECTION,
