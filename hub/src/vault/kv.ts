@@ -180,6 +180,11 @@ export function desiredCustomMetadata(
   return base;
 }
 
+/** Whether mount path `mount` holds `path` (by whole segments). */
+function isPrefix(mount: string, path: string): boolean {
+  return path === mount || path.startsWith(`${mount}/`);
+}
+
 export interface MountInfo {
   /** The mount path, no slashes around (`secret`, `team/db`). */
   mount: string;
@@ -213,14 +218,19 @@ export async function lookupMount(client: VaultClient, path: string): Promise<Mo
     throw err;
   }
   const m = res.body?.data;
-  const mount = m?.path?.replace(/^\/+|\/+$/g, '');
+  const reported = m?.path?.replace(/^\/+|\/+$/g, '');
+  // An auth method's mount is reported without its auth/ prefix (`token/` for auth/token/...).
+  const mount =
+    reported && !isPrefix(reported, path) && isPrefix(`auth/${reported}`, path)
+      ? `auth/${reported}`
+      : reported;
   if (!m || !mount) {
     throw new VaultError({
       kind: 'unexpected-response',
       message: `cannot find the mount of ${path}: sys/internal/ui/mounts answered without a mount path`,
     });
   }
-  if (path !== mount && !path.startsWith(`${mount}/`)) {
+  if (!isPrefix(mount, path)) {
     throw new VaultError({
       kind: 'unexpected-response',
       message: `sys/internal/ui/mounts placed ${path} in mount ${mount}/, which is not a prefix of it`,
