@@ -222,6 +222,30 @@ describe('a tenant through a shared Vault connection', () => {
     await e.mirrorStatus('SecretMirror', 'db', NS, (m) => expect(m.status?.phase).toBe('Active'));
   });
 
+  it('the API server refuses a grant of a reserved engine, a * before the end, or another placeholder', async () => {
+    for (const [grant, message] of [
+      ['auth/token/*', 'sys/, auth/, identity/ and cubbyhole/ paths are never granted'],
+      ['secret/*/db', '* may only end a path grant'],
+      ['secret/{team}/*', '{namespace} is the only placeholder'],
+      ['secret/../auth/*', 'a path grant has no . or .. segment'],
+    ]) {
+      const err = await createObject(e.kc, 'clustervaultconnections', {
+        kind: 'ClusterVaultConnection',
+        metadata: { name: 'bad-grant' },
+        spec: {
+          address: bao.address,
+          auth: { token: { secretRef: { namespace: SYSTEM_NS, name: 'x', key: 'token' } } },
+          tenantPaths: { read: [grant] },
+        },
+      }).then(
+        () => undefined,
+        (x: unknown) => x as { code?: number; body?: unknown },
+      );
+      expect(err?.code, grant).toBe(422);
+      expect(String(err?.body), grant).toContain(message);
+    }
+  });
+
   it('nothing the shared token or another team owns is in any Secret, status, Event or log', async () => {
     const texts = [e.logs.text()];
     for (const s of (await e.kc.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: NS }))
