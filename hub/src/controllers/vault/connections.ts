@@ -288,8 +288,9 @@ export class VaultConnections {
 
   /**
    * What a mirror's request through `ref` just saw: a Vault that cannot serve (down, sealed), a
-   * login that failed, or a Vault that serves again. When that contradicts the connection's Ready condition, the connection
-   * is checked now, so `kubectl get vconn` agrees with the mirrors using it.
+   * login that failed, or a Vault that serves again. When that contradicts the connection's
+   * Ready condition, the connection is checked now, so `kubectl get vconn` agrees with the
+   * mirrors using it.
    */
   observed(ref: VaultSourceRef['connection'], err: unknown): void {
     const conn = this.get(ref);

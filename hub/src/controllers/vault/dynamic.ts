@@ -378,7 +378,7 @@ export class DynamicSources {
     }
   }
 
-  /** Refuses a path that is not a credential endpoint of an issuing engine (asked once per client). */
+  /** Refuses a path that is not a credential endpoint of an issuing engine (one lookup per client). */
   private async checkEngine(e: Entry, client: VaultClient): Promise<void> {
     const path = e.ref.path; // normalised by resolveSource
     let known = this.mounts.get(client);
