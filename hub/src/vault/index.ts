@@ -31,6 +31,8 @@ export {
   OWNER_DATA_KEY,
   OWNER_METADATA_KEY,
   VaultKv,
+  lookupMount,
+  type MountInfo,
   type KvInspection,
   type KvLocation,
   type KvOptions,

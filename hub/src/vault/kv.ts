@@ -1,10 +1,12 @@
 // KV v1 and v2 over a logical path `<mount>/<secret path>` (`secret/team-a/db`), as the hub
 // reads mirror sources and writes mirror destinations.
 //
-// Mount and version: stated by the caller (`mounts: { secret: 2 }`), else detected once per path
-// with `GET sys/internal/ui/mounts/<path>`, which answers the mount path, type and
-// `options.version` to any token whose policy grants some capability under that mount (no
-// access to sys/mounts needed); OpenBao answers 403 both for "no access" and "no mount there".
+// Mount and version: detected once per path with `GET sys/internal/ui/mounts/<path>`
+// (`lookupMount`), which answers the mount path, type and `options.version` to any token whose
+// policy grants some capability under that mount (no access to sys/mounts needed); OpenBao
+// answers 403 both for "no access" and "no mount there". A path whose mount is not a KV engine is
+// refused, also when the caller states the version (`mounts: { secret: 2 }`, which then only
+// overrides the version): a stated version must never make a KV request of a non-KV path.
 //
 // Decisions the caller must know:
 // - Values are strings. Vault stores JSON, so a secret written by someone else may hold numbers,
@@ -178,6 +180,70 @@ export function desiredCustomMetadata(
   return base;
 }
 
+/** Whether mount path `mount` holds `path` (by whole segments). */
+function isPrefix(mount: string, path: string): boolean {
+  return path === mount || path.startsWith(`${mount}/`);
+}
+
+export interface MountInfo {
+  /** The mount path, no slashes around (`secret`, `team/db`). */
+  mount: string;
+  /** The engine type (`kv`, `database`, `token`...). */
+  type: string;
+  /** The KV version its options state (1 when none). */
+  version: KvVersion;
+  /** The path inside the mount ('' for the mount itself). */
+  key: string;
+}
+
+/**
+ * The mount of logical path `path` (normalised), as Vault answers `GET
+ * sys/internal/ui/mounts/<path>`: to any token whose policy grants some capability under that
+ * mount, no sys/mounts access needed. OpenBao answers 403 both for "no access" and "no mount".
+ */
+export async function lookupMount(client: VaultClient, path: string): Promise<MountInfo> {
+  type Mount = { path?: string; type?: string; options?: { version?: string } | null };
+  let res;
+  try {
+    res = await client.request<VaultEnvelope<Mount>>({
+      method: 'GET',
+      path: `sys/internal/ui/mounts/${apiPath(path)}`,
+    });
+  } catch (err) {
+    if (isVaultError(err, 'permission-denied')) {
+      throw err.withMessage(
+        `cannot find the mount of ${path}: Vault answered 403 to sys/internal/ui/mounts, which it does when no mount is there${err.namespace ? ` (namespace ${err.namespace})` : ''} or when the policy of ${client.session.auth.mintsTokens ? 'the token of ' : ''}${client.session.auth.description} grants nothing under it; check the path, or grant the policy access to it`,
+      );
+    }
+    throw err;
+  }
+  const m = res.body?.data;
+  const reported = m?.path?.replace(/^\/+|\/+$/g, '');
+  // An auth method's mount is reported without its auth/ prefix (`token/` for auth/token/...).
+  const mount =
+    reported && !isPrefix(reported, path) && isPrefix(`auth/${reported}`, path)
+      ? `auth/${reported}`
+      : reported;
+  if (!m || !mount) {
+    throw new VaultError({
+      kind: 'unexpected-response',
+      message: `cannot find the mount of ${path}: sys/internal/ui/mounts answered without a mount path`,
+    });
+  }
+  if (!isPrefix(mount, path)) {
+    throw new VaultError({
+      kind: 'unexpected-response',
+      message: `sys/internal/ui/mounts placed ${path} in mount ${mount}/, which is not a prefix of it`,
+    });
+  }
+  return {
+    mount,
+    type: m.type ?? 'unknown',
+    version: m.options?.version === '2' ? 2 : 1,
+    key: path === mount ? '' : path.slice(mount.length + 1),
+  };
+}
+
 // ---- the client ---------------------------------------------------------------------------------
 
 interface V2Data {
@@ -227,11 +293,13 @@ export class VaultKv {
   /** The mount, KV version and key of a logical path (detected once per path unless stated). */
   async locate(path: string): Promise<KvLocation> {
     const p = normalizePath(path);
-    const stated = matchMount(p, this.stated);
-    if (stated) return stated;
     const known = this.detected.get(p);
     if (known) return known;
-    const loc = await this.detect(p);
+    // Asked of Vault even when the version is stated: a stated version must not turn any path
+    // (auth/token/lookup-self) into a "KV secret". The stated version wins over the options.
+    const detected = await this.detect(p);
+    const stated = matchMount(p, this.stated);
+    const loc = stated ? { ...detected, version: stated.version } : detected;
     this.detected.set(p, loc);
     return loc;
   }
@@ -354,43 +422,14 @@ export class VaultKv {
   }
 
   private async detect(path: string): Promise<KvLocation> {
-    type Mount = { path?: string; type?: string; options?: { version?: string } | null };
-    let res;
-    try {
-      res = await this.client.request<VaultEnvelope<Mount>>({
-        method: 'GET',
-        path: `sys/internal/ui/mounts/${apiPath(path)}`,
-      });
-    } catch (err) {
-      if (isVaultError(err, 'permission-denied')) {
-        throw err.withMessage(
-          `cannot find the mount of ${path}: Vault answered 403 to sys/internal/ui/mounts, which it does when no mount is there${err.namespace ? ` (namespace ${err.namespace})` : ''} or when the policy of ${this.client.session.auth.mintsTokens ? 'the token of ' : ''}${this.client.session.auth.description} grants nothing under it; check the path, grant the policy access to it, or state the mount's KV version`,
-        );
-      }
-      throw err;
-    }
-    const m = res.body?.data;
-    const mount = m?.path?.replace(/^\/+|\/+$/g, '');
-    if (!m || !mount) {
-      throw new VaultError({
-        kind: 'unexpected-response',
-        message: `cannot find the mount of ${path}: sys/internal/ui/mounts answered without a mount path; state the mount's KV version`,
-      });
-    }
+    const m = await lookupMount(this.client, path);
     if (m.type !== 'kv' && m.type !== 'generic') {
       throw new VaultError({
         kind: 'usage',
-        message: `${path} is in mount ${mount}/ of type "${m.type ?? 'unknown'}", not a KV secrets engine`,
+        message: `${path} is in mount ${m.mount}/ of type "${m.type}", not a KV secrets engine (rule: a KV source or destination must be in a KV mount, whatever kvVersion says)`,
       });
     }
-    const version: KvVersion = m.options?.version === '2' ? 2 : 1;
-    if (path !== mount && !path.startsWith(`${mount}/`)) {
-      throw new VaultError({
-        kind: 'unexpected-response',
-        message: `sys/internal/ui/mounts placed ${path} in mount ${mount}/, which is not a prefix of it; state the mount's KV version`,
-      });
-    }
-    return { mount, version, key: path === mount ? '' : path.slice(mount.length + 1) };
+    return { mount: m.mount, version: m.version, key: m.key };
   }
 
   private async observe(loc: KvLocation): Promise<Observed> {

@@ -186,6 +186,13 @@ export function resolveVaultDestination(
   return resolveVaultRef(mirror, vault, 'destination.vault');
 }
 
+/**
+ * Vault engines no mirror reads or writes, whatever its kind or connection: Vault's control plane
+ * and the connection's own identity (auth/token/lookup-self prints its token, revoke-self kills
+ * it, cubbyhole/ is its private store). hub/src/controllers/vault/paths.ts has the whole rule set.
+ */
+export const RESERVED_MOUNTS: readonly string[] = ['sys', 'auth', 'identity', 'cubbyhole'];
+
 function resolveVaultRef(
   mirror: AnyMirror,
   vault: { connectionRef: VaultConnectionReference; path: string; kvVersion?: number },
@@ -199,6 +206,14 @@ function resolveVaultRef(
     };
   }
   const path = segments.join('/');
+  // Compared without case: nothing legitimate differs from a reserved mount by case alone.
+  const first = (segments[0] ?? '').toLowerCase();
+  if (RESERVED_MOUNTS.includes(first)) {
+    return {
+      ok: false,
+      error: `${field}.path "${path}" is under ${first}/ (rule: no mirror reads or writes Vault's sys/, auth/, identity/ or cubbyhole/ paths, which hold Vault's configuration and the connection's own token): give the path of a KV secret or of a credential endpoint`,
+    };
+  }
   const kvVersion = vault.kvVersion === 1 || vault.kvVersion === 2 ? vault.kvVersion : undefined;
   const ref = vault.connectionRef;
   if (ref.kind === 'VaultConnection') {

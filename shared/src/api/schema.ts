@@ -416,7 +416,7 @@ const vaultConnectionRef = object(
   'VaultConnectionReference',
   "Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a " +
     "ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in " +
-    'spec.allowedNamespaces).',
+    'spec.allowedNamespaces and grants the path in spec.tenantPaths).',
   {
     kind: stringEnum('VaultConnectionKind', 'VaultConnection or ClusterVaultConnection.', [
       'VaultConnection',
@@ -1338,6 +1338,41 @@ const vaultAuth = (cluster: boolean): Schema => {
   );
 };
 
+/**
+ * One path grant of a ClusterVaultConnection (spec.tenantPaths): Vault policy glob syntax on the
+ * logical path, so an admin reads it as they read their Vault policies. Reserved engines are
+ * refused here too, so a grant can never name what the hub refuses anyway.
+ */
+const vaultPathGrant = string(
+  'A logical Vault path as source.vault.path gives it (<mount>/<path>, no data/ segment for KV ' +
+    'v2), in Vault policy glob syntax: + is exactly one path segment, a trailing * any rest (a ' +
+    "prefix); {namespace} stands for the SecretMirror's namespace. E.g. secret/teams/{namespace}/*, " +
+    'database/creds/{namespace}-ro. Never under sys/, auth/, identity/ or cubbyhole/.',
+  {
+    minLength: 1,
+    maxLength: 512,
+    pattern: '^[^/]+(/[^/]+)*$',
+    'x-kubernetes-validations': [
+      {
+        rule: "!self.matches('^(sys|auth|identity|cubbyhole)(/|$)')",
+        message: 'sys/, auth/, identity/ and cubbyhole/ paths are never granted to SecretMirrors',
+      },
+      {
+        rule: "!self.matches('[*].')",
+        message: '* may only end a path grant (a prefix); use + for one segment',
+      },
+      {
+        rule: "!self.replace('{namespace}', '').matches('[{}]')",
+        message: '{namespace} is the only placeholder',
+      },
+      {
+        rule: "!self.matches('(^|/)[.][.]?(/|$)')",
+        message: 'a path grant has no . or .. segment',
+      },
+    ],
+  },
+);
+
 const vaultConnectionSpec = (cluster: boolean): Schema =>
   object(
     cluster ? 'ClusterVaultConnectionSpec' : 'VaultConnectionSpec',
@@ -1374,6 +1409,30 @@ const vaultConnectionSpec = (cluster: boolean): Schema =>
                   { maxItems: 256 },
                 ),
                 namespaceSelector: labelSelector('Selects namespaces by their labels.'),
+              },
+            ),
+            tenantPaths: object(
+              'VaultTenantPaths',
+              'Which Vault paths SecretMirrors of the namespaces in allowedNamespaces may read ' +
+                'through this connection, whose Vault identity is not theirs. Default: none, so ' +
+                'admitting a namespace grants nothing until a path is listed here. Writing (' +
+                'destination.vault) through a ClusterVaultConnection is for ClusterSecretMirrors ' +
+                'only. Does not restrict ClusterSecretMirrors.',
+              {
+                read: array(
+                  'KV secrets a SecretMirror may use as its source (source.vault without ' +
+                    "dynamic). The path's mount must be a KV mount, whatever kvVersion says.",
+                  vaultPathGrant,
+                  { maxItems: 64 },
+                ),
+                dynamic: array(
+                  'Paths a SecretMirror may read as a dynamic source (source.vault.dynamic). The ' +
+                    "path's mount must be of a credential-issuing engine, and the path one of " +
+                    "that engine's credential endpoints (docs/vault.md lists them; POST only where " +
+                    'the engine issues on POST).',
+                  vaultPathGrant,
+                  { maxItems: 64 },
+                ),
               },
             ),
           }
@@ -1455,7 +1514,7 @@ export const clusterVaultConnection: KindDefinition = {
   scope: 'Cluster',
   description:
     'A Vault / OpenBao server and how to log in, for ClusterSecretMirrors and for SecretMirrors in ' +
-    'spec.allowedNamespaces. Cluster-scoped: for administrators.',
+    'spec.allowedNamespaces (the paths spec.tenantPaths grants). Cluster-scoped: for administrators.',
   spec: vaultConnectionSpec(true),
   status: vaultConnectionStatus('ClusterVaultConnectionStatus'),
   printerColumns: VAULT_CONNECTION_COLUMNS,

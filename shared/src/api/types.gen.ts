@@ -179,7 +179,7 @@ export interface VaultConnectionList {
 
 /**
  * A Vault / OpenBao server and how to log in, for ClusterSecretMirrors and for SecretMirrors in
- * spec.allowedNamespaces. Cluster-scoped: for administrators.
+ * spec.allowedNamespaces (the paths spec.tenantPaths grants). Cluster-scoped: for administrators.
  */
 export interface ClusterVaultConnection {
   apiVersion: typeof API_VERSION;
@@ -296,7 +296,7 @@ export interface VaultSource {
   /**
    * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
    * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
-   * spec.allowedNamespaces).
+   * spec.allowedNamespaces and grants the path in spec.tenantPaths).
    */
   connectionRef: VaultConnectionReference;
 
@@ -324,7 +324,7 @@ export interface VaultSource {
 /**
  * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
  * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
- * spec.allowedNamespaces).
+ * spec.allowedNamespaces and grants the path in spec.tenantPaths).
  */
 export interface VaultConnectionReference {
   /** VaultConnection or ClusterVaultConnection. */
@@ -653,7 +653,7 @@ export interface VaultWritten {
   /**
    * Which connection reads the Vault source: a VaultConnection in the mirror's own namespace, or a
    * ClusterVaultConnection (for a SecretMirror only if it lists the mirror's namespace in
-   * spec.allowedNamespaces).
+   * spec.allowedNamespaces and grants the path in spec.tenantPaths).
    */
   connectionRef: VaultConnectionReference;
 
@@ -1378,6 +1378,15 @@ export interface ClusterVaultConnectionSpec {
    * selector. Default: none (only ClusterSecretMirrors may use it).
    */
   allowedNamespaces?: VaultAllowedNamespaces;
+
+  /**
+   * Which Vault paths SecretMirrors of the namespaces in allowedNamespaces may read through this
+   * connection, whose Vault identity is not theirs. Default: none, so admitting a namespace grants
+   * nothing until a path is listed here. Writing (destination.vault) through a
+   * ClusterVaultConnection is for ClusterSecretMirrors only. Does not restrict
+   * ClusterSecretMirrors.
+   */
+  tenantPaths?: VaultTenantPaths;
 }
 
 /**
@@ -1483,6 +1492,27 @@ export interface VaultAllowedNamespaces {
    * matchExpressions entry must all hold; an empty selector ({}) matches everything.
    */
   namespaceSelector?: LabelSelector;
+}
+
+/**
+ * Which Vault paths SecretMirrors of the namespaces in allowedNamespaces may read through this
+ * connection, whose Vault identity is not theirs. Default: none, so admitting a namespace grants
+ * nothing until a path is listed here. Writing (destination.vault) through a ClusterVaultConnection
+ * is for ClusterSecretMirrors only. Does not restrict ClusterSecretMirrors.
+ */
+export interface VaultTenantPaths {
+  /**
+   * KV secrets a SecretMirror may use as its source (source.vault without dynamic). The path's
+   * mount must be a KV mount, whatever kvVersion says.
+   */
+  read?: string[];
+
+  /**
+   * Paths a SecretMirror may read as a dynamic source (source.vault.dynamic). The path's mount must
+   * be of a credential-issuing engine, and the path one of that engine's credential endpoints
+   * (docs/vault.md lists them; POST only where the engine issues on POST).
+   */
+  dynamic?: string[];
 }
 
 /** Observed state of the connection, written by the hub. */
@@ -1750,6 +1780,10 @@ export const LIMITS = {
   },
   VaultAllowedNamespaces: {
     names: 256,
+  },
+  VaultTenantPaths: {
+    read: 64,
+    dynamic: 64,
   },
   ClusterVaultConnectionStatus: {
     authMethod: 32,

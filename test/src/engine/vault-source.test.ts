@@ -112,6 +112,8 @@ beforeAll(async () => {
       caBundle: bao.caPem,
       auth: { token: { secretRef: { namespace: 'team-a', name: 'vault-token', key: 'token' } } },
       allowedNamespaces: { names: ['team-b'] },
+      // Admitting a namespace grants no path by itself (docs/vault.md, "Shared connections").
+      tenantPaths: { read: ['secret/team-a/*'] },
     },
   });
   await sys('POST', 'secret/data/team-a/db', {

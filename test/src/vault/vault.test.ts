@@ -153,7 +153,7 @@ describe('KV v2', () => {
     expect(err.message).toContain(
       'cannot find the mount of nomount/app/db: Vault answered 403 to sys/internal/ui/mounts',
     );
-    expect(err.message).toContain("state the mount's KV version");
+    expect(err.message).toContain('check the path, or grant the policy access to it');
   });
 
   it('reads an absent secret as undefined', async () => {
@@ -372,9 +372,19 @@ describe('KV v1', () => {
     expect(await kv.read('kv1/app/refused')).toBeUndefined();
   });
 
-  it('uses a stated version without asking sys/internal/ui/mounts', async () => {
-    const stated = new VaultKv(root, { mounts: { kv1: 1 } });
+  it('uses a stated version, but only in a mount Vault reports as KV', async () => {
+    const stated = new VaultKv(root, { mounts: { kv1: 1, auth: 1, secret: 1 } });
     expect(await stated.locate('kv1/app/x')).toEqual({ mount: 'kv1', version: 1, key: 'app/x' });
+    // The stated version wins over the mount's options...
+    expect(await stated.locate('secret/app/x')).toEqual({
+      mount: 'secret',
+      version: 1,
+      key: 'app/x',
+    });
+    // ...but never makes a KV secret of another engine's path (issue 36: the token's own).
+    const err = await failure(stated.read('auth/token/lookup-self'));
+    expect(err.kind).toBe('usage');
+    expect(err.message).toContain('not a KV secrets engine (rule: a KV source or destination');
   });
 });
 
@@ -493,16 +503,18 @@ describe('namespaces', () => {
     expect(await kv.locate('kv/app/x')).toEqual({ mount: 'kv', version: 2, key: 'app/x' });
     expect(await kv.writeIfChanged('kv/app/x', data)).toBe(true);
     expect((await kv.read('kv/app/x'))?.data).toEqual(data);
-    // Outside the namespace there is no such mount: an error, not an absent secret.
+    // Outside the namespace there is no such mount: an error, not an absent secret (a stated
+    // version too: the mount is asked of Vault either way).
     const outside = await failure(new VaultKv(root, { mounts: { kv: 2 } }).read('kv/app/x'));
-    expect(outside.kind).toBe('not-found');
-    expect(outside.message).toMatch(
-      /^GET kv\/app\/x: Vault has no route there \(.+\): there is no KV mount kv\/; check the path and the namespace$/,
+    expect(outside.kind).toBe('permission-denied');
+    expect(outside.message).toContain(
+      'cannot find the mount of kv/app/x: Vault answered 403 to sys/internal/ui/mounts, which it does when no mount is there',
     );
     // Inside, errors name the namespace.
     const missing = await failure(new VaultKv(inNs, { mounts: { nope: 2 } }).read('nope/x'));
-    expect(missing.message).toContain('GET nope/x (namespace team-a): Vault has no route there');
-    expect(missing.message).toContain('there is no KV mount nope/ in namespace team-a');
+    expect(missing.message).toContain(
+      'cannot find the mount of nope/x: Vault answered 403 to sys/internal/ui/mounts, which it does when no mount is there (namespace team-a)',
+    );
   });
 });
 

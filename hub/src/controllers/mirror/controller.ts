@@ -519,10 +519,19 @@ export class MirrorController {
     let released: string | undefined;
     if (dynamic) {
       this.vaultSources.set(key, undefined);
-      sourceError = await this.vaultConnections.refusal(dynamic.connection, id.namespace);
+      sourceError = await this.vaultConnections.refusal(dynamic.connection, id.namespace, {
+        path: dynamic.path,
+        use: 'dynamic',
+      });
       if (sourceError === undefined) {
         // Renewed even while suspended: the copies' credentials must not expire under them.
-        this.dynamicSources.set(key, dynamic, mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000);
+        this.dynamicSources.set(
+          key,
+          dynamic,
+          mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000,
+          // A tenant through a shared identity: only a credential endpoint of an issuing engine.
+          id.namespace !== undefined && dynamic.connection.kind === 'ClusterVaultConnection',
+        );
         const seen = this.dynamicSources.get(key);
         if (seen.state === 'unknown') return; // its first poll enqueues the mirror again
         source = seen;
@@ -541,7 +550,10 @@ export class MirrorController {
       );
     }
     if (vault && !dynamic) {
-      sourceError = await this.vaultConnections.refusal(vault.connection, id.namespace);
+      sourceError = await this.vaultConnections.refusal(vault.connection, id.namespace, {
+        path: vault.path,
+        use: 'read',
+      });
       if (sourceError !== undefined) {
         this.vaultSources.set(key, undefined);
       } else {

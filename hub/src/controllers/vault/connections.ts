@@ -13,7 +13,8 @@
 // Tenancy, by construction: a VaultConnection names Secrets and a ServiceAccount only in its own
 // namespace (its schema has no namespace fields); Kubernetes auth with the hub's OWN
 // ServiceAccount exists only in a ClusterVaultConnection; a SecretMirror may use a
-// ClusterVaultConnection only when spec.allowedNamespaces admits its namespace (`refusal`).
+// ClusterVaultConnection only when spec.allowedNamespaces admits its namespace and
+// spec.tenantPaths grants the path (`refusal`, paths.ts).
 import { crypto } from '@mirrorhub/shared/runtime/builtins';
 import {
   CLUSTER_VAULT_CONNECTION,
@@ -61,6 +62,7 @@ import {
   tenancyRefusal,
   type SecretRole,
 } from './decide.js';
+import { grantRefusal, type GrantUse } from './paths.js';
 
 const { createHash } = crypto;
 
@@ -225,11 +227,13 @@ export class VaultConnections {
   /**
    * Why a SecretMirror in `namespace` may not use `ref` (undefined: it may). A VaultConnection is
    * always the mirror's own namespace's (resolveSource makes it so); a ClusterVaultConnection
-   * must list the namespace or select it by its labels.
+   * must list the namespace or select it by its labels, and grant `access` (the path and its
+   * use) in spec.tenantPaths (paths.ts).
    */
   async refusal(
     ref: VaultSourceRef['connection'],
     namespace: string | undefined,
+    access?: { path: string; use: GrantUse },
   ): Promise<string | undefined> {
     if (ref.kind !== 'ClusterVaultConnection' || namespace === undefined) return undefined;
     const conn = this.cluster.get(ref.name);
@@ -247,7 +251,9 @@ export class VaultConnections {
         labels = err instanceof Error ? err : new Error(errorMessage(err));
       }
     }
-    return tenancyRefusal(ref.name, allowed, namespace, labels);
+    const denied = tenancyRefusal(ref.name, allowed, namespace, labels);
+    if (denied !== undefined || !access) return denied;
+    return grantRefusal(ref.name, conn.spec.tenantPaths, namespace, access.path, access.use);
   }
 
   /** A client for the connection; throws (redacted, path-free) when it cannot be built. */
@@ -281,15 +287,18 @@ export class VaultConnections {
   }
 
   /**
-   * What a mirror's request through `ref` just saw: a Vault that cannot serve (down, sealed) or
-   * one that serves again. When that contradicts the connection's Ready condition, the connection
-   * is checked now, so `kubectl get vconn` agrees with the mirrors using it.
+   * What a mirror's request through `ref` just saw: a Vault that cannot serve (down, sealed), a
+   * login that failed, or a Vault that serves again. When that contradicts the connection's
+   * Ready condition, the connection is checked now, so `kubectl get vconn` agrees with the
+   * mirrors using it.
    */
   observed(ref: VaultSourceRef['connection'], err: unknown): void {
     const conn = this.get(ref);
     if (!conn) return;
     const ready = conn.status?.ready;
-    const down = err !== undefined && isTransient(err);
+    // A login that failed under a mirror (its token revoked out of band): not Ready from now,
+    // not at the next periodic check.
+    const down = err !== undefined && (isTransient(err) || isVaultError(err, 'login-failed'));
     if ((down && ready !== false) || (err === undefined && ready === false)) {
       this.reconciler.add(keyOfObject(conn));
     }
@@ -520,7 +529,14 @@ export class VaultConnections {
       if (client.session.stats().logins !== logins) {
         this.opts.requests.inc({ operation: 'login', outcome: 'ok' });
       }
-      // A cached token logs in without asking Vault: ask whether it serves (sealed: 503).
+      // A cached token logs in without asking Vault: ask whether Vault still honours it (a token
+      // revoked out of band, by anyone, must not leave the connection Ready) and whether it
+      // serves (sealed: 503). A refused token: log in again (a static token fails here).
+      const token = await client.session.token();
+      if (await client.session.isRefused(token)) {
+        client.session.invalidate(token);
+        await client.login();
+      }
       await client.http.request({ method: 'GET', path: 'sys/health' });
       ready = true;
       reason = 'Authenticated';

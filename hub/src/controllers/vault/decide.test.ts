@@ -9,6 +9,7 @@ import {
   needsNamespaceLabels,
   notReadyReason,
   outcomeOf,
+  PathRefused,
   pollPeriod,
   referencedSecrets,
   retryDelay,
@@ -114,6 +115,13 @@ describe('Vault errors: metrics outcome, connection Ready reason, mirror source'
     expect(
       failedObservation(vaultError('unavailable', 'Vault is sealed'), conn).observation,
     ).toEqual({ state: 'unreadable', error: 'Vault: Vault is sealed' });
+  });
+
+  it('a refused path is an Error with the rule as its message, not retried', () => {
+    expect(failedObservation(new PathRefused('x is not KV (rule: ...)'), conn)).toEqual({
+      observation: { state: 'unreadable', error: 'x is not KV (rule: ...)', denied: true },
+      retry: false,
+    });
   });
 });
 

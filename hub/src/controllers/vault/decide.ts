@@ -16,6 +16,14 @@ export class ConnectionConfigError extends Error {
   override readonly name = 'ConnectionConfigError';
 }
 
+/**
+ * A path the rules refuse (paths.ts), found with Vault's help (the mount's engine): the mirror
+ * is in Error with this message, which names the rule; retrying cannot fix it.
+ */
+export class PathRefused extends Error {
+  override readonly name = 'PathRefused';
+}
+
 export function connectionKey(c: VaultSourceRef['connection']): string {
   return c.kind === 'VaultConnection'
     ? `${c.kind}/${c.namespace ?? ''}/${c.name}`
@@ -152,7 +160,9 @@ export function failedObservation(
   const error =
     err instanceof ConnectionConfigError
       ? `${connection.kind} ${connection.name}: ${err.message}`
-      : `Vault: ${errorMessage(err)}`;
+      : err instanceof PathRefused
+        ? err.message
+        : `Vault: ${errorMessage(err)}`;
   return {
     observation: { state: 'unreadable', error, ...(retry ? {} : { denied: true }) },
     retry,

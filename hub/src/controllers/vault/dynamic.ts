@@ -16,6 +16,7 @@ import {
 } from '@mirrorhub/shared/runtime/index';
 import {
   isVaultError,
+  lookupMount,
   readLeased,
   renewLease,
   revokeLease,
@@ -25,6 +26,7 @@ import type { PlannedEvent, SourceObservation } from '../mirror/plan.js';
 import type { VaultConnections } from './connections.js';
 import {
   ConnectionConfigError,
+  PathRefused,
   fingerprint,
   isTransient,
   jittered,
@@ -33,6 +35,7 @@ import {
   secretOf,
 } from './decide.js';
 import type { LeaseStore } from './lease-store.js';
+import { dynamicEngineRefusal } from './paths.js';
 import { pollSource } from './poll.js';
 import {
   afterRenewal,
@@ -41,6 +44,7 @@ import {
   nextStep,
   parseLeaseSource,
   nextWakeMs,
+  retiringSource,
   rotated,
   rotationWindowMs,
   type LeaseRecord,
@@ -66,6 +70,8 @@ interface Entry {
   key: string;
   ref: VaultSourceRef;
   periodMs: number;
+  /** A SecretMirror through a ClusterVaultConnection: only a credential endpoint (paths.ts). */
+  engineCheck: boolean;
   record?: LeaseRecord | undefined;
   loaded: boolean;
   observation?: SourceObservation;
@@ -81,6 +87,11 @@ interface Entry {
 
 export class DynamicSources {
   private readonly entries = new Map<string, Entry>();
+  /** Mount type per path, per connection client (a new client asks again). */
+  private readonly mounts = new WeakMap<
+    VaultClient,
+    Map<string, { mount: string; type: string }>
+  >();
   private readonly clock: Clock;
   private stopped = false;
 
@@ -88,14 +99,18 @@ export class DynamicSources {
     this.clock = opts.clock ?? realClock;
   }
 
-  /** Mirror `mirrorKey` reads dynamic source `ref` every `periodMs`. */
-  set(mirrorKey: string, ref: VaultSourceRef, periodMs: number): void {
+  /**
+   * Mirror `mirrorKey` reads dynamic source `ref` every `periodMs`; with `engineCheck`, only if
+   * the path is a credential endpoint of an issuing engine (paths.ts, dynamicEngineRefusal).
+   */
+  set(mirrorKey: string, ref: VaultSourceRef, periodMs: number, engineCheck = false): void {
     if (this.stopped) return;
     const e = this.entries.get(mirrorKey);
     if (e && leaseSource(e.ref) === leaseSource(ref)) {
-      const sooner = periodMs < e.periodMs;
+      const sooner = periodMs < e.periodMs || (engineCheck && !e.engineCheck);
       e.ref = ref;
       e.periodMs = periodMs;
+      e.engineCheck = engineCheck;
       if (sooner) this.schedule(e, 0);
       return;
     }
@@ -104,6 +119,7 @@ export class DynamicSources {
       key: mirrorKey,
       ref,
       periodMs,
+      engineCheck,
       loaded: false,
       events: [],
       polling: false,
@@ -145,22 +161,22 @@ export class DynamicSources {
     const record = e?.loaded ? e.record : await this.opts.store.get(mirrorKey);
     if (!record) return undefined;
     if (revoke) {
-      // Through the connection the lease was read with, whatever the spec says now.
-      const { connection, path } = parseLeaseSource(record.source);
+      // Each through the connection it was issued with, whatever the spec says now.
+      const { path } = parseLeaseSource(record.source);
       const failures: string[] = [];
-      try {
-        const client = await this.opts.connections.client(connection);
-        for (const id of [record.leaseId, ...record.retiring.map((r) => r.leaseId)]) {
-          try {
-            await revokeLease(client, id);
-            this.count('revoke', 'ok');
-          } catch (err) {
-            this.count('revoke', outcomeOf(err));
-            failures.push(errorMessage(err));
-          }
+      const leases = [
+        { leaseId: record.leaseId, source: record.source },
+        ...record.retiring.map((r) => ({ leaseId: r.leaseId, source: retiringSource(r, record) })),
+      ];
+      for (const l of leases) {
+        try {
+          const client = await this.opts.connections.client(parseLeaseSource(l.source).connection);
+          await revokeLease(client, l.leaseId);
+          this.count('revoke', 'ok');
+        } catch (err) {
+          this.count('revoke', outcomeOf(err));
+          failures.push(errorMessage(err));
         }
-      } catch (err) {
-        failures.push(errorMessage(err));
       }
       if (failures.length > 0) {
         // The record stays in mirrorhub-leases: the next attempt revokes what is left.
@@ -259,8 +275,9 @@ export class DynamicSources {
     const client = await this.opts.connections.client(e.ref.connection);
     const policy = e.ref.dynamic!;
     let now = this.clock.now();
+    if (e.engineCheck) await this.checkEngine(e, client);
 
-    if (e.record) await this.revokeDue(e, client, now);
+    if (e.record) await this.revokeDue(e, now);
 
     const step = nextStep(e.record, e.ref, now, e.periodMs);
     if (step.action === 'renew' && e.record) {
@@ -361,7 +378,27 @@ export class DynamicSources {
     }
   }
 
-  private async revokeDue(e: Entry, client: VaultClient, now: number): Promise<void> {
+  /** Refuses a path that is not a credential endpoint of an issuing engine (one lookup per client). */
+  private async checkEngine(e: Entry, client: VaultClient): Promise<void> {
+    const path = e.ref.path; // normalised by resolveSource
+    let known = this.mounts.get(client);
+    if (!known) this.mounts.set(client, (known = new Map()));
+    let m = known.get(path);
+    if (!m) {
+      try {
+        m = await lookupMount(client, path);
+        this.count('detect', 'ok');
+      } catch (err) {
+        this.count('detect', outcomeOf(err));
+        throw err;
+      }
+      known.set(path, { mount: m.mount, type: m.type });
+    }
+    const refused = dynamicEngineRefusal(path, m.mount, m.type, e.ref.dynamic?.method ?? 'GET');
+    if (refused !== undefined) throw new PathRefused(refused);
+  }
+
+  private async revokeDue(e: Entry, now: number): Promise<void> {
     const record = e.record!;
     const due = dueRevocations(record, now);
     if (due.length === 0) return;
@@ -369,7 +406,10 @@ export class DynamicSources {
     let changed = false;
     for (const r of due) {
       try {
-        await revokeLease(client, r.leaseId);
+        // Through the connection that issued it: after a switch of connection, the current one
+        // may be another Vault (or another namespace), where the lease id means nothing.
+        const { connection } = parseLeaseSource(retiringSource(r, record));
+        await revokeLease(await this.opts.connections.client(connection), r.leaseId);
         this.count('revoke', 'ok');
         done.add(r.leaseId);
         changed = true;

@@ -10,6 +10,7 @@ import {
   nextWakeMs,
   parseLeaseSource,
   recordKey,
+  retiringSource,
   rotated,
   rotationWindowMs,
   type LeaseRecord,
@@ -82,7 +83,12 @@ describe('rotated', () => {
     const r = rotated(record(), fresh, 500 * S, ref.dynamic!);
     expect(r.leaseId).toBe('new');
     expect(r.retiring).toEqual([
-      { leaseId: 'db/creds/app/abc', revokeAt: 530 * S, expiresAt: 3600 * S },
+      {
+        leaseId: 'db/creds/app/abc',
+        source: leaseSource(ref),
+        revokeAt: 530 * S,
+        expiresAt: 3600 * S,
+      },
     ]);
     const late = rotated(record({ expiresAt: 510 * S }), fresh, 500 * S, ref.dynamic!);
     expect(late.retiring[0]!.revokeAt).toBe(510 * S);
@@ -101,6 +107,32 @@ describe('rotated', () => {
       'older',
       'db/creds/app/abc',
     ]);
+  });
+});
+
+describe('the issuing connection of a retiring lease', () => {
+  const moved: VaultSourceRef = {
+    ...ref,
+    connection: { kind: 'ClusterVaultConnection', name: 'b' },
+  };
+  it('is recorded with it, so a switch of connection revokes it where it was issued', () => {
+    const fresh = { ...record({ source: leaseSource(moved), leaseId: 'new' }) };
+    const r = rotated(record(), fresh, 500 * S, ref.dynamic!, true);
+    expect(r.source).toBe(leaseSource(moved));
+    expect(retiringSource(r.retiring[0]!, r)).toBe(leaseSource(ref));
+    expect(parseLeaseSource(retiringSource(r.retiring[0]!, r)).connection.name).toBe('vault');
+    expect(decodeRecord(encodeRecord(r))).toEqual(r);
+  });
+  it("an old record without it is still read, its leases going through the record's connection", () => {
+    const old = Buffer.from(
+      JSON.stringify({
+        ...record(),
+        retiring: [{ leaseId: 'older', revokeAt: 10, expiresAt: 20 }],
+      }),
+    ).toString('base64');
+    const r = decodeRecord(old)!;
+    expect(r.retiring).toEqual([{ leaseId: 'older', revokeAt: 10, expiresAt: 20 }]);
+    expect(retiringSource(r.retiring[0]!, r)).toBe(leaseSource(ref));
   });
 });
 

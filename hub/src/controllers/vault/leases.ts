@@ -32,6 +32,12 @@ export interface LeaseRecord {
 
 export interface RetiringLease {
   leaseId: string;
+  /**
+   * connectionKey|path the lease was issued through (as LeaseRecord.source): it is revoked
+   * through that connection, not the mirror's current one, which may be another Vault. Records
+   * written before it existed lack it: their lease goes through the record's connection.
+   */
+  source?: string;
   /** Epoch ms: revoke from then on. */
   revokeAt: number;
   expiresAt: number;
@@ -120,11 +126,21 @@ export function rotated(
   if (old && old.expiresAt > now) {
     retiring.push({
       leaseId: old.leaseId,
+      source: old.source,
       revokeAt: immediately ? now : Math.min(now + policy.revokeGraceSeconds * 1000, old.expiresAt),
       expiresAt: old.expiresAt,
     });
   }
   return { ...fresh, retiring };
+}
+
+/**
+ * The connection and path a retiring lease is revoked through: where it was issued, or (a record
+ * from before retiring leases named it) the record's own source, which issued it unless the
+ * connection changed in between.
+ */
+export function retiringSource(r: RetiringLease, record: Pick<LeaseRecord, 'source'>): string {
+  return r.source ?? record.source;
 }
 
 /** Old leases due for revocation now (an expired one too: revoking it is harmless). */
@@ -183,12 +199,14 @@ export function decodeRecord(b64: string | undefined): LeaseRecord | undefined {
       issuedAt: r.issuedAt,
       expiresAt: r.expiresAt,
       retiring: Array.isArray(r.retiring)
-        ? r.retiring.filter(
-            (x): x is RetiringLease =>
-              typeof x?.leaseId === 'string' &&
-              typeof x.revokeAt === 'number' &&
-              typeof x.expiresAt === 'number',
-          )
+        ? r.retiring
+            .filter(
+              (x): x is RetiringLease =>
+                typeof x?.leaseId === 'string' &&
+                typeof x.revokeAt === 'number' &&
+                typeof x.expiresAt === 'number',
+            )
+            .map(({ source, ...x }) => (typeof source === 'string' ? { ...x, source } : x))
         : [],
     };
   } catch {

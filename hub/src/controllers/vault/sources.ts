@@ -232,8 +232,8 @@ export class VaultSources {
     if (!loc) {
       try {
         loc = await kv.locate(e.source.path);
-        // Counted only when it asked Vault (a stated kvVersion needs no request).
-        if (!e.source.kvVersion) this.count('detect', 'ok');
+        // Always asked of Vault, a stated kvVersion too: the mount must really be KV (kv.ts).
+        this.count('detect', 'ok');
       } catch (err) {
         this.count('detect', outcomeOf(err));
         throw err;
