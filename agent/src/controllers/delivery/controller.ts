@@ -129,6 +129,7 @@ export class DeliveryController {
       namespace,
       fieldManager: FIELD_MANAGER.agent,
       logger: log,
+      metrics,
       live: (name) => this.watches.delivery(name) !== undefined,
     });
     const { group, version, plural } = MIRROR_DELIVERY;

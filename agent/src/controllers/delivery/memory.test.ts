@@ -77,15 +77,20 @@ class FakeApi {
 
 function setUp(live: (name: string) => boolean = () => true, maxGone?: number) {
   const api = new FakeApi();
+  const counted: string[] = [];
   const memory = new SequenceMemory({
     rest: api.rest as unknown as RestClient,
     namespace: NS,
     fieldManager: 'mirrorhub-agent',
     logger: createLogger({ level: 'silent' }),
+    metrics: {
+      writesTotal: { inc: (l) => counted.push(`${l.kind} ${l.verb}`) },
+      writeErrorsTotal: { inc: (l) => counted.push(`${l.kind} ${l.verb} ${l.code}`) },
+    },
     live,
     ...(maxGone !== undefined ? { maxGone } : {}),
   });
-  return { api, memory };
+  return { api, memory, counted };
 }
 
 describe('SequenceMemory', () => {
@@ -124,12 +129,14 @@ describe('SequenceMemory', () => {
   });
 
   it('another writer in between: read again, and nothing either remembers is lost', async () => {
-    const { api, memory } = setUp();
+    const { api, memory, counted } = setUp();
     await memory.remember('d1', { sequence: 5, uid: 'u1' });
     api.beforeWrite = () => api.otherWrites({ d1: '9 u1', d2: '3 u2' });
     await memory.remember('d3', { sequence: 1, uid: 'u3' });
     expect(api.writes).toEqual(['create', 'update', 'update']);
     expect(api.data()).toEqual({ d1: '9 u1', d2: '3 u2', d3: '1 u3' });
+    // Every write counted, the conflict too.
+    expect(counted).toEqual(['ConfigMap create', 'ConfigMap update 409', 'ConfigMap update']);
   });
 
   it('the ConfigMap deleted in between: created again with everything remembered', async () => {

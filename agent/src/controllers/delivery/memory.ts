@@ -19,8 +19,9 @@ import {
   isNotFound,
   RestClient,
 } from '@mirrorhub/shared/k8s/rest';
-import { errorMessage } from '@mirrorhub/shared/runtime/errors';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
 import type { Logger } from '@mirrorhub/shared/runtime/log';
+import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
 import {
   bounded,
   memoryContent,
@@ -37,6 +38,8 @@ export interface SequenceMemoryOptions {
   namespace: string;
   fieldManager: string;
   logger: Logger;
+  /** Every write is counted (writes_total / write_errors_total, kind ConfigMap). */
+  metrics?: Pick<ControllerMetrics, 'writesTotal' | 'writeErrorsTotal'> | undefined;
   /** Whether a delivery of this name exists (the cache): the others' entries are tombstones. */
   live(name: string): boolean;
   /** Tombstones kept (default sequence.ts's MAX_GONE). */
@@ -148,10 +151,12 @@ export class SequenceMemory {
         data,
       };
       const query = { fieldManager: this.opts.fieldManager };
+      const verb = this.resourceVersion ? 'update' : 'create';
       try {
         const written = this.resourceVersion
           ? await this.opts.rest.put<V1ConfigMap>(this.path, body, query)
           : await this.opts.rest.post<V1ConfigMap>(corePath('configmaps', namespace), body, query);
+        this.opts.metrics?.writesTotal.inc({ kind: 'ConfigMap', verb });
         this.resourceVersion = written.metadata?.resourceVersion;
         this.loaded = Promise.resolve(memory);
         if (forgotten > 0) {
@@ -162,6 +167,8 @@ export class SequenceMemory {
         }
         return;
       } catch (err) {
+        const code = String(httpStatusOf(err) ?? 'none');
+        this.opts.metrics?.writeErrorsTotal.inc({ kind: 'ConfigMap', verb, code });
         // Someone else wrote it (another agent of an overlapping term), or it was deleted or
         // created meanwhile: read it again and keep what both remember.
         const raced = isConflict(err) || isAlreadyExists(err) || isNotFound(err);
