@@ -23,6 +23,7 @@ import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import { Reconciler } from '@mirrorhub/shared/controller/reconciler';
 import { StatusWriter } from '@mirrorhub/shared/controller/status';
 import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
+import { errorMessage } from '@mirrorhub/shared/runtime/errors';
 import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
 import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
@@ -263,12 +264,20 @@ export class DeliveryController {
       return { requeueAfterMs: this.resyncMs };
     }
     const { input, payloadVersion, settling, deferred } = this.gather(delivery, note, payload);
+    let unrecorded: unknown;
     if (input.signature.ok) {
       // Not older than what was applied under the name; a sequence not applied yet is
       // remembered before anything is written for it, so a restart does not forget it.
-      const verdict = judgeSequence(delivery, await this.sequences.memory());
-      if (!verdict.ok) input.replay = verdict;
-      else if (verdict.remember) await this.sequences.remember(name, verdict.remember);
+      try {
+        const verdict = judgeSequence(delivery, await this.sequences.memory());
+        if (!verdict.ok) input.replay = verdict;
+        else if (verdict.remember) await this.sequences.remember(name, verdict.remember);
+      } catch (err) {
+        // Without its memory the agent cannot tell a replay: nothing is acted on, status says
+        // why, and the reconcile is tried again with backoff.
+        unrecorded = err;
+        input.memoryError = errorMessage(err);
+      }
     }
 
     // Plan, then apply: the finalizer goes on before any copy is written.
@@ -304,6 +313,7 @@ export class DeliveryController {
       // the report is written; current() shows it to the next reconcile meanwhile.
       this.writer.queueStatus(delivery, s.status, deliveryEvents(delivery.status, s.status));
     }
+    if (unrecorded !== undefined) throw unrecorded;
     const retry = outcomes.filter((o) => o.result === 'failed' || o.result === 'retry');
     if (retry.length > 0) {
       throw new WritesFailedError(

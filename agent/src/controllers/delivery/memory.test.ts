@@ -153,7 +153,7 @@ describe('SequenceMemory', () => {
     api.rest.post = () =>
       Promise.reject(new KubeApiError(403, { reason: 'Forbidden', message: 'no' }, 'POST'));
     await expect(memory.remember('d1', { sequence: 5, uid: 'u1' })).rejects.toThrow(
-      /^writing ConfigMap mirrorhub-system\/mirrorhub-agent-sequences \(the sequences this agent applied\): .*403.*; nothing is applied until it can be written$/,
+      /^writing ConfigMap mirrorhub-system\/mirrorhub-agent-sequences \(the sequences this agent applied\): .*403.*; nothing is applied until it can be written \(the agent chart's RBAC and its admission policy <release>-sequences let the agent's ServiceAccount write it\)$/,
     );
     expect((await memory.memory()).applied.size).toBe(0);
   });

@@ -174,7 +174,7 @@ export class SequenceMemory {
         const raced = isConflict(err) || isAlreadyExists(err) || isNotFound(err);
         if (!raced || attempt >= WRITE_TRIES) {
           throw new Error(
-            `writing ConfigMap ${namespace}/${SEQUENCES_CONFIGMAP} (the sequences this agent applied): ${errorMessage(err)}; nothing is applied until it can be written`,
+            `writing ConfigMap ${namespace}/${SEQUENCES_CONFIGMAP} (the sequences this agent applied): ${errorMessage(err)}; nothing is applied until it can be written (the agent chart's RBAC and its admission policy <release>-sequences let the agent's ServiceAccount write it)`,
             { cause: err },
           );
         }

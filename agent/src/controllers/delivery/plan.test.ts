@@ -876,6 +876,21 @@ describe('plan: a replayed delivery (older than one applied under its name)', ()
     expect(p.removeFinalizer).toBe(true);
   });
 
+  it('without its memory of sequences the agent cannot tell a replay: nothing written or removed', () => {
+    const memoryError =
+      'reading ConfigMap mirrorhub-system/mirrorhub-agent-sequences: 403 Forbidden';
+    const p = plan(input({ memoryError, copies: [copy('team-a', withHash('h-old'))] }));
+    expect(p.actions).toEqual([]);
+    expect(p.report().status).toMatchObject({
+      phase: 'Error',
+      message: `nothing is written for this delivery: ${memoryError}`,
+    });
+    const deleting = delivery({}, { deletionTimestamp: EARLIER });
+    const d = plan(input({ delivery: deleting, memoryError, copies: [copy('team-a')] }));
+    expect(d.actions).toEqual([]);
+    expect(d.removeFinalizer).toBe(false);
+  });
+
   it('once the hub’s newer delivery is accepted, newestSequence is no longer reported', () => {
     const refused = plan(input({ replay })).report().status;
     const p = plan(input({ delivery: delivery({ sequence: 901 }, {}, refused) }));

@@ -124,6 +124,11 @@ export interface PlanInput {
    * sequence.ts): treated as an invalid signature, and `newest` is reported for the hub.
    */
   replay?: { reason: string; newest: number } | undefined;
+  /**
+   * The agent could not read or write its memory of applied sequences (memory.ts): it cannot
+   * tell a replay, so nothing is written or deleted, and the delivery keeps its finalizer.
+   */
+  memoryError?: string | undefined;
 }
 
 /** Identity and version of an existing object, for conditional writes. */
@@ -329,6 +334,8 @@ export function plan(input: PlanInput): Plan {
   // or no longer is.
   if (deleting) {
     if (!finalizerPresent) return finish(input, draft, { wrote: false, keepStatus: true });
+    if (input.memoryError !== undefined)
+      return finish(input, draft, { wrote: false, keepStatus: true });
     draft.removeFinalizer = true;
     draft.suspended = policies.suspend;
     if (!policies.suspend && input.signature.ok && !input.replay) {
@@ -341,6 +348,11 @@ export function plan(input: PlanInput): Plan {
   if (!input.signature.ok) {
     draft.error = `SignatureInvalid: nothing is written for this delivery: ${input.signature.reason}`;
     draft.refused = true;
+    return finish(input, draft, { wrote: false });
+  }
+
+  if (input.memoryError !== undefined) {
+    draft.error = `nothing is written for this delivery: ${input.memoryError}`;
     return finish(input, draft, { wrote: false });
   }
 
