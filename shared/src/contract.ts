@@ -49,6 +49,12 @@ export const HEARTBEAT_LEASE = 'mirrorhub-agent';
 export const ANNOTATION_AGENT_VERSION = 'mirrorhub.io/agent-version';
 /** Annotation on the heartbeat Lease: the cluster name the agent was installed for. */
 export const ANNOTATION_CLUSTER_NAME = 'mirrorhub.io/cluster-name';
+/**
+ * The agent's memory of the newest delivery sequence it applied under each delivery name
+ * (agent/src/controllers/delivery/sequence.ts): a ConfigMap of this name in the agent namespace,
+ * which only the agent's ServiceAccount may write (the agent chart's admission policies).
+ */
+export const SEQUENCES_CONFIGMAP = 'mirrorhub-agent-sequences';
 
 // ---- who writes ---------------------------------------------------------------------------------
 

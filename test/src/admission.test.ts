@@ -1008,6 +1008,105 @@ describe("the agent namespace is sealed: no token Secret of mirrorhub's ServiceA
   });
 });
 
+describe("the agent's memory of the deliveries it applied (ConfigMap mirrorhub-agent-sequences)", () => {
+  const MEMORY = 'mirrorhub-agent-sequences';
+  const POLICY_NAME = 'mirrorhub-agent-sequences';
+  const cms = (kc: KubeConfig) => kc.makeApiClient(CoreV1Api);
+  const memory = (data: Record<string, string>): V1ConfigMap => ({
+    metadata: { name: MEMORY },
+    data,
+  });
+  const replace = async (kc: KubeConfig, data: Record<string, string>) => {
+    const cur = await cms(admin).readNamespacedConfigMap({ namespace: NS, name: MEMORY });
+    return cms(kc).replaceNamespacedConfigMap({
+      namespace: NS,
+      name: MEMORY,
+      body: { metadata: { name: MEMORY, resourceVersion: cur.metadata!.resourceVersion! }, data },
+    });
+  };
+  const remove = (kc: KubeConfig) =>
+    cms(kc).deleteNamespacedConfigMap({ namespace: NS, name: MEMORY });
+  const refusedTo = (o: Outcome, who = '') =>
+    expectDenied(
+      o,
+      POLICY_NAME,
+      'sequences.writer',
+      `only system:serviceaccount:${NS}:mirrorhub-agent writes it, not ${who}`,
+    );
+
+  it('only the agent writes it: not the hub’s identity, a namespace admin or a cluster admin', async () => {
+    // A namespace admin, whom RBAC lets write ConfigMaps in the agent namespace (the rule of the
+    // admin ClusterRole; this API server runs no aggregation controller to fill that one in).
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: NS,
+      body: {
+        metadata: { name: 'ns-admin' },
+        rules: [
+          {
+            apiGroups: [''],
+            resources: ['configmaps'],
+            verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'],
+          },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: NS,
+      body: {
+        metadata: { name: 'ns-admin' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ns-admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'ns-admin' }],
+      },
+    });
+    const asNsAdmin = impersonatingKubeConfig(admin, { user: 'ns-admin' });
+    // Before the agent made it: nobody else may create it in its place (admission policies take
+    // a moment to load after the install).
+    await eventually(
+      async () =>
+        refusedTo(
+          await outcome(
+            cms(asNsAdmin).createNamespacedConfigMap({
+              namespace: NS,
+              body: memory({ d: '1 u' }),
+              dryRun: 'All',
+            }),
+          ),
+          'ns-admin',
+        ),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    // The agent creates and updates it: in its own namespace, where it writes no copy, this one
+    // ConfigMap is its own.
+    expect(
+      await outcome(
+        cms(asAgent).createNamespacedConfigMap({ namespace: NS, body: memory({ d: '5 u' }) }),
+      ),
+    ).toEqual(OK);
+    expect(await outcome(replace(asAgent, { d: '6 u' }))).toEqual(OK);
+    // Nobody else rewrites or deletes it (either would make the agent forget what it applied).
+    refusedTo(await outcome(replace(asNsAdmin, { d: '1 u' })), 'ns-admin');
+    refusedTo(await outcome(remove(asNsAdmin)), 'ns-admin');
+    refusedTo(await outcome(replace(admin, {})));
+    // The hub's identity has no ConfigMap rights there at all (RBAC, before admission).
+    const hub = await outcome(replace(asHubGroup, {}));
+    expect(hub.code).toBe(403);
+    expect(hub.message).toMatch(/cannot update resource "configmaps"/);
+    expect(
+      (await cms(admin).readNamespacedConfigMap({ namespace: NS, name: MEMORY })).data,
+    ).toEqual({ d: '6 u' });
+    // Any other ConfigMap in its namespace is still refused to the agent, as a copy would be.
+    expectDenied(
+      await outcome(
+        cms(asAgent).createNamespacedConfigMap({ namespace: NS, body: configMap('other', MARKS) }),
+      ),
+      AGENT_POLICY,
+      'policy.namespaces.always-denied',
+      `namespace ${NS} is never written by mirrorhub`,
+    );
+  });
+});
+
 // ---- helpers ----------------------------------------------------------------------------------
 
 const OK = { code: 200, message: '' };

@@ -568,6 +568,7 @@ describe('charts, rendered', () => {
     expect([...policies.keys()].sort()).toEqual([
       'mirrorhub-agent-copies',
       'mirrorhub-agent-hub-payloads',
+      'mirrorhub-agent-sequences',
       'mirrorhub-agent-token-secrets',
     ]);
     for (const [, vap] of policies) expect(vap.spec?.failurePolicy).toBe('Fail');
@@ -586,7 +587,25 @@ describe('charts, rendered', () => {
         name: 'agent-service-account',
         expression: `request.userInfo.username == "system:serviceaccount:${NS}:mirrorhub-agent"`,
       },
+      {
+        name: 'not-agent-memory',
+        expression: `!(request.resource.resource == "configmaps" && request.namespace == "${NS}" && request.name == "mirrorhub-agent-sequences")`,
+      },
     ]);
+    // The agent's memory of the sequences it applied: its ServiceAccount alone writes it.
+    const sequences = policies.get('mirrorhub-agent-sequences')!.spec!;
+    expect(sequences.matchConstraints?.namespaceSelector).toEqual({
+      matchLabels: { 'kubernetes.io/metadata.name': NS },
+    });
+    expect(sequences.matchConstraints?.resourceRules?.map((r) => r.resources)).toEqual([
+      ['configmaps'],
+    ]);
+    expect(sequences.matchConditions?.map((c) => c.expression.trim())).toEqual([
+      'request.name == "mirrorhub-agent-sequences"',
+    ]);
+    expect(sequences.validations?.[0]?.expression).toContain(
+      `request.userInfo.username == "system:serviceaccount:${NS}:mirrorhub-agent" ||`,
+    );
     const variable = (name: string) =>
       copies.variables?.find((v) => v.name === name)?.expression.trim();
     const rule = (name: string) =>
@@ -711,11 +730,17 @@ describe('charts, rendered', () => {
         await render(AGENT_CHART, AGENT_VALUE_SETS['a strict policy, no admission policies']),
       ).size,
     ).toBe(0);
-    expect([
-      ...admissionPolicies(
-        await render(AGENT_CHART, [...AGENT_REQUIRED, '--set', 'hubAccess.enabled=false']),
-      ).keys(),
-    ]).toEqual(['mirrorhub-agent-copies', 'mirrorhub-agent-token-secrets']);
+    expect(
+      [
+        ...admissionPolicies(
+          await render(AGENT_CHART, [...AGENT_REQUIRED, '--set', 'hubAccess.enabled=false']),
+        ).keys(),
+      ].sort(),
+    ).toEqual([
+      'mirrorhub-agent-copies',
+      'mirrorhub-agent-sequences',
+      'mirrorhub-agent-token-secrets',
+    ]);
   });
 
   it('hub: its Secret writes are limited to payloads in the agent namespace and its hash key in its own', async () => {
@@ -810,6 +835,11 @@ describe('charts, rendered', () => {
         `variables.serviceAccount != "${sa}" || variables.oldServiceAccount == "${sa}"`,
       );
     }
+    const memoryPolicy = (list: Obj[]) => {
+      const spec = admissionPolicies(list).get('mirrorhub-agent-sequences')!.spec!;
+      return { ...spec, validations: spec.validations?.map((v) => v.expression) };
+    };
+    expect(memoryPolicy(objs)).toEqual(memoryPolicy(alone));
     // No agent workload, and no hub-access Role: the hub chart grants the hub its own.
     expect(objs.some((o) => o.metadata.name === 'mirrorhub-agent-hub-access')).toBe(false);
     expect(

@@ -1117,6 +1117,13 @@ export const mirrorDelivery: KindDefinition = {
           'every copy whose mirrorhub.io/content-hash annotation already equals it.',
         { minLength: 1, maxLength: 128 },
       ),
+      sequence: integer(
+        'Signed with the rest of the spec, and higher on every change the hub writes (the same ' +
+          'while the spec is unchanged): the agent refuses a delivery older than one it applied ' +
+          'under this name (a replay), also after the delivery was deleted. Absent from ' +
+          'deliveries of older hubs (then 0, accepted only while nothing newer was applied).',
+        { format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+      ),
     },
     {
       required: ['mirror', 'originCluster', 'payloadSecretName', 'target', 'contentHash'],
@@ -1183,6 +1190,12 @@ export const mirrorDelivery: KindDefinition = {
     ),
     truncated: boolean(
       'True when namespaces and syncedNamespaces list only the first 500 namespaces of more.',
+    ),
+    newestSequence: integer(
+      'Set while the agent refuses this delivery as a replay (phase Error, message ' +
+        '"Replayed: ..."): the newest sequence it applied under this name. The hub writes its ' +
+        'next delivery with a higher one.',
+      { format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     ),
   }),
   printerColumns: [

@@ -1096,6 +1096,14 @@ export interface MirrorDeliverySpec {
    * copy whose mirrorhub.io/content-hash annotation already equals it.
    */
   contentHash: string;
+
+  /**
+   * Signed with the rest of the spec, and higher on every change the hub writes (the same while the
+   * spec is unchanged): the agent refuses a delivery older than one it applied under this name (a
+   * replay), also after the delivery was deleted. Absent from deliveries of older hubs (then 0,
+   * accepted only while nothing newer was applied).
+   */
+  sequence?: number;
 }
 
 /** The mirror this delivery belongs to. */
@@ -1191,6 +1199,13 @@ export interface MirrorDeliveryStatus {
 
   /** True when namespaces and syncedNamespaces list only the first 500 namespaces of more. */
   truncated?: boolean;
+
+  /**
+   * Set while the agent refuses this delivery as a replay (phase Error, message "Replayed: ..."):
+   * the newest sequence it applied under this name. The hub writes its next delivery with a higher
+   * one.
+   */
+  newestSequence?: number;
 }
 
 /** Totals in this cluster. */

@@ -6,7 +6,9 @@
 // bound the same way and to the contentHash the delivery names) with a key only the hub holds;
 // the agent acts only on objects whose signature verifies against a public key in its own
 // configuration (the agent chart's hubPublicKeys). Several keys may be trusted at once, so the
-// hub's key can be rotated without downtime (docs/security.md).
+// hub's key can be rotated without downtime (docs/security.md). The spec carries a sequence
+// (spec.sequence, higher on every change), so what is signed also says which of two deliveries
+// is newer: the agent refuses an older one written back later (agent/.../delivery/sequence.ts).
 //
 // Messages are canonical JSON (sorted keys, no undefined) after a domain tag, so a delivery
 // signature can never pass for a payload signature or the other way round. Ed25519 signatures

@@ -4,6 +4,8 @@
 // - knowledge.ts: what we know of each copy's content without caching data (drift detection);
 // - notes.ts: what we remember of each delivery between reconciles (failures, conflicts);
 // - verify.ts: the bulk check of every copy at the start of a term;
+// - sequence.ts refuses a delivery older than one applied under its name (a replay), from what
+//   memory.ts keeps in the agent's own ConfigMap;
 // - plan.ts decides, apply.ts writes copies, events.ts picks the Events of a transition;
 // - the kit's StatusWriter writes status (queued, so a report never holds up copies) and
 //   finalizers; its Reconciler runs the queue.
@@ -21,6 +23,7 @@ import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
 import { Reconciler } from '@mirrorhub/shared/controller/reconciler';
 import { StatusWriter } from '@mirrorhub/shared/controller/status';
 import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
+import { errorMessage } from '@mirrorhub/shared/runtime/errors';
 import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
 import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
@@ -31,6 +34,8 @@ import { CopyKnowledge } from './knowledge.js';
 import { countWrites, logOutcomes, registerGauges } from './metrics.js';
 import { DeliveryNotes, type DeliveryNote } from './notes.js';
 import { hubMidWrite, plan, settle, type Action, type Outcome, type PlanInput } from './plan.js';
+import { SequenceMemory } from './memory.js';
+import { judgeSequence } from './sequence.js';
 import { checkSignatures, SignatureCache } from './signature.js';
 import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { DeliveryWatches } from './watches.js';
@@ -97,6 +102,7 @@ export class DeliveryController {
   private readonly knowledge: CopyKnowledge;
   private readonly notes = new DeliveryNotes();
   private readonly signatures = new SignatureCache();
+  private readonly sequences: SequenceMemory;
   private readonly writer: StatusWriter<MirrorDelivery>;
   private readonly reconciler: Reconciler;
   private readonly compactor: Compactor;
@@ -119,6 +125,14 @@ export class DeliveryController {
       progressDeadlineMs: opts.watchProgressDeadlineMs,
     });
     this.knowledge = new CopyKnowledge(this.watches.copies, clock, opts.payloadSettleMs);
+    this.sequences = new SequenceMemory({
+      rest: this.rest,
+      namespace,
+      fieldManager: FIELD_MANAGER.agent,
+      logger: log,
+      metrics,
+      live: (name) => this.watches.delivery(name) !== undefined,
+    });
     const { group, version, plural } = MIRROR_DELIVERY;
     this.writer = new StatusWriter<MirrorDelivery>({
       rest: this.rest,
@@ -207,8 +221,12 @@ export class DeliveryController {
     await this.writer.flushed();
   }
 
-  /** The bulk check of every copy at the start of a term (verify.ts). */
+  /**
+   * The bulk check of every copy at the start of a term (verify.ts). The sequences are read
+   * again in the term: another agent may have held it since.
+   */
   private checkCopies(signal: AbortSignal): Promise<void> {
+    this.sequences.reset();
     const { watches, knowledge } = this;
     return verifyAll(
       {
@@ -246,6 +264,21 @@ export class DeliveryController {
       return { requeueAfterMs: this.resyncMs };
     }
     const { input, payloadVersion, settling, deferred } = this.gather(delivery, note, payload);
+    let unrecorded: unknown;
+    if (input.signature.ok) {
+      // Not older than what was applied under the name; a sequence not applied yet is
+      // remembered before anything is written for it, so a restart does not forget it.
+      try {
+        const verdict = judgeSequence(delivery, await this.sequences.memory());
+        if (!verdict.ok) input.replay = verdict;
+        else if (verdict.remember) await this.sequences.remember(name, verdict.remember);
+      } catch (err) {
+        // Without its memory the agent cannot tell a replay: nothing is acted on, status says
+        // why, and the reconcile is tried again with backoff.
+        unrecorded = err;
+        input.memoryError = errorMessage(err);
+      }
+    }
 
     // Plan, then apply: the finalizer goes on before any copy is written.
     const p = plan(input);
@@ -280,6 +313,7 @@ export class DeliveryController {
       // the report is written; current() shows it to the next reconcile meanwhile.
       this.writer.queueStatus(delivery, s.status, deliveryEvents(delivery.status, s.status));
     }
+    if (unrecorded !== undefined) throw unrecorded;
     const retry = outcomes.filter((o) => o.result === 'failed' || o.result === 'retry');
     if (retry.length > 0) {
       throw new WritesFailedError(

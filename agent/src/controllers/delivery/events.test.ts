@@ -49,6 +49,12 @@ describe('deliveryEvents', () => {
       ],
     ],
     [
+      'a replayed delivery',
+      active,
+      error('Replayed: nothing is written for this delivery: MirrorDelivery d: older'),
+      ['Warning Replayed: Replayed: nothing is written for this delivery: MirrorDelivery d: older'],
+    ],
+    [
       'refused as a whole',
       undefined,
       error('PolicyDenied (policy.secretTypes): type kubernetes.io/tls is not allowed'),

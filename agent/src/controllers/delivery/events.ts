@@ -32,9 +32,11 @@ export function deliveryEvents(
   }
   const reason = next.message?.startsWith('SignatureInvalid:')
     ? 'SignatureInvalid'
-    : next.message?.startsWith('PolicyDenied')
-      ? 'PolicyDenied'
-      : REASON_BY_PHASE[next.phase];
+    : next.message?.startsWith('Replayed:')
+      ? 'Replayed'
+      : next.message?.startsWith('PolicyDenied')
+        ? 'PolicyDenied'
+        : REASON_BY_PHASE[next.phase];
   events.push({
     type: next.phase === 'Active' ? 'Normal' : 'Warning',
     reason,

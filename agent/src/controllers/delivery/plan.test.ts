@@ -864,6 +864,53 @@ describe("plan: the cluster owner's policy and the hub's signature", () => {
   });
 });
 
+describe('plan: a replayed delivery (older than one applied under its name)', () => {
+  const replay = { reason: 'Replayed: nothing is written for this delivery: ...', newest: 900 };
+
+  it('writes nothing, keeps the copies as they are, and reports the newest sequence for the hub', () => {
+    const older = delivery({ contentHash: 'h-old', sequence: 500 });
+    const p = plan(input({ delivery: older, replay, copies: [copy('team-a')] }));
+    expect(p.actions).toEqual([]);
+    expect(p.addFinalizer).toBe(false);
+    expect(p.report().status).toMatchObject({
+      phase: 'Error',
+      message: replay.reason,
+      newestSequence: 900,
+    });
+  });
+
+  it('a delivery being deleted goes without touching a copy: its spec is no longer the hub’s word', () => {
+    const d = delivery({ deletePolicy: 'Delete' }, { deletionTimestamp: EARLIER });
+    const p = plan(input({ delivery: d, replay, copies: [copy('team-a')] }));
+    expect(p.actions).toEqual([]);
+    expect(p.removeFinalizer).toBe(true);
+  });
+
+  it('without its memory of sequences the agent cannot tell a replay: nothing written or removed', () => {
+    const memoryError =
+      'reading ConfigMap mirrorhub-system/mirrorhub-agent-sequences: 403 Forbidden';
+    const p = plan(input({ memoryError, copies: [copy('team-a', withHash('h-old'))] }));
+    expect(p.actions).toEqual([]);
+    expect(p.report().status).toMatchObject({
+      phase: 'Error',
+      message: `nothing is written for this delivery: ${memoryError}`,
+    });
+    const deleting = delivery({}, { deletionTimestamp: EARLIER });
+    const d = plan(input({ delivery: deleting, memoryError, copies: [copy('team-a')] }));
+    expect(d.actions).toEqual([]);
+    expect(d.removeFinalizer).toBe(false);
+  });
+
+  it('once the hub’s newer delivery is accepted, newestSequence is no longer reported', () => {
+    const refused = plan(input({ replay })).report().status;
+    const p = plan(input({ delivery: delivery({ sequence: 901 }, {}, refused) }));
+    const { status, statusChanged } = p.report();
+    expect(status.newestSequence).toBeUndefined();
+    expect(status.phase).toBe('Active');
+    expect(statusChanged).toBe(true);
+  });
+});
+
 describe('hubMidWrite: the payload and the delivery written out of step', () => {
   const payloadWith = (hash?: string) => ({
     metadata: { annotations: hash ? { [ANNOTATION_CONTENT_HASH]: hash } : {} },

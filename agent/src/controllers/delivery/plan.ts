@@ -119,6 +119,16 @@ export interface PlanInput {
    * just loses the agent's finalizer.
    */
   signature: { ok: true } | { ok: false; reason: string };
+  /**
+   * Set when the delivery is older than one the agent applied under its name (a replay, see
+   * sequence.ts): treated as an invalid signature, and `newest` is reported for the hub.
+   */
+  replay?: { reason: string; newest: number } | undefined;
+  /**
+   * The agent could not read or write its memory of applied sequences (memory.ts): it cannot
+   * tell a replay, so nothing is written or deleted, and the delivery keeps its finalizer.
+   */
+  memoryError?: string | undefined;
 }
 
 /** Identity and version of an existing object, for conditional writes. */
@@ -171,6 +181,8 @@ export interface Plan {
   error?: string | undefined;
   /** Refused as a whole (signature, policy); see Draft.refused. */
   refused?: boolean | undefined;
+  /** Refused as a replay: status.newestSequence. */
+  newestSequence?: number | undefined;
   suspended: boolean;
   deleting: boolean;
   /**
@@ -318,12 +330,15 @@ export function plan(input: PlanInput): Plan {
 
   // Being deleted: take every copy away (or release it), then let the delivery go. A suspended
   // delivery writes nothing, not even then (as Flux does): its finalizer just goes. So does an
-  // unsigned or tampered one: its spec (deletePolicy included) is not the hub's word.
+  // unsigned, tampered or replayed one: its spec (deletePolicy included) is not the hub's word,
+  // or no longer is.
   if (deleting) {
     if (!finalizerPresent) return finish(input, draft, { wrote: false, keepStatus: true });
+    if (input.memoryError !== undefined)
+      return finish(input, draft, { wrote: false, keepStatus: true });
     draft.removeFinalizer = true;
     draft.suspended = policies.suspend;
-    if (!policies.suspend && input.signature.ok) {
+    if (!policies.suspend && input.signature.ok && !input.replay) {
       draft.actions = ours.map(remove);
       draft.entries = [...new Set(ours.map((c) => c.namespace))].flatMap(removalEntry);
     }
@@ -333,6 +348,18 @@ export function plan(input: PlanInput): Plan {
   if (!input.signature.ok) {
     draft.error = `SignatureInvalid: nothing is written for this delivery: ${input.signature.reason}`;
     draft.refused = true;
+    return finish(input, draft, { wrote: false });
+  }
+
+  if (input.memoryError !== undefined) {
+    draft.error = `nothing is written for this delivery: ${input.memoryError}`;
+    return finish(input, draft, { wrote: false });
+  }
+
+  if (input.replay) {
+    draft.error = input.replay.reason;
+    draft.refused = true;
+    draft.newestSequence = input.replay.newest;
     return finish(input, draft, { wrote: false });
   }
 
@@ -506,6 +533,8 @@ interface Draft {
    * contentHash, so observedHash moves and the hub shows the refusal instead of waiting.
    */
   refused?: boolean | undefined;
+  /** Refused as a replay: the newest sequence applied under the name (status.newestSequence). */
+  newestSequence?: number | undefined;
   suspended: boolean;
   deleting: boolean;
 }
@@ -614,6 +643,7 @@ function buildStatus(
   if (generation !== undefined) next.observedGeneration = generation;
   if (observedHash !== undefined) next.observedHash = observedHash;
   if (lastSyncTime !== undefined) next.lastSyncTime = lastSyncTime;
+  if (draft.newestSequence !== undefined) next.newestSequence = draft.newestSequence;
   return next;
 }
 

@@ -12,6 +12,7 @@ import {
   FOREIGN_RECHECK_MS,
   deliveryPatch,
   deliveryRefusal,
+  deliverySequence,
   fingerprintOf,
   foreignLook,
   foreignRecheckMs,
@@ -435,5 +436,95 @@ describe('fingerprintOf', () => {
     expect(fingerprintOf({ op: 'apply', payload: payload('h1') })).not.toBe(a);
     expect(a).not.toContain('dmFsdWU=');
     expect(fingerprintOf({ op: 'delete' })).toBe('delete');
+  });
+});
+
+describe('deliverySequence', () => {
+  /** The observed delivery with `sequence` (absent: an older hub's) and the agent's report. */
+  const seen = (sequence: number | undefined, o: { hash?: string; newest?: number } = {}) => {
+    const d = delivery({
+      hash: o.hash ?? 'h1',
+      ...(o.newest !== undefined
+        ? { status: { phase: 'Error' as const, newestSequence: o.newest } }
+        : {}),
+    });
+    if (sequence !== undefined) d.spec.sequence = sequence;
+    return d;
+  };
+  const want = (hash = 'h1') => delivery({ hash }).spec;
+
+  it.each<[string, MirrorDelivery | undefined, MirrorDelivery['spec'], number, number]>([
+    // No write when nothing changed: the same spec signs to the same annotation.
+    ['unchanged: the observed sequence', seen(500), want(), NOW, 500],
+    ['unchanged, the clock far ahead: still the observed one', seen(500), want(), NOW * 9, 500],
+    [
+      'the desired spec carries another sequence: ignored',
+      seen(500),
+      { ...want(), sequence: 7 },
+      NOW,
+      500,
+    ],
+    // A change: higher than before, from the clock.
+    ['changed: the clock', seen(500, { hash: 'h0' }), want(), NOW, NOW],
+    // The clock behind what the hub wrote (two changes in one millisecond, a clock set back).
+    [
+      'changed, the clock behind: one above the observed',
+      seen(NOW + 5, { hash: 'h0' }),
+      want(),
+      NOW,
+      NOW + 6,
+    ],
+    // A hub that remembers nothing of the name: nothing observed (a restart, a deleted delivery).
+    ['nothing observed: the clock', undefined, want(), NOW, NOW],
+    ['nothing observed, a fractional clock: whole milliseconds', undefined, want(), NOW + 0.5, NOW],
+    // An older hub's delivery (no sequence): gets one, even with the spec otherwise unchanged.
+    ['an older hub’s delivery, unchanged: the clock', seen(undefined), want(), NOW, NOW],
+    ['a sequence of 0 is none', seen(0), want(), NOW, NOW],
+    // The agent refused what is there as older than what it applied (a replay): above that.
+    [
+      'refused as a replay, spec what the hub wants: above the agent’s newest',
+      seen(500, { newest: 900 }),
+      want(),
+      100,
+      901,
+    ],
+    [
+      'refused as a replay of the same sequence (a new object): above it',
+      seen(500, { newest: 500 }),
+      want(),
+      100,
+      501,
+    ],
+    ['refused, the clock ahead: the clock', seen(500, { newest: 900 }), want(), NOW, NOW],
+    // A report older than the hub's last write (newest below what is there): not a refusal of it.
+    [
+      'an old report below the observed sequence: unchanged',
+      seen(950, { newest: 900 }),
+      want(),
+      NOW,
+      950,
+    ],
+  ])('%s', (_name, observed, spec, now, expected) => {
+    expect(deliverySequence(observed, spec, now)).toBe(expected);
+  });
+
+  it('increases over a hub’s successive writes, restarts included; the agent’s report heals a clock set back', () => {
+    let observed: MirrorDelivery | undefined;
+    const write = (now: number, hash: string) => {
+      const sequence = deliverySequence(observed, want(hash), now);
+      observed = { ...delivery({ hash }), spec: { ...want(hash), sequence } };
+      return sequence;
+    };
+    expect(write(1000, 'h1')).toBe(1000);
+    expect(write(1000, 'h2')).toBe(1001); // two changes in one millisecond
+    observed = undefined; // a restart, and the delivery deleted meanwhile: no memory at all
+    expect(write(1500, 'h2')).toBe(1500);
+    expect(write(2000, 'h2')).toBe(1500); // nothing changed: nothing written
+    // No memory and a clock set back: a lower sequence, which the agent refuses as older than
+    // the 1500 it applied, and says so; the next plan goes above it.
+    observed = undefined;
+    expect(write(900, 'h2')).toBe(900);
+    observed = { ...observed!, status: { phase: 'Error', newestSequence: 1500 } };
+    expect(write(900, 'h2')).toBe(1501);
   });
 });

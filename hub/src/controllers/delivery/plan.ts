@@ -24,7 +24,7 @@
 // - Legacy names: a delivery or payload an older hub named with legacyDeliveryName is deleted
 //   with the current one, and while the mirror delivers, once the agent has applied the current
 //   delivery and reports no copy it could not take over from the legacy one (`legacyRetirable`).
-import { type MirrorDelivery } from '@mirrorhub/shared/api/index';
+import { type MirrorDelivery, type MirrorDeliverySpec } from '@mirrorhub/shared/api/index';
 import {
   canonicalJson,
   deliveryName,
@@ -426,4 +426,45 @@ export function deliveryUpToDate(
     has(observed.metadata.annotations, desired.metadata.annotations) &&
     equalIgnoringTime(observed.spec, desired.spec, [])
   );
+}
+
+// ---- sequence ---------------------------------------------------------------------------------
+
+/**
+ * The sequence (spec.sequence, signed with the rest of the spec) of the delivery `spec` the hub
+ * writes over `observed`, what the cluster holds under the name (our last write, else the cache).
+ * The agent refuses a delivery whose sequence is older than one it applied under the name, so a
+ * signed delivery captured earlier cannot be replayed (agent/src/controllers/delivery/sequence.ts).
+ *
+ * - The observed spec is the same but for its sequence: that sequence, so an unchanged delivery
+ *   signs to the same annotation and nothing is written.
+ * - Anything changed (or nothing there, or no sequence: an older hub's delivery): a new one,
+ *   above the observed one. Taken from the wall clock (milliseconds), not from a counter: a hub
+ *   that remembers nothing (a restart, another replica taking over, a delivery someone deleted)
+ *   must still write a sequence above every one it wrote before under the name, or the agent
+ *   refuses its delivery as a replay. `observed + 1` keeps it increasing when the clock has not
+ *   moved on (two changes in one millisecond) or stepped back while the hub remembers.
+ * - The agent reports that it refused the observed delivery as older than what it applied
+ *   (status.newestSequence, e.g. a replayed delivery whose spec happens to be what the hub wants
+ *   again): a new one above that too, so the agent takes the hub's word again.
+ */
+export function deliverySequence(
+  observed: MirrorDelivery | undefined,
+  spec: MirrorDeliverySpec,
+  nowMs: number,
+): number {
+  const seen = observed?.spec.sequence;
+  const newest = observed?.status?.newestSequence;
+  const refused = newest !== undefined && newest >= (seen ?? 0);
+  if (observed && seen !== undefined && seen > 0 && !refused && sameBut(observed.spec, spec)) {
+    return seen;
+  }
+  return Math.max(Math.floor(nowMs), (seen ?? 0) + 1, (newest ?? 0) + 1);
+}
+
+/** The two specs are equal but for their sequence. */
+function sameBut(a: MirrorDeliverySpec, b: MirrorDeliverySpec): boolean {
+  const { sequence: _a, ...restA } = a;
+  const { sequence: _b, ...restB } = b;
+  return equalIgnoringTime(restA, restB, []);
 }

@@ -707,6 +707,59 @@ describe('planMirror: aggregated status', () => {
   });
 });
 
+describe('planMirror: sequence (a delivery cannot be replayed older)', () => {
+  const later = new Date(NOW.getTime() + 60_000);
+  const sequenceOf = (p: MirrorPlan) => p.writes[0]?.delivery?.spec.sequence;
+
+  it('a first delivery carries the clock, in milliseconds', () => {
+    expect(sequenceOf(plan())).toBe(NOW.getTime());
+  });
+
+  it('nothing changed: nothing written, whenever the hub looks again (a restart included)', () => {
+    expect(plan({ clusters: [deliveredCluster()], now: later }).writes).toEqual([]);
+  });
+
+  it('a source change: the delivery is written with a higher sequence', () => {
+    const p = plan({
+      clusters: [deliveredCluster()],
+      source: found({ password: b64('changed') }),
+      now: later,
+    });
+    expect(sequenceOf(p)).toBe(later.getTime());
+  });
+
+  it('a hub whose clock is behind what it wrote: one above the observed sequence', () => {
+    const earlier = new Date(NOW.getTime() - 60_000);
+    const p = plan({
+      clusters: [deliveredCluster()],
+      source: found({ password: b64('changed') }),
+      now: earlier,
+    });
+    expect(sequenceOf(p)).toBe(NOW.getTime() + 1);
+  });
+
+  it('the agent refused what is there as a replay: written again above what the agent applied, even unchanged', () => {
+    // A replayed delivery whose spec is what the hub wants again (say, the source went back to
+    // that value): the agent reports the newest sequence it applied.
+    const newest = NOW.getTime() + 5_000;
+    const replayed = deliveredCluster({
+      phase: 'Error',
+      message: 'Replayed: ...',
+      newestSequence: newest,
+    });
+    const p = plan({ clusters: [replayed], now: NOW });
+    expect(p.writes).toHaveLength(1);
+    expect(p.writes[0]!.payload).toBeUndefined();
+    expect(sequenceOf(p)).toBe(newest + 1);
+    // Once written, the agent's stale report (below the new sequence) asks for nothing more.
+    const rewritten = cluster({
+      delivery: stored(p.writes[0]!.delivery!, { newestSequence: newest }),
+      payload: replayed.payload,
+    });
+    expect(plan({ clusters: [rewritten], now: NOW }).writes).toEqual([]);
+  });
+});
+
 describe('planMirror: suspend', () => {
   it('tells the existing delivery to suspend, writes nothing else, keeps the phase', () => {
     const active = plan({ clusters: [deliveredCluster()] });
@@ -718,9 +771,12 @@ describe('planMirror: suspend', () => {
     });
     expect(p.writes).toHaveLength(1);
     expect(p.writes[0]!.payload).toBeUndefined();
+    const delivered = deliveredCluster().delivery!.spec;
+    // A changed delivery: a higher sequence (the clock has not moved on in this test).
     expect(p.writes[0]!.delivery!.spec).toEqual({
-      ...deliveredCluster().delivery!.spec,
+      ...delivered,
       suspend: true,
+      sequence: delivered.sequence! + 1,
     });
     expect(p.status.phase).toBe('Active');
     expect(p.status.message).toMatch(/^suspended/);

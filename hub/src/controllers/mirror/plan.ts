@@ -81,7 +81,7 @@ import {
   ANNOTATION_SIGNATURE,
   LABEL_ORIGIN_CLUSTER,
 } from '@mirrorhub/shared/contract';
-import { deliveryUpToDate } from '../delivery/plan.js';
+import { deliverySequence, deliveryUpToDate } from '../delivery/plan.js';
 
 // ---- input ------------------------------------------------------------------------------------
 
@@ -300,7 +300,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
           name,
           obs,
           originCluster,
-          { ...d.spec, suspend: true },
+          sequenced(obs, { ...d.spec, suspend: true }, now),
           input.signer,
         ),
       });
@@ -382,7 +382,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
     const binaryKeys = payload.metadata.annotations[ANNOTATION_BINARY_KEYS];
     const dataSha256 = payloadDigest(payload.data);
     for (const obs of selection.selected) {
-      const deliverySpec: MirrorDeliverySpec = {
+      const unsequenced: MirrorDeliverySpec = {
         mirror: {
           kind: identity.kind,
           ...(identity.namespace ? { namespace: identity.namespace } : {}),
@@ -416,6 +416,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
         pollPeriodSeconds: policies.pollPeriodSeconds,
         contentHash: hash,
       };
+      const deliverySpec = sequenced(obs, unsequenced, now);
       desiredSpecs.set(obs.name, deliverySpec);
       if (!obs.synced) continue; // unknown state: write nothing until the caches are there
       if (obs.delivery?.metadata.deletionTimestamp) continue; // wait until the old one is gone
@@ -759,6 +760,18 @@ export function identityOf(mirror: AnyMirror): MirrorIdentity {
         namespace: mirror.metadata.namespace ?? '',
         name: mirror.metadata.name ?? '',
       };
+}
+
+/**
+ * `spec` with the sequence it is written with over `obs`'s delivery: the observed one while
+ * nothing else changed, a higher one otherwise (see deliverySequence).
+ */
+function sequenced(
+  obs: ClusterObservation,
+  spec: MirrorDeliverySpec,
+  now: Date,
+): MirrorDeliverySpec {
+  return { ...spec, sequence: deliverySequence(obs.delivery, spec, now.getTime()) };
 }
 
 function deliveryObject(
