@@ -310,6 +310,7 @@ export function createHub(config: HubConfig): Hub {
       vault: {
         serviceAccount: config.serviceAccount,
         tenantServiceAccountTokens: config.vaultServiceAccountTokens,
+        ownNamespaces: [namespace, agentNamespace],
         requestTimeoutMs: config.vaultRequestTimeoutMs,
         retryInitialMs: config.vaultRetryInitialMs,
         leaseNamespace: namespace,

@@ -204,6 +204,28 @@ describe("Kubernetes auth with the hub's own ServiceAccount", () => {
     }, WAIT);
   }, 60_000);
 
+  it("with vault.serviceAccountTokens on, a VaultConnection in mirrorhub's own namespace gets no token of the hub's ServiceAccount", async () => {
+    // The hub's token reads every Secret: whoever may create a VaultConnection beside it must
+    // not be able to send it to an address of their choice.
+    const own = tenantConnection();
+    own.metadata.namespace = SYSTEM_NS;
+    own.spec.auth.kubernetes.serviceAccountRef.name = HUB_SA.name;
+    await createObject(e.kc, 'vaultconnections', own, SYSTEM_NS);
+    await eventually(async () => {
+      const c = await getObject(e.kc, 'vaultconnections', 'app', SYSTEM_NS);
+      expect(c.status?.conditions?.find((x) => x.type === 'Ready')).toMatchObject({
+        status: 'False',
+        reason: 'InvalidConfig',
+      });
+      expect(c.status?.message).toContain(
+        `the hub requests no token of a ServiceAccount in ${SYSTEM_NS}, the namespace of mirrorhub's own ServiceAccounts`,
+      );
+    }, WAIT);
+    // The same connection in a tenant's namespace, for its own ServiceAccount, still logs in.
+    const c = await getObject(e.kc, 'vaultconnections', 'app', 'team-k');
+    expect(c.status).toMatchObject({ ready: true, authMethod: 'kubernetes' });
+  });
+
   it('puts no token or value in logs, Events or status', async () => {
     const texts = [
       e.logs.text(),

@@ -127,6 +127,8 @@ export interface MirrorControllerOptions {
     | {
         serviceAccount?: ServiceAccountRef | undefined;
         tenantServiceAccountTokens?: boolean | undefined;
+        /** The namespaces of mirrorhub's own ServiceAccounts (VaultConnectionsOptions). */
+        ownNamespaces?: readonly string[] | undefined;
         requestTimeoutMs?: number | undefined;
         /** First retry of a failed Vault poll (default 1 s). */
         retryInitialMs?: number | undefined;
@@ -230,6 +232,7 @@ export class MirrorController {
       watchProgressDeadlineMs: opts.watchProgressDeadlineMs,
       serviceAccount: opts.vault?.serviceAccount,
       tenantServiceAccountTokens: opts.vault?.tenantServiceAccountTokens,
+      ownNamespaces: opts.vault?.ownNamespaces,
       requestTimeoutMs: opts.vault?.requestTimeoutMs,
       identity: opts.identity,
       logger: opts.logger,

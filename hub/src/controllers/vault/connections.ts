@@ -85,6 +85,11 @@ export interface VaultConnectionsOptions {
   serviceAccount?: ServiceAccountRef | undefined;
   /** Whether the hub may request tokens of tenants' ServiceAccounts (chart value, default off). */
   tenantServiceAccountTokens?: boolean | undefined;
+  /**
+   * The namespaces of mirrorhub's own ServiceAccounts (the hub's, and the agent's where it runs
+   * in this cluster): no VaultConnection there gets a token of one of theirs.
+   */
+  ownNamespaces?: readonly string[] | undefined;
   /** A connection changed (spec, or became present/absent): `key` as connectionKey(). */
   onChange(key: string): void;
   identity: string;
@@ -422,6 +427,14 @@ export class VaultConnections {
         if (!this.opts.tenantServiceAccountTokens) {
           throw new ConnectionConfigError(
             `kubernetes auth with ServiceAccount ${sa.namespace}/${sa.name}: this hub does not request tokens of other ServiceAccounts (chart value vault.serviceAccountTokens is off)`,
+          );
+        }
+        // The hub's and the agent's ServiceAccounts each read every Secret of the cluster: a
+        // VaultConnection in their namespace would send such a token to an address its author
+        // picks, more than `create vaultconnections` there may ever be worth.
+        if (ownNs !== undefined && this.opts.ownNamespaces?.includes(ownNs)) {
+          throw new ConnectionConfigError(
+            `kubernetes auth with ServiceAccount ${sa.namespace}/${sa.name}: the hub requests no token of a ServiceAccount in ${ownNs}, the namespace of mirrorhub's own ServiceAccounts; put the VaultConnection and its ServiceAccount in the namespace of the mirrors that use it`,
           );
         }
       } else {
