@@ -3,22 +3,22 @@
 // process (integration tests do), each with its own metrics registry.
 
 import { hostname } from 'node:os';
-import { crypto } from '@mirrorhub/shared/runtime/builtins';
-import { childLogger, createLogger, type Logger } from '@mirrorhub/shared/runtime/log';
-import { createMetrics, type Registry } from '@mirrorhub/shared/runtime/metrics';
-import { startHealthServer, type HealthServer } from '@mirrorhub/shared/runtime/server';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
+import { childLogger, createLogger, type Logger } from '@mirrorhub/shared/kit/runtime/log';
+import { createMetrics, type Registry } from '@mirrorhub/shared/kit/runtime/metrics';
+import { startHealthServer, type HealthServer } from '@mirrorhub/shared/kit/runtime/server';
 import {
   createLeaderElector,
   restLeaseClient,
   type LeaderElector,
-} from '@mirrorhub/shared/runtime/leader';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { parsePolicy, type PolicySpec } from '@mirrorhub/shared/mirror/policy';
+} from '@mirrorhub/shared/kit/runtime/leader';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { parsePolicy, type PolicySpec } from '@mirrorhub/agent/policy';
 import { createVerifier } from '@mirrorhub/shared/mirror/signing';
-import { RestClient } from '@mirrorhub/shared/k8s/rest';
+import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { DeliveryController } from './controllers/delivery/controller.js';
 import { Heartbeat } from './heartbeat.js';
-import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 
 const { randomBytes } = crypto;
 
@@ -30,7 +30,7 @@ export interface LeaderElectionConfig {
 }
 
 export interface AgentConfig {
-  /** Any KubeAccess (`loadKubeAccess()` from shared/k8s/access), or client-node's KubeConfig. */
+  /** Any KubeAccess (`loadKubeAccess()` from shared/kit/k8s/access), or client-node's KubeConfig. */
   kubeConfig: KubeAccess;
   /** The agent namespace (MirrorDeliveries, payload Secrets, the heartbeat Lease). */
   namespace: string;

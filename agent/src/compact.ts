@@ -10,7 +10,7 @@
 // `--expose-gc` (the chart's `v8Flags`); without it this does nothing.
 
 import { getHeapStatistics } from 'node:v8';
-import type { Clock, Timer } from '@mirrorhub/shared/runtime/clock';
+import type { Clock, Timer } from '@mirrorhub/shared/kit/runtime/clock';
 
 export interface CompactorOptions {
   /** Compacts the heap (`exposedGc()`); undefined = never compact. */

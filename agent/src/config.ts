@@ -1,10 +1,10 @@
 // The agent's configuration from flags and environment, read once by main.ts.
 
 import { hostname } from 'node:os';
-import { crypto, util } from '@mirrorhub/shared/runtime/builtins';
-import { progressDeadlineFromEnv } from '@mirrorhub/shared/k8s/watcher';
-import { processVersion } from '@mirrorhub/shared/runtime/version';
-import type { PolicySpec } from '@mirrorhub/shared/mirror/policy';
+import { crypto, util } from '@mirrorhub/shared/kit/runtime/builtins';
+import { progressDeadlineFromEnv } from '@mirrorhub/shared/kit/k8s/watcher';
+import { processVersion } from '@mirrorhub/shared/kit/runtime/version';
+import type { PolicySpec } from '@mirrorhub/agent/policy';
 import type { AgentConfig } from './agent.js';
 
 const { randomBytes } = crypto;

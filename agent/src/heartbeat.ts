@@ -2,16 +2,21 @@
 // interval, carrying the agent's version. The hub reads it for cluster health (present, version,
 // last heartbeat); an agent that stops renewing shows up as stale there.
 
-import { jitterUp } from '@mirrorhub/shared/runtime/backoff';
-import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
-import { errorMessage } from '@mirrorhub/shared/runtime/errors';
-import type { Logger } from '@mirrorhub/shared/runtime/log';
-import { CONTENT_TYPE, groupPath, microTime, type RestClient } from '@mirrorhub/shared/k8s/rest';
+import { jitterUp } from '@mirrorhub/shared/kit/runtime/backoff';
+import { realClock, sleep, type Clock } from '@mirrorhub/shared/kit/runtime/clock';
+import { errorMessage } from '@mirrorhub/shared/kit/runtime/errors';
+import type { Logger } from '@mirrorhub/shared/kit/runtime/log';
+import {
+  CONTENT_TYPE,
+  groupPath,
+  microTime,
+  type RestClient,
+} from '@mirrorhub/shared/kit/k8s/rest';
 import {
   ANNOTATION_AGENT_VERSION,
   ANNOTATION_CLUSTER_NAME,
   HEARTBEAT_LEASE,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 
 export interface HeartbeatOptions {
   rest: RestClient;

@@ -18,13 +18,13 @@
 //   MIRRORHUB_HTTP2                     "false": watches over HTTP/1.1, one connection each
 //                                       (default: streams of one HTTP/2 connection, k8s/h2.ts)
 
-import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/runtime/log';
-import { createShutdown } from '@mirrorhub/shared/runtime/shutdown';
+import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/kit/runtime/log';
+import { createShutdown } from '@mirrorhub/shared/kit/runtime/shutdown';
 import { createAgent } from './agent.js';
 import { exposedGc } from './compact.js';
 import { readConfig, type MainConfig } from './config.js';
-import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
+import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/kit/k8s/h2';
 
 async function main(): Promise<void> {
   let log: Logger;

@@ -1,7 +1,7 @@
 // The hub's configuration from the environment (main.ts only; read once at start-up).
-import { crypto, fs } from '@mirrorhub/shared/runtime/builtins';
+import { crypto, fs } from '@mirrorhub/shared/kit/runtime/builtins';
 import { hostname } from 'node:os';
-import { progressDeadlineFromEnv } from '@mirrorhub/shared/k8s/watcher';
+import { progressDeadlineFromEnv } from '@mirrorhub/shared/kit/k8s/watcher';
 import type { HubConfig } from './hub.js';
 
 const { randomBytes } = crypto;

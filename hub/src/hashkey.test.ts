@@ -1,5 +1,5 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import type { RestClient } from '@mirrorhub/shared/k8s/rest';
+import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { describe, expect, it } from 'vitest';
 import { ensureHashKey } from './hashkey.js';
 

@@ -1,10 +1,15 @@
 // The hub's content-hash key: random bytes in a Secret only the hub reads. Content hashes are
 // HMACs keyed with it (per mirror, see shared/src/mirror/hash.ts), so a hash visible on copies and
 // deliveries cannot be brute-forced back to a short secret value.
-import { crypto } from '@mirrorhub/shared/runtime/builtins';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { V1Secret } from '@kubernetes/client-node';
-import { wrapError } from '@mirrorhub/shared/runtime/index';
-import { corePath, isAlreadyExists, isNotFound, type RestClient } from '@mirrorhub/shared/k8s/rest';
+import { wrapError } from '@mirrorhub/shared/kit/runtime/index';
+import {
+  corePath,
+  isAlreadyExists,
+  isNotFound,
+  type RestClient,
+} from '@mirrorhub/shared/kit/k8s/rest';
 import { HASH_KEY_FIELD, HASH_KEY_SECRET } from './names.js';
 
 const { randomBytes } = crypto;

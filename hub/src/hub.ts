@@ -17,9 +17,9 @@ import {
   type LeaderElector,
   type Logger,
   type ReadinessCheck,
-} from '@mirrorhub/shared/runtime/index';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/k8s/rest';
+} from '@mirrorhub/shared/kit/runtime/index';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { ClusterRegistry } from './clusters/registry.js';
 import { localTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';
@@ -31,7 +31,7 @@ import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
 import { createSigner } from '@mirrorhub/shared/mirror/signing';
 import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
-import { USER_AGENT } from '@mirrorhub/shared/contract';
+import { USER_AGENT } from '@mirrorhub/shared/api/contract';
 import { DashboardFeed, RecentEvents } from './dashboard/feed.js';
 import { podLeaderLocator, type LeaderLocator } from './dashboard/proxy.js';
 import { serveDashboard, type Dashboard } from './dashboard/server.js';

@@ -1,14 +1,14 @@
 // Entry point: `node hub/dist/main.js`. Configuration from the environment, kubeconfig from
 // KUBECONFIG / ~/.kube/config / the pod's service account, then createHub. Everything else is in
 // hub.ts.
-import { loadKubeAccess } from '@mirrorhub/shared/k8s/access';
-import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
+import { loadKubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/kit/k8s/h2';
 import {
   createLogger,
   createShutdown,
   logConfigFromEnv,
   processVersion,
-} from '@mirrorhub/shared/runtime/index';
+} from '@mirrorhub/shared/kit/runtime/index';
 import { configFromEnv } from './config.js';
 import { createHub } from './hub.js';
 

@@ -2,16 +2,16 @@
 // localAgent.inProcess). Configuration from the environment (config.ts), one kubeconfig for the
 // process, the agent half's own identity when asked, then createStandalone.
 import { exposedGc } from '@mirrorhub/agent/compact';
-import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/k8s/h2';
-import { serviceAccountAccess } from '@mirrorhub/shared/k8s/token-request';
+import { loadKubeAccess, type KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/kit/k8s/h2';
+import { serviceAccountAccess } from '@mirrorhub/shared/kit/k8s/token-request';
 import {
   childLogger,
   createLogger,
   createShutdown,
   logConfigFromEnv,
   processVersion,
-} from '@mirrorhub/shared/runtime/index';
+} from '@mirrorhub/shared/kit/runtime/index';
 import { standaloneConfigFromEnv } from './config.js';
 import { createStandalone } from './standalone.js';
 

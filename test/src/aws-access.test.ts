@@ -28,7 +28,7 @@ import {
   EksTokenSource,
   mintEksToken,
   type AwsCredentials,
-} from '@mirrorhub/shared/aws/eks-token';
+} from '@mirrorhub/hub/clusters/aws/eks-token';
 import { kubeConfigForCluster } from '@mirrorhub/shared/testing/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

@@ -31,7 +31,7 @@ import { parse as parseYaml, parseAllDocuments } from 'yaml';
 
 import { DEFAULT_LEASE_NAME, HASH_KEY_SECRET, LEASES_SECRET } from '@mirrorhub/hub/names';
 import { FOREIGN_OWNERSHIP_PATTERNS } from '@mirrorhub/shared/mirror/foreign-ownership';
-import { parsePolicy } from '@mirrorhub/shared/mirror/policy';
+import { parsePolicy } from '@mirrorhub/agent/policy';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { chartsDir, loadCrds } from './support/crds.js';

@@ -27,8 +27,8 @@ import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import {
   EksClusterAccess,
   type EksClusterAccessOptions,
-} from '@mirrorhub/shared/aws/cluster-access';
-import { decodeEksToken } from '@mirrorhub/shared/aws/eks-token';
+} from '@mirrorhub/hub/clusters/aws/cluster-access';
+import { decodeEksToken } from '@mirrorhub/hub/clusters/aws/eks-token';
 import { eksKubeConfig } from '@mirrorhub/shared/testing/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

@@ -19,8 +19,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startKit, type Kit, type KitCluster } from '@mirrorhub/infra/kit/index';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { configureHttp2, http2Stats } from '@mirrorhub/shared/k8s/h2';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { configureHttp2, http2Stats } from '@mirrorhub/shared/kit/k8s/h2';
 import {
   ACCEPT_METADATA,
   CONTENT_TYPE,

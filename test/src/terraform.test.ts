@@ -49,7 +49,7 @@ import {
   type TerraformSetup,
 } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
-import { mintEksToken, type AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
+import { mintEksToken, type AwsCredentials } from '@mirrorhub/hub/clusters/aws/eks-token';
 import { kubeConfigForCluster } from '@mirrorhub/shared/testing/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';

@@ -2,9 +2,9 @@
 // terminal. Arguments -> gather (the hub cluster with the user's kubeconfig, or the hub's
 // dashboard API) -> view.ts -> a table or JSON. Exit codes: 0 done, 1 failed (the message says
 // what to do), 2 wrong usage.
-import { fs, util } from '@mirrorhub/shared/runtime/builtins';
-import { RestClient } from '@mirrorhub/shared/k8s/rest';
-import { errorMessage } from '@mirrorhub/shared/runtime/errors';
+import { fs, util } from '@mirrorhub/shared/kit/runtime/builtins';
+import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { errorMessage } from '@mirrorhub/shared/kit/runtime/errors';
 import type { Snapshot, Where } from '../dashboard/types.js';
 import {
   bearerTokenOf,

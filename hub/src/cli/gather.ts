@@ -8,7 +8,7 @@
 //
 // Never read: Secrets (no payload, no copy, no kubeconfig Secret). A delivery is read for its
 // names and its agent's report only (view.ts never reads spec.template).
-import { fs } from '@mirrorhub/shared/runtime/builtins';
+import { fs } from '@mirrorhub/shared/kit/runtime/builtins';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type https from 'node:https';
@@ -26,16 +26,16 @@ import {
   type MirrorDeliveryList,
   type SecretMirrorList,
 } from '@mirrorhub/shared/api/index';
-import { LABEL_ORIGIN_CLUSTER } from '@mirrorhub/shared/contract';
+import { LABEL_ORIGIN_CLUSTER } from '@mirrorhub/shared/api/contract';
 import {
   kubeconfigFileAccess,
   loadKubeAccess,
   parseKubeconfig,
   type KubeAccess,
-} from '@mirrorhub/shared/k8s/access';
-import { groupPath, isForbidden, RestClient } from '@mirrorhub/shared/k8s/rest';
-import { parseYaml } from '@mirrorhub/shared/k8s/yaml';
-import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
+} from '@mirrorhub/shared/kit/k8s/access';
+import { groupPath, isForbidden, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { parseYaml } from '@mirrorhub/shared/kit/k8s/yaml';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/kit/runtime/errors';
 import type {
   ClusterRow,
   Matrix,

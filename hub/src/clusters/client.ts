@@ -3,9 +3,9 @@
 // A follower that accepts the connection and never answers would hold a write (and the slot in
 // that cluster's queue) forever. Clients made here abort every request after `timeoutMs`, and
 // `withDeadline` turns the abort into an error that says so.
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { RestClient } from '@mirrorhub/shared/k8s/rest';
-import { USER_AGENT } from '@mirrorhub/shared/contract';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { USER_AGENT } from '@mirrorhub/shared/api/contract';
 
 /** Default deadline of one request to a cluster. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;

@@ -3,10 +3,10 @@
 // server would decide a `kubectl get` of the same resources. Both answers are cached for
 // `ttlMs` (keyed by the token's SHA-256, never by the token), so a viewer costs the API server a
 // handful of reviews per minute, not one per request or per change.
-import { crypto } from '@mirrorhub/shared/runtime/builtins';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import { GROUP } from '@mirrorhub/shared/api/index';
-import { errorMessage } from '@mirrorhub/shared/runtime/index';
-import type { RestClient } from '@mirrorhub/shared/k8s/rest';
+import { errorMessage } from '@mirrorhub/shared/kit/runtime/index';
+import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import type { Access } from './view.js';
 
 const { createHash } = crypto;

@@ -5,11 +5,11 @@
 // comes from the leader-election Lease (its holder is `<pod name>_<suffix>`) and that pod's
 // status.podIP, accepted only when the pod is one of this Deployment's replicas (same app labels
 // as our own pod): a Lease holder alone never points the hub at an arbitrary address.
-import { http } from '@mirrorhub/shared/runtime/builtins';
+import { http } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { RestClient } from '@mirrorhub/shared/k8s/rest';
-import { corePath, isNotFound } from '@mirrorhub/shared/k8s/rest';
-import { errorMessage } from '@mirrorhub/shared/runtime/index';
+import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { corePath, isNotFound } from '@mirrorhub/shared/kit/k8s/rest';
+import { errorMessage } from '@mirrorhub/shared/kit/runtime/index';
 
 /** Set on proxied requests: a request that already went through a standby is not sent on. */
 export const VIA_HEADER = 'x-mirrorhub-via';

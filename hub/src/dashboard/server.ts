@@ -10,11 +10,11 @@
 //   GET /api/v1/where?name=<copy name>          Where: every (cluster, namespace) with a copy
 //   GET /api/v1/watch                           text/event-stream: `changed` with the version
 // (paths and query parameters: routes.ts, the one list they are registered and checked from)
-import { crypto, fs } from '@mirrorhub/shared/runtime/builtins';
+import { crypto, fs } from '@mirrorhub/shared/kit/runtime/builtins';
 import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import type { Gauge, HealthServer, Logger } from '@mirrorhub/shared/runtime/index';
-import type { RestClient } from '@mirrorhub/shared/k8s/rest';
+import type { Gauge, HealthServer, Logger } from '@mirrorhub/shared/kit/runtime/index';
+import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { bearerToken, ViewerAuth, type AuthResult } from './auth.js';
 import { proxy, VIA_HEADER } from './proxy.js';
 import {

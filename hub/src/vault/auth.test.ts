@@ -3,8 +3,8 @@
 // token reaches a log line.
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '@mirrorhub/shared/runtime/clock';
-import { createLogger } from '@mirrorhub/shared/runtime/log';
+import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
+import { createLogger } from '@mirrorhub/shared/kit/runtime/log';
 import { authMountPath, VaultSession, type VaultAuth, type VaultLogin } from './auth.js';
 import { VaultError } from './errors.js';
 import type { VaultHttp, VaultRequest, VaultResponse } from './http.js';

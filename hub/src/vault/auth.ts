@@ -16,9 +16,9 @@
 // Tokens, secret_ids and JWTs live in closures and private fields: they are never logged,
 // never put in an error, and a session printed or serialised shows none of them.
 
-import { util } from '@mirrorhub/shared/runtime/builtins';
+import { util } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { Logger } from 'pino';
-import type { Clock, Timer } from '@mirrorhub/shared/runtime/clock';
+import type { Clock, Timer } from '@mirrorhub/shared/kit/runtime/clock';
 import { isVaultError, VaultError } from './errors.js';
 import type { VaultEnvelope, VaultHttp } from './http.js';
 

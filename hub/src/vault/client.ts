@@ -6,9 +6,9 @@
 // (lookup-self is allowed by Vault's `default` policy: a token made without it
 // (token_no_default_policy) makes every policy denial cost a login before it is reported.)
 
-import { util } from '@mirrorhub/shared/runtime/builtins';
+import { util } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { Logger } from 'pino';
-import type { Clock } from '@mirrorhub/shared/runtime/clock';
+import type { Clock } from '@mirrorhub/shared/kit/runtime/clock';
 import { VaultSession, type VaultAuth } from './auth.js';
 import { isVaultError } from './errors.js';
 import {

@@ -3,7 +3,7 @@
 // and TLS that is always verified, against the system roots or against the CA bundle given
 // (which then replaces them, as VAULT_CACERT does). There is no switch to skip verification.
 //
-// Like shared/src/k8s/rest.ts, no HTTP library: a pool over node's agent is all it takes, and
+// Like shared/src/kit/k8s/rest.ts, no HTTP library: a pool over node's agent is all it takes, and
 // the hub's memory budget has no room for one.
 //
 // Every non-2xx answer and every network failure becomes a VaultError whose message says what
@@ -11,7 +11,7 @@
 // (token, secret_id, JWT, lease id, data values) are scrubbed from what Vault says back, and
 // neither bodies nor headers are ever copied into an error.
 
-import { http } from '@mirrorhub/shared/runtime/builtins';
+import { http } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { Agent } from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';

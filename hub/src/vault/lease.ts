@@ -5,7 +5,7 @@
 // lives in a private field of `VaultLease`, which prints and serialises without it, and every
 // request that carries one lists it among the secrets scrubbed from errors.
 
-import { util } from '@mirrorhub/shared/runtime/builtins';
+import { util } from '@mirrorhub/shared/kit/runtime/builtins';
 import { decodeData, normalizePath } from './kv.js';
 import { isVaultError, VaultError } from './errors.js';
 import { apiPath, type VaultEnvelope, type VaultMethod } from './http.js';

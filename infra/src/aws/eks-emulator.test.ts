@@ -18,7 +18,7 @@ import {
   UpdateAccessEntryCommand,
 } from '@aws-sdk/client-eks';
 import { KubeConfig } from '@kubernetes/client-node';
-import { mintEksToken, type AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
+import { mintEksToken, type AwsCredentials } from '@mirrorhub/hub/clusters/aws/eks-token';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEksEmulator, type EksEmulator } from './eks-emulator.js';
 import {

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCallerIdentityCommand, AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { Sha256 } from '@aws-crypto/sha256-js';
-import type { AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
+import type { AwsCredentials } from '@mirrorhub/hub/clusters/aws/eks-token';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import {

@@ -4,7 +4,7 @@
 import { createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 
 import { Sha256 } from '@aws-crypto/sha256-js';
-import type { AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
+import type { AwsCredentials } from '@mirrorhub/hub/clusters/aws/eks-token';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

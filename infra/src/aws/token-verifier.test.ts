@@ -1,4 +1,4 @@
-import { EKS_TOKEN_PREFIX, mintEksToken } from '@mirrorhub/shared/aws/eks-token';
+import { EKS_TOKEN_PREFIX, mintEksToken } from '@mirrorhub/hub/clusters/aws/eks-token';
 import { describe, expect, it } from 'vitest';
 import {
   canonicalPrincipalArn,

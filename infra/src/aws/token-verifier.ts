@@ -2,7 +2,7 @@
 // aws-iam-authenticator's verifier (pkg/token/token.go) does before it calls STS, plus the checks
 // STS itself makes when it receives the replayed URL (credential scope, signature).
 // Nothing here does I/O; the webhook supplies the secret key it got from moto.
-import { EKS_CLUSTER_ID_HEADER, EKS_TOKEN_PREFIX } from '@mirrorhub/shared/aws/eks-token';
+import { EKS_CLUSTER_ID_HEADER, EKS_TOKEN_PREFIX } from '@mirrorhub/hub/clusters/aws/eks-token';
 import {
   EMPTY_PAYLOAD_SHA256,
   SIGV4_ALGORITHM,

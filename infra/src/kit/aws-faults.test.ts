@@ -2,7 +2,7 @@
 // KitOptions.awsLifetimeSeconds reaching the STS gate and the API server's TokenReview webhook.
 import { CreateAccessEntryCommand, DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { mintEksToken, type AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
+import { mintEksToken, type AwsCredentials } from '@mirrorhub/hub/clusters/aws/eks-token';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {

@@ -8,8 +8,8 @@ import {
   EKSClient,
 } from '@aws-sdk/client-eks';
 import { AuthenticationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { mintEksToken, type AwsCredentials } from '@mirrorhub/shared/aws/eks-token';
-import { kubeConfigForCluster } from '@mirrorhub/shared/testing/eks';
+import { mintEksToken, type AwsCredentials } from '@mirrorhub/hub/clusters/aws/eks-token';
+import { kubeConfigForCluster } from '@mirrorhub/infra/aws/eks-kubeconfig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { assumeRole, createRole, createUserWithAccessKey, trustPolicy } from '../aws/moto.js';

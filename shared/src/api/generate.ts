@@ -2,7 +2,7 @@
 // contents; shared/scripts/gen-api.mjs writes them, generate.test.ts compares them with the
 // committed files.
 
-import { util } from '../runtime/builtins.js';
+import { util } from '../kit/runtime/builtins.js';
 import { Document } from 'yaml';
 import { toCrdSchema, type Schema } from './openapi.js';
 import { GROUP, KINDS, VERSION, type KindDefinition } from './schema.js';

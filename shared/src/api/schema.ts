@@ -8,7 +8,7 @@
 // What a schema can say is refused at apply time (enums, bounds, patterns, CEL); what only code
 // can judge (does a regex compile?) is reported in status by the controllers.
 
-import { RESERVED_PREFIX } from '../contract.js';
+import { RESERVED_PREFIX } from './contract.js';
 import type { Schema, ValidationRule } from './openapi.js';
 
 export const GROUP = 'mirrorhub.io';

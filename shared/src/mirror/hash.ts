@@ -12,7 +12,7 @@
 // (e.g. a Secret in the hub namespace created at install); the UID makes equal content in two
 // mirrors hash differently, so hashes do not reveal which secrets are equal either.
 
-import { crypto } from '../runtime/builtins.js';
+import { crypto } from '../kit/runtime/builtins.js';
 import type { SourceKind } from '../api/types.gen.js';
 
 const { createHmac } = crypto;

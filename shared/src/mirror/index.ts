@@ -5,6 +5,5 @@ export * from './shape.js';
 export * from './hash.js';
 export * from './names.js';
 export * from './status.js';
-export * from './policy.js';
 export * from './foreign-ownership.js';
 export * from './signing.js';

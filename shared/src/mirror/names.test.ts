@@ -19,7 +19,7 @@ import {
   ANNOTATION_ORIGIN,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
-} from '../contract.js';
+} from '../api/contract.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const long = (n: number, c = 'a') => c.repeat(n);

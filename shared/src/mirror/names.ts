@@ -1,6 +1,6 @@
 // Names and marks: what mirrorhub calls the objects it writes, and how it recognises its own.
 
-import { crypto } from '../runtime/builtins.js';
+import { crypto } from '../kit/runtime/builtins.js';
 import type { LabelSelector, MirrorDestination, MirrorKind } from '../api/types.gen.js';
 import { LIMITS } from '../api/types.gen.js';
 import { formatLabelSelector } from './namespaces.js';
@@ -11,7 +11,7 @@ import {
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   MANAGED_BY_VALUE,
-} from '../contract.js';
+} from '../api/contract.js';
 
 const { createHash } = crypto;
 

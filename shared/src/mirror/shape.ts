@@ -17,7 +17,7 @@ import {
   LABEL_DELIVERY,
   LABEL_PAYLOAD,
   RESERVED_PREFIX,
-} from '../contract.js';
+} from '../api/contract.js';
 
 type StringMap = Record<string, string>;
 

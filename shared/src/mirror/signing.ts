@@ -15,12 +15,12 @@
 // are deterministic: an unchanged object signs to the same annotation, so re-signing writes
 // nothing.
 
-import { crypto } from '../runtime/builtins.js';
+import { crypto } from '../kit/runtime/builtins.js';
 import type { KeyObject } from 'node:crypto';
 import { deliveryPolicies } from '../api/helpers.js';
 import type { MirrorDeliverySpec } from '../api/types.gen.js';
 import { canonicalJson } from './hash.js';
-import { ANNOTATION_SIGNATURE } from '../contract.js';
+import { ANNOTATION_SIGNATURE } from '../api/contract.js';
 
 const { createHash, createPrivateKey, createPublicKey, sign: edSign, verify: edVerify } = crypto;
 

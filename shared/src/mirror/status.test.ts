@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Condition, DeliveryNamespaceStatus } from '../api/types.gen.js';
 import {
-  equalIgnoringTime,
   findCondition,
   isConditionTrue,
   k8sTime,
   limitProblems,
-  mergePatchBody,
   namespaceReport,
   phaseFromCounts,
   reportedNamespaces,
@@ -16,6 +14,7 @@ import {
   type ConditionUpdate,
   type SyncCounts,
 } from './status.js';
+import { equalIgnoringTime, mergePatchBody } from '../kit/controller/patch.js';
 
 const t0 = new Date('2026-01-01T00:00:00.123Z');
 const t1 = new Date('2026-01-01T00:05:00.000Z');

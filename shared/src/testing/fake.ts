@@ -14,7 +14,7 @@ import {
   type WatchCallbacks,
   type WatchEvent,
   type WatchOptions,
-} from '../k8s/listwatch.js';
+} from '../kit/k8s/listwatch.js';
 
 export interface FakeWatch<T> {
   opts: WatchOptions;

@@ -2,7 +2,7 @@
 // from a function the test sets. Integration tests use a real kube-apiserver instead.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { KubeAccess } from '../k8s/access.js';
+import type { KubeAccess } from '../kit/k8s/access.js';
 
 export interface StubRequest {
   method: string;

@@ -18,7 +18,7 @@ export const HEAVY: readonly RegExp[] = [
 ];
 
 /**
- * Built-in modules production code takes from shared/src/runtime/builtins.ts instead of importing
+ * Built-in modules production code takes from shared/src/kit/runtime/builtins.ts instead of importing
  * them as ES modules: the import makes Node load parts of itself mirrorhub never uses (undici,
  * WebCrypto, ...; builtins.ts says which and what they cost).
  */

@@ -11,7 +11,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
-import { CONTENT_TYPE, corePath, RestClient } from '@mirrorhub/shared/k8s/rest';
+import { CONTENT_TYPE, corePath, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 
 import { installCrds } from '../support/crds.js';
 import { clusterViewerToken } from '../support/viewers.js';

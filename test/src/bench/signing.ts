@@ -7,7 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
 import type { MirrorDeliverySpec } from '@mirrorhub/shared/api/types.gen';
-import { parsePolicy } from '@mirrorhub/shared/mirror/policy';
+import { parsePolicy } from '@mirrorhub/agent/policy';
 import {
   createSigner,
   createVerifier,

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import type { DeliveryNamespaceStatus, MirrorDelivery } from '@mirrorhub/shared/api/types.gen';
-import { CONTENT_TYPE, RestClient } from '@mirrorhub/shared/k8s/rest';
+import { CONTENT_TYPE, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import type { Kit } from '@mirrorhub/infra/kit/index';
 
 import { applyCrd, loadCrds } from '../support/crds.js';

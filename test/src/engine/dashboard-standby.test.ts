@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '@mirrorhub/hub/hub';
 import { podLeaderLocator } from '@mirrorhub/hub/dashboard/proxy';
 import type { Snapshot } from '@mirrorhub/hub/dashboard/types';
-import { RestClient } from '@mirrorhub/shared/k8s/rest';
+import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
 import { Engine, secretMirror, SYSTEM_NS } from '../support/engine.js';

@@ -14,7 +14,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { configureHttp2 } from '@mirrorhub/shared/k8s/h2';
+import { configureHttp2 } from '@mirrorhub/shared/kit/k8s/h2';
 
 import type { AgentConfig } from '@mirrorhub/agent/agent';
 

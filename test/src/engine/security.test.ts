@@ -19,7 +19,7 @@ import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_SIGNATURE,
   LABEL_PAYLOAD,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 
 const GROUP = { group: 'mirrorhub.io', version: 'v1alpha1' };
 const b64 = (s: string) => Buffer.from(s).toString('base64');

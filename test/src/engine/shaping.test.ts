@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
-import { DEFAULT_SECRET_TYPES } from '@mirrorhub/shared/mirror/policy';
+import { DEFAULT_SECRET_TYPES } from '@mirrorhub/agent/policy';
 
 describe('shaping the copy', () => {
   let e: Engine;

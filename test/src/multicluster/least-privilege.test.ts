@@ -2,8 +2,8 @@
 // role, mapped by the access entry to group mirrorhub-hub and bound only by the agent chart's
 // hub-access Role): its job in the agent namespace, and nothing outside it.
 import type { V1ResourceAttributes } from '@kubernetes/client-node';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { corePath, groupPath, KubeApiError, RestClient } from '@mirrorhub/shared/k8s/rest';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { corePath, groupPath, KubeApiError, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { MirrorDelivery } from '@mirrorhub/shared/api/index';

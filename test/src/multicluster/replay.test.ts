@@ -9,7 +9,7 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { MirrorDelivery } from '@mirrorhub/shared/api/index';
-import { SEQUENCES_CONFIGMAP } from '@mirrorhub/shared/contract';
+import { SEQUENCES_CONFIGMAP } from '@mirrorhub/shared/api/contract';
 import { consistently, eventually } from '../support/eventually.js';
 import {
   clusterSecretMirror,

@@ -15,7 +15,7 @@ import {
 } from '@mirrorhub/hub/vault/index';
 import { startOpenBao, type OpenBao } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit, type KitCluster } from '@mirrorhub/infra/kit/index';
-import { createLogger } from '@mirrorhub/shared/runtime/log';
+import { createLogger } from '@mirrorhub/shared/kit/runtime/log';
 
 import { eventually } from '../support/eventually.js';
 import { enableKubernetesAuth, ensureServiceAccount } from '../support/vault.js';

@@ -19,7 +19,7 @@ import {
   type OpenBao,
   type Postgres,
 } from '@mirrorhub/infra/components/index';
-import { createLogger } from '@mirrorhub/shared/runtime/log';
+import { createLogger } from '@mirrorhub/shared/kit/runtime/log';
 
 import { enableDatabaseEngine, pgRoleExists } from '../support/vault.js';
 

@@ -22,7 +22,7 @@ import {
   type VaultResponse,
 } from '@mirrorhub/hub/vault/index';
 import { startOpenBao, type OpenBao } from '@mirrorhub/infra/components/index';
-import { createLogger } from '@mirrorhub/shared/runtime/log';
+import { createLogger } from '@mirrorhub/shared/kit/runtime/log';
 
 import { eventually } from '../support/eventually.js';
 

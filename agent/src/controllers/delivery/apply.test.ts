@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { KubeApiError } from '@mirrorhub/shared/k8s/rest';
+import { KubeApiError } from '@mirrorhub/shared/kit/k8s/rest';
 import {
   applyActions,
   CREATE_ONLY,

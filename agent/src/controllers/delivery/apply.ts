@@ -26,7 +26,7 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { ownershipOf } from '@mirrorhub/shared/mirror/names';
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/kit/runtime/errors';
 import {
   ACCEPT_METADATA,
   CONTENT_TYPE,
@@ -35,7 +35,7 @@ import {
   isConflict,
   isNotFound,
   type RestClient,
-} from '@mirrorhub/shared/k8s/rest';
+} from '@mirrorhub/shared/kit/k8s/rest';
 import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
 import {
   ANNOTATION_CONTENT_HASH,
@@ -43,7 +43,7 @@ import {
   ANNOTATION_ORIGIN,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 
 type StringMap = Record<string, string>;
 type KubeObject = V1Secret | V1ConfigMap;

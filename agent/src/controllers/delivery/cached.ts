@@ -4,8 +4,8 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { MirrorDelivery, SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { stripManagedFields } from '@mirrorhub/shared/k8s/watcher';
-import { RESERVED_PREFIX } from '@mirrorhub/shared/contract';
+import { stripManagedFields } from '@mirrorhub/shared/kit/k8s/watcher';
+import { RESERVED_PREFIX } from '@mirrorhub/shared/api/contract';
 
 /** A namespace as cached: name, labels, terminating. */
 export interface NamespaceObject extends KubernetesObject {

@@ -1,5 +1,5 @@
 // The delivery controller: for each MirrorDelivery in the agent namespace, bring its copies in
-// line and report status. Built on the controller kit (shared/src/controller):
+// line and report status. Built on the controller kit (shared/src/kit/controller):
 // - watches.ts: the caches, and which deliveries each change concerns;
 // - knowledge.ts: what we know of each copy's content without caching data (drift detection);
 // - notes.ts: what we remember of each delivery between reconciles (failures, conflicts);
@@ -12,21 +12,21 @@
 
 import type { V1Secret } from '@kubernetes/client-node';
 // Subpath imports only: the root of @mirrorhub/shared also loads client-node, which the agent
-// does not need (see shared/src/k8s/access.ts on memory).
+// does not need (see shared/src/kit/k8s/access.ts on memory).
 import { MIRROR_DELIVERY, type MirrorDelivery } from '@mirrorhub/shared/api/types.gen';
-import type { Policy } from '@mirrorhub/shared/mirror/policy';
+import type { Policy } from '@mirrorhub/agent/policy';
 import type { Verifier } from '@mirrorhub/shared/mirror/signing';
 import { readPayload } from '@mirrorhub/shared/mirror/shape';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { RestClient, groupPath } from '@mirrorhub/shared/k8s/rest';
-import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
-import { Reconciler } from '@mirrorhub/shared/controller/reconciler';
-import { StatusWriter } from '@mirrorhub/shared/controller/status';
-import { realClock, sleep, type Clock } from '@mirrorhub/shared/runtime/clock';
-import { errorMessage } from '@mirrorhub/shared/runtime/errors';
-import { childLogger, type Logger } from '@mirrorhub/shared/runtime/log';
-import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
-import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { RestClient, groupPath } from '@mirrorhub/shared/kit/k8s/rest';
+import type { ProcessResult } from '@mirrorhub/shared/kit/k8s/workqueue';
+import { Reconciler } from '@mirrorhub/shared/kit/controller/reconciler';
+import { StatusWriter } from '@mirrorhub/shared/kit/controller/status';
+import { realClock, sleep, type Clock } from '@mirrorhub/shared/kit/runtime/clock';
+import { errorMessage } from '@mirrorhub/shared/kit/runtime/errors';
+import { childLogger, type Logger } from '@mirrorhub/shared/kit/runtime/log';
+import type { ControllerMetrics } from '@mirrorhub/shared/kit/runtime/metrics';
+import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 import { Compactor } from '../../compact.js';
 import { applyActions, restCopyClient, type CopyClient } from './apply.js';
 import { deliveryEvents } from './events.js';
@@ -48,7 +48,7 @@ export const CONTROLLER_NAME = 'delivery';
 const STATUS_HOLD_MS = 250;
 
 export interface DeliveryControllerOptions {
-  /** Any KubeAccess (shared/src/k8s/access.ts), or client-node's KubeConfig. */
+  /** Any KubeAccess (shared/src/kit/k8s/access.ts), or client-node's KubeConfig. */
   kubeConfig: KubeAccess;
   /** The agent namespace: MirrorDeliveries and payload Secrets live here. */
   namespace: string;

@@ -3,7 +3,7 @@
 // transition.
 
 import type { MirrorDeliveryStatus } from '@mirrorhub/shared/api/types.gen';
-import type { ControllerEvent } from '@mirrorhub/shared/controller/events';
+import type { ControllerEvent } from '@mirrorhub/shared/kit/controller/events';
 
 const REASON_BY_PHASE = { Active: 'Synced', Degraded: 'Degraded', Error: 'Error' } as const;
 

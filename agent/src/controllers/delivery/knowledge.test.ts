@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { FakeClock } from '@mirrorhub/shared/runtime/clock';
-import { LABEL_DELIVERY } from '@mirrorhub/shared/contract';
+import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
+import { LABEL_DELIVERY } from '@mirrorhub/shared/api/contract';
 import { CopyObject } from './cached.js';
 import { CopyKnowledge, type CopyCaches } from './knowledge.js';
 

@@ -12,8 +12,8 @@
 // were ~4 MB), and what we know of one copy is one short string (see `known`).
 
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
-import type { Clock } from '@mirrorhub/shared/runtime/clock';
-import { LABEL_DELIVERY } from '@mirrorhub/shared/contract';
+import type { Clock } from '@mirrorhub/shared/kit/runtime/clock';
+import { LABEL_DELIVERY } from '@mirrorhub/shared/api/contract';
 import type { WriteObserver, Written } from './apply.js';
 import { answeredCopy, type CopyObject } from './cached.js';
 import type { CopyView, ObjectRef } from './plan.js';

@@ -1,8 +1,8 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { describe, expect, it, vi } from 'vitest';
-import { SEQUENCES_CONFIGMAP } from '@mirrorhub/shared/contract';
-import { KubeApiError, type RestClient } from '@mirrorhub/shared/k8s/rest';
-import { createLogger } from '@mirrorhub/shared/runtime/log';
+import { SEQUENCES_CONFIGMAP } from '@mirrorhub/shared/api/contract';
+import { KubeApiError, type RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { createLogger } from '@mirrorhub/shared/kit/runtime/log';
 import { SequenceMemory } from './memory.js';
 import { ANNOTATION_FORGOTTEN_UP_TO, readMemory } from './sequence.js';
 

@@ -11,17 +11,17 @@
 // conflict merges what the other writer left, so nothing either remembers is lost).
 
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { SEQUENCES_CONFIGMAP } from '@mirrorhub/shared/contract';
+import { SEQUENCES_CONFIGMAP } from '@mirrorhub/shared/api/contract';
 import {
   corePath,
   isAlreadyExists,
   isConflict,
   isNotFound,
   RestClient,
-} from '@mirrorhub/shared/k8s/rest';
-import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/errors';
-import type { Logger } from '@mirrorhub/shared/runtime/log';
-import type { ControllerMetrics } from '@mirrorhub/shared/runtime/metrics';
+} from '@mirrorhub/shared/kit/k8s/rest';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/kit/runtime/errors';
+import type { Logger } from '@mirrorhub/shared/kit/runtime/log';
+import type { ControllerMetrics } from '@mirrorhub/shared/kit/runtime/metrics';
 import {
   bounded,
   memoryContent,

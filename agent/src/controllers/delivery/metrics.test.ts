@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '@mirrorhub/shared/runtime/metrics';
-import type { Logger } from '@mirrorhub/shared/runtime/log';
+import { createMetrics } from '@mirrorhub/shared/kit/runtime/metrics';
+import type { Logger } from '@mirrorhub/shared/kit/runtime/log';
 import { countWrites, logOutcomes, registerGauges } from './metrics.js';
 import type { Outcome } from './plan.js';
 

@@ -4,9 +4,9 @@
 
 import { Gauge } from 'prom-client';
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { httpStatusOf } from '@mirrorhub/shared/runtime/errors';
-import type { Logger } from '@mirrorhub/shared/runtime/log';
-import type { ControllerMetrics, Registry } from '@mirrorhub/shared/runtime/metrics';
+import { httpStatusOf } from '@mirrorhub/shared/kit/runtime/errors';
+import type { Logger } from '@mirrorhub/shared/kit/runtime/log';
+import type { ControllerMetrics, Registry } from '@mirrorhub/shared/kit/runtime/metrics';
 import type { WriteObserver } from './apply.js';
 import type { DeliveryNotes } from './notes.js';
 import type { Outcome } from './plan.js';

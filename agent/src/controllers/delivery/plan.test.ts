@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePolicy } from '@mirrorhub/shared/mirror/policy';
+import { parsePolicy } from '@mirrorhub/agent/policy';
 import {
   type MirrorDelivery,
   type MirrorDeliverySpec,
@@ -24,7 +24,7 @@ import {
   ANNOTATION_ORIGIN,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 
 const NOW = new Date('2025-01-02T03:04:05.678Z');
 /** The agent chart's default policy, in the agent namespace mirrorhub-system. */

@@ -8,7 +8,7 @@
 //   that hit someone else's object, a 403, ...) and gives the status to report.
 //
 // The trust boundary lives here: a delivery whose signature did not verify is not acted on at
-// all, and the cluster owner's policy (shared/src/mirror/policy.ts) refuses, per namespace and
+// all, and the cluster owner's policy (agent/src/policy.ts) refuses, per namespace and
 // with the rule's name, what the delivery asks beyond it (state PolicyDenied). Nothing is
 // written, updated or deleted in a refused namespace.
 
@@ -24,7 +24,6 @@ import type {
 import {
   compileNamespaceMatcher,
   copyMarks,
-  equalIgnoringTime,
   k8sTime,
   mirrorRef,
   namespaceReport,
@@ -36,17 +35,18 @@ import {
   type CopyMarks,
   type NamespaceMatcher,
   type Payload,
-  type Policy,
   type SecretCopy,
   type SyncCounts,
 } from '@mirrorhub/shared/mirror/index';
+import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
+import type { Policy } from '../../policy.js';
 import {
   AGENT_FINALIZER,
   ANNOTATION_CONTENT_HASH,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   MANAGED_BY_VALUE,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 
 /** Longest status.namespaces[].message and status.message / agentVersion (the CRD's limits). */
 export const MAX_ENTRY_MESSAGE = LIMITS.DeliveryNamespaceStatus.message;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MirrorDelivery, MirrorDeliverySpec } from '@mirrorhub/shared/api/types.gen';
-import { parsePolicy } from '@mirrorhub/shared/mirror/policy';
-import { AGENT_FINALIZER, LABEL_DELIVERY, LABEL_MANAGED_BY } from '@mirrorhub/shared/contract';
+import { parsePolicy } from '@mirrorhub/agent/policy';
+import { AGENT_FINALIZER, LABEL_DELIVERY, LABEL_MANAGED_BY } from '@mirrorhub/shared/api/contract';
 import {
   compileDeliveryMatcher,
   plan,

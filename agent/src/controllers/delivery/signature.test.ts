@@ -8,7 +8,7 @@ import {
   deliveryMessage,
   payloadMessage,
 } from '@mirrorhub/shared/mirror/signing';
-import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/contract';
+import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/api/contract';
 import { checkSignatures, SignatureCache } from './signature.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('ed25519');

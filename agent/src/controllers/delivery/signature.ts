@@ -14,7 +14,7 @@ import {
   ANNOTATION_BINARY_KEYS,
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_SIGNATURE,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 import type { PlanInput } from './plan.js';
 
 /**

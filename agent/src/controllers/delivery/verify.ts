@@ -8,19 +8,19 @@
 
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { MirrorDelivery, SourceKind } from '@mirrorhub/shared/api/types.gen';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { kubeListerWatcher, type ListerWatcher } from '@mirrorhub/shared/k8s/listwatch';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { kubeListerWatcher, type ListerWatcher } from '@mirrorhub/shared/kit/k8s/listwatch';
 import type { CopyMarks } from '@mirrorhub/shared/mirror/names';
 import { readPayload, renderCopy, type Payload } from '@mirrorhub/shared/mirror/shape';
-import type { Clock } from '@mirrorhub/shared/runtime/clock';
-import { errorMessage } from '@mirrorhub/shared/runtime/errors';
-import type { Logger } from '@mirrorhub/shared/runtime/log';
+import type { Clock } from '@mirrorhub/shared/kit/runtime/clock';
+import { errorMessage } from '@mirrorhub/shared/kit/runtime/errors';
+import type { Logger } from '@mirrorhub/shared/kit/runtime/log';
 import {
   ANNOTATION_CONTENT_HASH,
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   MANAGED_BY_VALUE,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 import { sameContent } from './apply.js';
 import { deliveryMarks } from './plan.js';
 

@@ -3,17 +3,17 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MirrorDelivery } from '@mirrorhub/shared/api/types.gen';
 import { FakeListerWatcher } from '@mirrorhub/shared/testing/fake';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import type { ResourceTarget } from '@mirrorhub/shared/k8s/listwatch';
-import { Reconciler } from '@mirrorhub/shared/controller/reconciler';
-import { createMetrics } from '@mirrorhub/shared/runtime/metrics';
-import { FakeClock } from '@mirrorhub/shared/runtime/clock';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import type { ResourceTarget } from '@mirrorhub/shared/kit/k8s/listwatch';
+import { Reconciler } from '@mirrorhub/shared/kit/controller/reconciler';
+import { createMetrics } from '@mirrorhub/shared/kit/runtime/metrics';
+import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
 import {
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,
   LABEL_PAYLOAD,
   MANAGED_BY_VALUE,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 import { CopyKnowledge } from './knowledge.js';
 import { DeliveryNotes } from './notes.js';
 import { compileDeliveryMatcher } from './plan.js';

@@ -20,18 +20,18 @@ import {
   type MirrorDelivery,
   type SourceKind,
 } from '@mirrorhub/shared/api/types.gen';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import {
   kubeListerWatcher,
   type ListerWatcher,
   type ResourceTarget,
-} from '@mirrorhub/shared/k8s/listwatch';
-import { Watcher, watchTuning } from '@mirrorhub/shared/k8s/watcher';
-import type { Reconciler } from '@mirrorhub/shared/controller/reconciler';
-import { ShortestPeriod } from '@mirrorhub/shared/controller/freshness';
-import type { StatusWriter } from '@mirrorhub/shared/controller/status';
-import type { Clock } from '@mirrorhub/shared/runtime/clock';
-import { LABEL_MANAGED_BY, LABEL_PAYLOAD, MANAGED_BY_VALUE } from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/kit/k8s/listwatch';
+import { Watcher, watchTuning } from '@mirrorhub/shared/kit/k8s/watcher';
+import type { Reconciler } from '@mirrorhub/shared/kit/controller/reconciler';
+import { ShortestPeriod } from '@mirrorhub/shared/kit/controller/freshness';
+import type { StatusWriter } from '@mirrorhub/shared/kit/controller/status';
+import type { Clock } from '@mirrorhub/shared/kit/runtime/clock';
+import { LABEL_MANAGED_BY, LABEL_PAYLOAD, MANAGED_BY_VALUE } from '@mirrorhub/shared/api/contract';
 import {
   Interner,
   slimCopy,

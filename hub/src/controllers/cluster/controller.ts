@@ -13,10 +13,10 @@
 // Nothing here waits on a follower inside a reconcile: probes run in each cluster's own loop
 // (jittered, every request with a deadline) and hand their result to the reconcile, which only
 // talks to the hub cluster (status, Events).
-import { crypto } from '@mirrorhub/shared/runtime/builtins';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { V1Secret } from '@kubernetes/client-node';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { customObjectPath, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import {
   DEFAULT_POLL_PERIOD_MS,
   GROUP,
@@ -37,15 +37,15 @@ import {
   type Counter,
   type Gauge,
   type Logger,
-} from '@mirrorhub/shared/runtime/index';
-import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import { Reconciler, StatusWriter } from '@mirrorhub/shared/controller/index';
+} from '@mirrorhub/shared/kit/runtime/index';
+import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/kit/k8s/watcher';
+import { Reconciler, StatusWriter } from '@mirrorhub/shared/kit/controller/index';
 import type {
   AwsCredentials,
   AwsCredentialsProvider,
   EksClusterAccess,
   StsClients,
-} from '@mirrorhub/shared/aws/index';
+} from '../../clusters/aws/index.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
@@ -64,7 +64,7 @@ import {
   type ProbeResult,
 } from './plan.js';
 import { probeCluster, ProbeClient, type ProbeContext } from './probe.js';
-import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 
 const { createHash } = crypto;
 
@@ -72,7 +72,7 @@ const CONTROLLER = 'cluster';
 
 /** How the hub reaches EKS followers (HubConfig.aws). */
 
-type AwsModule = typeof import('@mirrorhub/shared/aws/index');
+type AwsModule = typeof import('../../clusters/aws/index.js');
 let awsModule: Promise<AwsModule> | undefined;
 
 export interface HubAwsConfig {
@@ -394,7 +394,7 @@ export class ClusterController {
     if (!entry) {
       try {
         // The AWS SDK (~20 MB resident) is loaded with the first EKS cluster, not at start.
-        if (resolved.access.type === 'EKS') awsModule ??= import('@mirrorhub/shared/aws/index');
+        if (resolved.access.type === 'EKS') awsModule ??= import('../../clusters/aws/index.js');
         entry = this.create(
           name,
           resolved.access,

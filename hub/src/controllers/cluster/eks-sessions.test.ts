@@ -2,7 +2,7 @@
 // the rest are destroyed once a term has taken what it needs.
 import { describe, expect, it } from 'vitest';
 import type { EksAccess } from '@mirrorhub/shared/api/index';
-import type { EksClusterAccess, StsClients } from '@mirrorhub/shared/aws/index';
+import type { EksClusterAccess, StsClients } from '../../clusters/aws/index.js';
 import { EksSessions } from './eks-sessions.js';
 
 const spec: EksAccess = {

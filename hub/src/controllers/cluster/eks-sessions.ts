@@ -16,7 +16,7 @@
 // one per region, not one per cluster), made on the first EKS cluster.
 import { canonicalJson } from '@mirrorhub/shared/mirror/hash';
 import type { EksAccess } from '@mirrorhub/shared/api/index';
-import type { EksClusterAccess, StsClients } from '@mirrorhub/shared/aws/index';
+import type { EksClusterAccess, StsClients } from '../../clusters/aws/index.js';
 
 export class EksSessions {
   private readonly kept = new Map<string, EksClusterAccess>();

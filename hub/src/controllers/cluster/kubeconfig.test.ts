@@ -1,5 +1,5 @@
 import type https from 'node:https';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { describe, expect, it } from 'vitest';
 import { parseKubeconfig } from './kubeconfig.js';
 

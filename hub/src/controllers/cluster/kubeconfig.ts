@@ -10,8 +10,8 @@ import {
   kubeconfigContextAccess,
   type KubeAccess,
   type KubeconfigContext,
-} from '@mirrorhub/shared/k8s/access';
-import { parseYaml } from '@mirrorhub/shared/k8s/yaml';
+} from '@mirrorhub/shared/kit/k8s/access';
+import { parseYaml } from '@mirrorhub/shared/kit/k8s/yaml';
 
 export type KubeconfigResult = { ok: true; kubeConfig: KubeAccess } | { ok: false; error: string };
 

@@ -35,7 +35,7 @@ import {
   setCondition,
 } from '@mirrorhub/shared/mirror/index';
 import { validateClusterName } from '../../names.js';
-import { HEARTBEAT_LEASE } from '@mirrorhub/shared/contract';
+import { HEARTBEAT_LEASE } from '@mirrorhub/shared/api/contract';
 
 // ---- access -----------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { ProbeClient, probeCluster, type ProbeContext } from './probe.js';
 
 let server: http.Server;

@@ -3,12 +3,12 @@
 // into one line that says what failed and what to check (plan.ts decides what it means).
 import type { V1Lease } from '@kubernetes/client-node';
 import { type ClusterAccessType } from '@mirrorhub/shared/api/index';
-import { errorMessage, httpStatusOf } from '@mirrorhub/shared/runtime/index';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { groupPath, isNotFound, type RestClient } from '@mirrorhub/shared/k8s/rest';
+import { errorMessage, httpStatusOf } from '@mirrorhub/shared/kit/runtime/index';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { groupPath, isNotFound, type RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { RequestTimeoutError, timedRestClient, withDeadline } from '../../clusters/client.js';
 import type { AgentLease, ProbeFailure, ProbeResult } from './plan.js';
-import { ANNOTATION_AGENT_VERSION, HEARTBEAT_LEASE } from '@mirrorhub/shared/contract';
+import { ANNOTATION_AGENT_VERSION, HEARTBEAT_LEASE } from '@mirrorhub/shared/api/contract';
 
 /** What a probe needs to know to say what to check. */
 export interface ProbeContext {

@@ -9,15 +9,19 @@
 // create is read, and written over only when the plan's refusal functions allow.
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import { GROUP, MIRROR_DELIVERY, VERSION, type MirrorDelivery } from '@mirrorhub/shared/api/index';
-import { httpStatusOf, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
+import {
+  httpStatusOf,
+  type ControllerMetrics,
+  type Logger,
+} from '@mirrorhub/shared/kit/runtime/index';
 import {
   corePath,
   groupPath,
   isAlreadyExists,
   isNotFound,
   type RestClient,
-} from '@mirrorhub/shared/k8s/rest';
-import { FIELD_MANAGER } from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/kit/k8s/rest';
+import { FIELD_MANAGER } from '@mirrorhub/shared/api/contract';
 import { withDeadline } from '../../clusters/client.js';
 import {
   deliveryPatch,

@@ -19,7 +19,7 @@
 // delivery an older hub named with legacyDeliveryName is retired once the agent applied the one
 // under the current name (plan.ts legacyRetirable).
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { GROUP, MIRROR_DELIVERY, VERSION, type MirrorDelivery } from '@mirrorhub/shared/api/index';
 import { mirrorRef } from '@mirrorhub/shared/mirror/index';
 import {
@@ -31,16 +31,20 @@ import {
   type ControllerMetrics,
   type Logger,
   type Timer,
-} from '@mirrorhub/shared/runtime/index';
-import type { RestClient } from '@mirrorhub/shared/k8s/rest';
+} from '@mirrorhub/shared/kit/runtime/index';
+import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import {
   createWatcher,
   watchTuning,
   type Watcher,
   type WatcherEvent,
-} from '@mirrorhub/shared/k8s/watcher';
-import { Reconciler, WriteOverlay } from '@mirrorhub/shared/controller/index';
-import { ANNOTATION_MIRROR, LABEL_ORIGIN_CLUSTER, LABEL_PAYLOAD } from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/kit/k8s/watcher';
+import { Reconciler, WriteOverlay } from '@mirrorhub/shared/kit/controller/index';
+import {
+  ANNOTATION_MIRROR,
+  LABEL_ORIGIN_CLUSTER,
+  LABEL_PAYLOAD,
+} from '@mirrorhub/shared/api/contract';
 import { DEFAULT_REQUEST_TIMEOUT_MS, timedRestClient } from '../../clusters/client.js';
 import type { ClusterTarget } from '../../clusters/target.js';
 import { applyWrite, OwnershipConflictError, readDelivery, type ApplyTarget } from './apply.js';

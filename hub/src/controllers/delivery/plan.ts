@@ -28,18 +28,18 @@ import { type MirrorDelivery, type MirrorDeliverySpec } from '@mirrorhub/shared/
 import {
   canonicalJson,
   deliveryName,
-  equalIgnoringTime,
   legacyDeliveryName,
   mirrorRef,
   parseMirrorRef,
   type PayloadSecret,
 } from '@mirrorhub/shared/mirror/index';
+import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_SIGNATURE,
   LABEL_ORIGIN_CLUSTER,
   LABEL_PAYLOAD,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 
 // ---- input ------------------------------------------------------------------------------------
 

@@ -24,11 +24,8 @@ import {
   type VaultSourceRef,
   type VaultWritten,
 } from '@mirrorhub/shared/api/index';
-import {
-  deliveryName,
-  equalIgnoringTime,
-  type MirrorIdentity,
-} from '@mirrorhub/shared/mirror/index';
+import { deliveryName, type MirrorIdentity } from '@mirrorhub/shared/mirror/index';
+import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
 import {
   childLogger,
   realClock,
@@ -36,17 +33,17 @@ import {
   type ControllerMetrics,
   type Gauge,
   type Logger,
-} from '@mirrorhub/shared/runtime/index';
-import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+} from '@mirrorhub/shared/kit/runtime/index';
+import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/kit/k8s/watcher';
+import type { ProcessResult } from '@mirrorhub/shared/kit/k8s/workqueue';
 import {
   Reconciler,
   ShortestPeriod,
   StatusWriter,
   type ControllerEvent,
-} from '@mirrorhub/shared/controller/index';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
+} from '@mirrorhub/shared/kit/controller/index';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { customObjectPath, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { ClusterConnection } from '../delivery/controller.js';
 import type { ClusterRegistry } from '../../clusters/registry.js';
 import type { ClusterTarget } from '../../clusters/target.js';
@@ -80,7 +77,7 @@ import {
   staleWrite,
   type VaultDestinationInput,
 } from '../vault/destination.js';
-import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 
 const CONTROLLER = 'mirror';
 

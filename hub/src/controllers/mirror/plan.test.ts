@@ -28,7 +28,7 @@ import {
   statusCoalesceMs,
   statusWriteDelay,
 } from './plan.js';
-import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/contract';
+import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/api/contract';
 import { deliveryUpToDate } from '../delivery/plan.js';
 
 const NOW = new Date('2026-01-02T03:04:05Z');

@@ -52,7 +52,6 @@ import {
   deliveryName,
   deriveHashKey,
   destinationSummary,
-  equalIgnoringTime,
   findCondition,
   k8sTime,
   limitProblems,
@@ -72,6 +71,7 @@ import {
   type PayloadSecret,
   type SourceObject,
 } from '@mirrorhub/shared/mirror/index';
+import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
 import { detailsInDelivery, redactNames, type VisibleNames } from '@mirrorhub/shared/mirror/redact';
 import { selectClusters } from '../../clusters/select.js';
 import {
@@ -80,7 +80,7 @@ import {
   ANNOTATION_MIRROR,
   ANNOTATION_SIGNATURE,
   LABEL_ORIGIN_CLUSTER,
-} from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/api/contract';
 import { deliverySequence, deliveryUpToDate } from '../delivery/plan.js';
 
 // ---- input ------------------------------------------------------------------------------------

@@ -3,12 +3,16 @@
 // and stopped when the last one lets go. The hub never watches all Secrets: its memory follows
 // the sources it mirrors, not the Secrets a cluster holds.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { DEFAULT_POLL_PERIOD_MS, type KubernetesSource } from '@mirrorhub/shared/api/index';
 import { type SourceObject } from '@mirrorhub/shared/mirror/index';
-import { errorMessage, type ControllerMetrics, type Logger } from '@mirrorhub/shared/runtime/index';
-import { createWatcher, instrumentWatcher, watchTuning } from '@mirrorhub/shared/k8s/watcher';
-import { ShortestPeriod } from '@mirrorhub/shared/controller/freshness';
+import {
+  errorMessage,
+  type ControllerMetrics,
+  type Logger,
+} from '@mirrorhub/shared/kit/runtime/index';
+import { createWatcher, instrumentWatcher, watchTuning } from '@mirrorhub/shared/kit/k8s/watcher';
+import { ShortestPeriod } from '@mirrorhub/shared/kit/controller/freshness';
 import type { SourceObservation } from './plan.js';
 
 /** What a source watch needs from a watcher (the shared Watcher; fakes in tests). */

@@ -15,7 +15,7 @@
 // ServiceAccount exists only in a ClusterVaultConnection; a SecretMirror may use a
 // ClusterVaultConnection only when spec.allowedNamespaces admits its namespace and
 // spec.tenantPaths grants the path (`refusal`, paths.ts).
-import { crypto } from '@mirrorhub/shared/runtime/builtins';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import {
   CLUSTER_VAULT_CONNECTION,
   DEFAULT_POLL_PERIOD_MS,
@@ -27,11 +27,15 @@ import {
   type VaultConnectionStatus,
   type VaultSourceRef,
 } from '@mirrorhub/shared/api/index';
-import { Reconciler, StatusWriter, type ControllerEvent } from '@mirrorhub/shared/controller/index';
-import type { KubeAccess } from '@mirrorhub/shared/k8s/access';
-import { customObjectPath, RestClient } from '@mirrorhub/shared/k8s/rest';
-import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/k8s/watcher';
-import type { ProcessResult } from '@mirrorhub/shared/k8s/workqueue';
+import {
+  Reconciler,
+  StatusWriter,
+  type ControllerEvent,
+} from '@mirrorhub/shared/kit/controller/index';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { customObjectPath, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/kit/k8s/watcher';
+import type { ProcessResult } from '@mirrorhub/shared/kit/k8s/workqueue';
 import { findCondition, setCondition } from '@mirrorhub/shared/mirror/index';
 import {
   childLogger,
@@ -41,8 +45,8 @@ import {
   type ControllerMetrics,
   type Counter,
   type Logger,
-} from '@mirrorhub/shared/runtime/index';
-import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/contract';
+} from '@mirrorhub/shared/kit/runtime/index';
+import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 import {
   appRoleAuth,
   isVaultError,

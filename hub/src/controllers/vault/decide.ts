@@ -2,10 +2,10 @@
 // SecretMirror's namespace may use a ClusterVaultConnection, what a Vault error means for a
 // connection's Ready condition and for a mirror's source, when a poller polls next, and when a
 // KV v1 read is a change. connections.ts and sources.ts gather the inputs and act.
-import { crypto } from '@mirrorhub/shared/runtime/builtins';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { ClusterVaultConnection, VaultSourceRef } from '@mirrorhub/shared/api/index';
 import { compileLabelSelector, type SourceObject } from '@mirrorhub/shared/mirror/index';
-import { errorMessage } from '@mirrorhub/shared/runtime/index';
+import { errorMessage } from '@mirrorhub/shared/kit/runtime/index';
 import { isVaultError } from '../../vault/index.js';
 import type { SourceObservation } from '../mirror/plan.js';
 

@@ -3,7 +3,7 @@
 // the I/O and turns every failure into a message that names the path and the Vault error, never
 // a token or a value, and says whether a retry can fix it.
 import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
-import type { Counter } from '@mirrorhub/shared/runtime/index';
+import type { Counter } from '@mirrorhub/shared/kit/runtime/index';
 import { isVaultError, VaultKv, type VaultClient } from '../../vault/index.js';
 import type { VaultConnections } from './connections.js';
 import { ConnectionConfigError, connectionKey, isTransient, outcomeOf } from './decide.js';

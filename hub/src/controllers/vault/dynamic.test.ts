@@ -3,7 +3,7 @@
 // revoked through after a switch of connection, and what a tenant's dynamic source may ask.
 import { describe, expect, it, vi } from 'vitest';
 import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
-import { silentLogger } from '@mirrorhub/shared/runtime/log';
+import { silentLogger } from '@mirrorhub/shared/kit/runtime/log';
 import type { VaultClient } from '../../vault/index.js';
 import { DynamicSources } from './dynamic.js';
 import { leaseSource, type LeaseRecord } from './leases.js';

@@ -13,7 +13,7 @@ import {
   type Clock,
   type Counter,
   type Logger,
-} from '@mirrorhub/shared/runtime/index';
+} from '@mirrorhub/shared/kit/runtime/index';
 import {
   isVaultError,
   lookupMount,

@@ -10,7 +10,7 @@ import {
   isConflict,
   isNotFound,
   type RestClient,
-} from '@mirrorhub/shared/k8s/rest';
+} from '@mirrorhub/shared/kit/k8s/rest';
 import { LEASES_SECRET } from '../../names.js';
 import { decodeRecord, encodeRecord, recordKey, type LeaseRecord } from './leases.js';
 

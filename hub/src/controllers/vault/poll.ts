@@ -3,7 +3,7 @@
 // the connection told what Vault did (its Ready condition follows; a failed login re-reads its
 // credentials).
 import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
-import type { Logger } from '@mirrorhub/shared/runtime/index';
+import type { Logger } from '@mirrorhub/shared/kit/runtime/index';
 import { isVaultError } from '../../vault/index.js';
 import type { SourceObservation } from '../mirror/plan.js';
 import type { VaultConnections } from './connections.js';

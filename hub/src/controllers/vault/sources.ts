@@ -13,7 +13,12 @@
 // The observation is the plan's SourceObservation: a found source is a synthetic Secret (type
 // Opaque, values base64), so shaping, hashing, payloads and fan-out are the Kubernetes path's.
 import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
-import { realClock, type Clock, type Counter, type Logger } from '@mirrorhub/shared/runtime/index';
+import {
+  realClock,
+  type Clock,
+  type Counter,
+  type Logger,
+} from '@mirrorhub/shared/kit/runtime/index';
 import {
   apiPath,
   OWNER_DATA_KEY,

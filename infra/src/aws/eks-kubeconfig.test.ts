@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { EksTokenSource, kubeAccessForCluster, type AwsCredentials } from '../aws/eks-token.js';
-import { bearerOf, kubeConfigForCluster } from './eks.js';
+import {
+  EksTokenSource,
+  kubeAccessForCluster,
+  type AwsCredentials,
+} from '@mirrorhub/hub/clusters/aws/eks-token';
+import { bearerOf, kubeConfigForCluster } from './eks-kubeconfig.js';
 
 const CA = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 

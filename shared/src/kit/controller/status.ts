@@ -23,7 +23,7 @@ import { realClock, type Clock } from '../runtime/clock.js';
 import { errorMessage, httpStatusOf } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import type { WriteMetrics } from '../runtime/metrics.js';
-import { equalIgnoringTime, mergePatchBody } from '../mirror/status.js';
+import { equalIgnoringTime, mergePatchBody } from './patch.js';
 import { CONTENT_TYPE, isConflict, isNotFound, type RestClient } from '../k8s/rest.js';
 import { EventRecorder, type ControllerEvent } from './events.js';
 import { WriteOverlay } from './overlay.js';

@@ -4,9 +4,9 @@
 // KubeConfig, and lives here because importing client-node costs ~70 MB resident.
 import { KubeConfig } from '@kubernetes/client-node';
 import type { User } from '@kubernetes/client-node';
-import type { EksClusterAccess } from '../aws/cluster-access.js';
-import { bearerTokens, type ClusterKubeConfigOptions } from '../aws/eks-token.js';
-import type { KubeAccess } from '../k8s/access.js';
+import type { EksClusterAccess } from '@mirrorhub/hub/clusters/aws/cluster-access';
+import { bearerTokens, type ClusterKubeConfigOptions } from '@mirrorhub/hub/clusters/aws/eks-token';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 
 const AUTH_PROVIDER_NAME = 'mirrorhub-eks-token';
 

@@ -19,7 +19,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startEksEmulator, type EksEmulator } from '../../../infra/src/aws/eks-emulator.js';
+import { startEksEmulator, type EksEmulator } from '../../../../infra/src/aws/eks-emulator.js';
 import {
   createRole,
   createUserWithAccessKey,
@@ -29,7 +29,7 @@ import {
   trustPolicy,
   type MotoServer,
   type Principal,
-} from '../../../infra/src/aws/moto.js';
+} from '../../../../infra/src/aws/moto.js';
 import {
   EksAccessError,
   EksClusterAccess,
@@ -40,7 +40,7 @@ import {
   type EksClusterAccessOptions,
 } from './cluster-access.js';
 import { decodeEksToken, type AwsCredentials } from './eks-token.js';
-import type { KubeAccess } from '../k8s/access.js';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 
 const REGION = 'eu-west-1';
 const HUB = '111111111111';

@@ -22,13 +22,13 @@
 //
 // Nothing here writes to disk, and no error message carries a key, a session token or a bearer
 // token.
-import { crypto } from '../runtime/builtins.js';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import { hostname } from 'node:os';
 import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import type { KubeAccess } from '../k8s/access.js';
-import { Backoff } from '../runtime/backoff.js';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { Backoff } from '@mirrorhub/shared/kit/runtime/backoff';
 import {
   EksTokenSource,
   kubeAccessForCluster,

@@ -1,6 +1,6 @@
 import type https from 'node:https';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startHttpStub, type HttpStub } from '../testing/http-stub.js';
+import { startHttpStub, type HttpStub } from '../../testing/http-stub.js';
 import { RestClient } from './rest.js';
 import { serviceAccountAccess } from './token-request.js';
 

@@ -1,6 +1,6 @@
 // AWS and EKS: STS/EKS clients, EKS token minting, per-cluster access. Not re-exported by the
 // package root, because loading it loads the AWS SDK (~20 MB resident): import it as
-// `@mirrorhub/shared/aws/index` where it is needed. Nothing here loads client-node; tests that want
+// `@mirrorhub/hub/clusters/aws/index` where it is needed. Nothing here loads client-node; tests that want
 // a client-node KubeConfig for EKS find it in `@mirrorhub/shared/testing/index`.
 export * from './eks-token.js';
 export * from './cluster-access.js';

@@ -12,14 +12,14 @@
 // Other controllers' ownership marks (foreign-ownership.ts) are refused before deniedDomains,
 // whatever allowedKeys says.
 
-import { compilePattern, type Labels } from './namespaces.js';
-import { findKeyPattern } from './shape.js';
+import { compilePattern, type Labels } from '@mirrorhub/shared/mirror/namespaces';
+import { findKeyPattern } from '@mirrorhub/shared/mirror/shape';
 import {
   FOREIGN_OWNERSHIP_PATTERNS,
   foreignOwnershipReason,
   foreignPatternProblem,
-} from './foreign-ownership.js';
-import { RESERVED_PREFIX } from '../contract.js';
+} from '@mirrorhub/shared/mirror/foreign-ownership';
+import { RESERVED_PREFIX } from '@mirrorhub/shared/api/contract';
 
 /** The policy as configured (the agent chart's `policy` values, as JSON). */
 export interface PolicySpec {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../runtime/clock.js';
 import { createMetrics } from '../runtime/metrics.js';
 import { RestClient } from '../k8s/rest.js';
-import { startHttpStub, type HttpStub } from '../testing/http-stub.js';
+import { startHttpStub, type HttpStub } from '../../testing/http-stub.js';
 import { StatusWriter, type WritableObject } from './status.js';
 
 interface Thing extends WritableObject {

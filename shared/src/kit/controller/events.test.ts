@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../runtime/clock.js';
 import { createMetrics } from '../runtime/metrics.js';
 import { groupPath, RestClient } from '../k8s/rest.js';
-import { startHttpStub, type HttpStub } from '../testing/http-stub.js';
+import { startHttpStub, type HttpStub } from '../../testing/http-stub.js';
 import { EventRecorder } from './events.js';
 
 describe('EventRecorder', () => {

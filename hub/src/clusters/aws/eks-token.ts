@@ -6,9 +6,9 @@
 // cluster name, so a token minted for one cluster is useless on another. STS accepts the URL for
 // 15 minutes after X-Amz-Date whatever X-Amz-Expires says; like the CLI we send 60 (old
 // authenticators rejected anything above 60) and track the real 15 minute lifetime ourselves.
-import { crypto } from '../runtime/builtins.js';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import { Sha256 } from '@aws-crypto/sha256-js';
-import type { KubeAccess } from '../k8s/access.js';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 
