@@ -12,9 +12,9 @@ export {
   type PlanInput,
   type PlannedEvent,
   type SourceObservation,
-} from './controllers/mirror/plan.js';
-export { MirrorController, type MirrorControllerOptions } from './controllers/mirror/controller.js';
-export { deliveryUpToDate } from './controllers/delivery/plan.js';
+} from './mirrors/destinations/clusters/plan.js';
+export { MirrorController, type MirrorControllerOptions } from './mirrors/controller.js';
+export { deliveryUpToDate } from './mirrors/destinations/clusters/delivery.js';
 export {
   ClusterConnection,
   FOREIGN_RECHECK_MAX_MS,
@@ -25,19 +25,19 @@ export {
   type DeliveryObservation,
   type DeliveryOp,
   type PayloadObservation,
-} from './controllers/delivery/controller.js';
+} from './mirrors/destinations/clusters/connection.js';
 export { configFromEnv } from './config.js';
 export {
   ClusterController,
   type ClusterControllerOptions,
   type HubAwsConfig,
-} from './controllers/cluster/controller.js';
-export { PendingCleanups } from './controllers/cluster/pending.js';
+} from './clusters/controller.js';
+export { PendingCleanups } from './clusters/pending.js';
 export {
   planClusterStatus,
   resolveAccess,
   type AccessSpec,
   type PendingCleanup,
   type ProbeResult,
-} from './controllers/cluster/plan.js';
-export { parseKubeconfig } from './controllers/cluster/kubeconfig.js';
+} from './clusters/plan.js';
+export { parseKubeconfig } from './clusters/kubeconfig.js';

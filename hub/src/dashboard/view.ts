@@ -87,7 +87,7 @@ export function visibleMirrors(input: ViewInput, access: Access): AnyMirror[] {
  * may see, those mirrors' deliveries and Events, and every message in them naming no delivery or
  * mirror beyond those (the agents' messages name the owner of a conflicting copy). What an agent
  * says about a copy in a namespace they may not list is its state alone, as in the mirror's
- * status (hub/src/controllers/mirror/plan.ts redactForTenant).
+ * status (hub/src/mirrors/destinations/clusters/plan.ts redactForTenant).
  */
 export function viewerInput(input: ViewInput, access: Access): ViewInput {
   if (access.allMirrors) return input;

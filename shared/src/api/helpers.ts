@@ -189,7 +189,7 @@ export function resolveVaultDestination(
 /**
  * Vault engines no mirror reads or writes, whatever its kind or connection: Vault's control plane
  * and the connection's own identity (auth/token/lookup-self prints its token, revoke-self kills
- * it, cubbyhole/ is its private store). hub/src/controllers/vault/paths.ts has the whole rule set.
+ * it, cubbyhole/ is its private store). hub/src/vault/paths.ts has the whole rule set.
  */
 export const RESERVED_MOUNTS: readonly string[] = ['sys', 'auth', 'identity', 'cubbyhole'];
 

@@ -1,0 +1,1222 @@
+// The mirror controller's decisions, with no I/O: from a mirror, its source and what every
+// cluster holds, to the payload Secrets + MirrorDeliveries to write, the deliveries to delete,
+// the status to report and the Events to emit. controller.ts gathers the input from caches and
+// applies the result.
+//
+// Rules (docs/architecture.md):
+// - One payload Secret + one MirrorDelivery per (mirror, selected cluster), in the cluster's
+//   agent namespace, both named deliveryName(mirror, originCluster). Written only when the
+//   observed object differs (payload: content hash annotation; delivery: spec, labels,
+//   annotations); an agent plans only from a payload and a delivery whose content hashes
+//   match (the delivery controller's plan.ts says in which order they are written).
+// - Clusters no longer selected lose their delivery and payload (the agent's finalizer on the
+//   delivery removes or releases the copies per deletePolicy).
+// - A spec only code can judge (regex, selector, a SecretMirror reading another namespace) puts
+//   the mirror in phase Error and changes nothing anywhere.
+// - A missing source writes nothing: Pending when nothing was delivered yet, Degraded with the
+//   copies kept as they are when it disappeared after delivering.
+// - suspend: nothing is written or deleted, except that existing deliveries are told to suspend
+//   too (spec.suspend), so the agent also stops; content stays as it was.
+// - Events are derived from the previous and the next status only, so they fire on
+//   transitions and never twice for one.
+// - Every MirrorDelivery and payload Secret is signed for the cluster, namespace and name it is
+//   written to (shared/src/mirror/signing.ts); the agent acts on nothing else.
+// - Tenancy: a SecretMirror (a namespace's own) delivers only to the hub's cluster unless the
+//   hub's configuration grants its namespace remote clusters, never adopts, with
+//   requireAcceptance only into namespaces labelled accept.mirrorhub.io/<its namespace>=true,
+//   and its status never shows what other namespaces hold (docs/security.md).
+import {
+  deliveryPolicies,
+  isClusterSecretMirror,
+  mirrorPolicies,
+  resolveSource,
+  sourceText as describeSource,
+  targetKindOf,
+  API_VERSION,
+  LIMITS,
+  type AnyMirror,
+  type ClusterSyncStatus,
+  type Condition,
+  type MirrorCounts,
+  type MirrorDelivery,
+  type MirrorDeliverySpec,
+  type MirrorPhase,
+  type MirrorProblem,
+  type MirrorStatus,
+  type ResolvedSource,
+} from '@mirrorhub/shared/api/index';
+import {
+  buildPayloadSecret,
+  compileNamespaceMatcher,
+  contentHash,
+  deliveryName,
+  deriveHashKey,
+  destinationSummary,
+  findCondition,
+  k8sTime,
+  limitProblems,
+  mirrorRef,
+  originRef,
+  parseMirrorRef,
+  phaseFromCounts,
+  setCondition,
+  shapeSource,
+  syncedSummary,
+  deliveryMessage,
+  payloadDigest,
+  payloadMessage,
+  type MirrorIdentity,
+  type PatternMatcher,
+  type Signer,
+  type PayloadSecret,
+  type SourceObject,
+} from '@mirrorhub/shared/mirror/index';
+import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
+import { detailsInDelivery, redactNames, type VisibleNames } from '@mirrorhub/shared/mirror/redact';
+import { selectClusters } from '../../../clusters/select.js';
+import {
+  ANNOTATION_BINARY_KEYS,
+  ANNOTATION_CONTENT_HASH,
+  ANNOTATION_MIRROR,
+  ANNOTATION_SIGNATURE,
+  LABEL_ORIGIN_CLUSTER,
+} from '@mirrorhub/shared/api/contract';
+import { deliverySequence, deliveryUpToDate } from './delivery.js';
+
+// ---- input ------------------------------------------------------------------------------------
+
+export type SourceObservation =
+  | { state: 'found'; object: SourceObject }
+  | { state: 'missing' }
+  /**
+   * The source cannot be read (e.g. 403, Vault unreachable): its existence is unknown. `denied`:
+   * a permission refusal (Vault policy), which only a change of policy or spec fixes: phase Error
+   * even when copies exist (they are kept).
+   */
+  | { state: 'unreadable'; error: string; denied?: boolean };
+
+/** What one registered cluster holds for this mirror, from the hub's caches of that cluster. */
+export interface ClusterObservation {
+  name: string;
+  agentNamespace: string;
+  labels: Readonly<Record<string, string>>;
+  local: boolean;
+  /**
+   * The cluster's caches hold a full list: `delivery` and `payload` below are known. When false,
+   * nothing is written to or deleted from the cluster.
+   */
+  synced: boolean;
+  /** Why the cluster cannot be reached right now (persistent watch/connect failure). */
+  error?: string | undefined;
+  /** The MirrorDelivery of this mirror, as last written or seen. */
+  delivery?: MirrorDelivery | undefined;
+  /** The payload Secret (metadata only): present or not, and the content hash it holds. */
+  payload?: { contentHash?: string | undefined; signature?: string | undefined } | undefined;
+  /** The last write to this cluster for this mirror failed with this error. */
+  writeError?: string | undefined;
+  /**
+   * Name of a delivery or payload an older hub left for this mirror under its shorter name
+   * (legacyDeliveryName), still there: deleted along with this one. While this mirror delivers,
+   * the cluster connection deletes it itself once the agent has taken its copies over.
+   */
+  legacy?: string | undefined;
+}
+
+export interface PlanInput {
+  mirror: AnyMirror;
+  /** Ignored when the spec does not resolve to a source (it is then invalid). */
+  source: SourceObservation;
+  /**
+   * Why the resolved source may not be used by this mirror (e.g. a ClusterVaultConnection that
+   * does not allow the mirror's namespace): the mirror is invalid (phase Error).
+   */
+  sourceError?: string | undefined;
+  /** Every registered cluster. */
+  clusters: readonly ClusterObservation[];
+  /** The hub's random secret (Secret mirrorhub-hash-key); content hashes are keyed with it. */
+  hubSecret: string | Uint8Array;
+  /** The hub's cluster name. */
+  originCluster: string;
+  /** Signs every delivery and payload (the hub's Ed25519 key). */
+  signer: Signer;
+  /** What namespaced mirrors may do (the hub's configuration); default: the strictest. */
+  tenancy?: Tenancy | undefined;
+  now: Date;
+  /** Status to compare with; default mirror.status. */
+  previousStatus?: MirrorStatus | undefined;
+}
+
+/** The hub's rules for SecretMirrors (namespaced: their authors are tenants, not admins). */
+export interface Tenancy {
+  /** Namespaces whose SecretMirrors may deliver to clusters other than the hub's own. */
+  remoteNamespaces: readonly PatternMatcher[];
+  /** Copies of a SecretMirror land only in namespaces that accept its namespace by label. */
+  requireAcceptance: boolean;
+}
+
+/** Label a namespace carries (value "true") to accept SecretMirrors from `sourceNamespace`. */
+export function acceptLabel(sourceNamespace: string): string {
+  return `accept.mirrorhub.io/${sourceNamespace}`;
+}
+
+// ---- output -----------------------------------------------------------------------------------
+
+export interface DeliveryWrite {
+  cluster: string;
+  /** The payload Secret to write first, when it differs from the observed one. */
+  payload?: PayloadSecret;
+  /** The MirrorDelivery to write, when it differs from the observed one. */
+  delivery?: MirrorDelivery;
+}
+
+export interface PlannedEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+export interface MirrorPlan {
+  deliveryName: string;
+  /** The source to watch; undefined when the spec names none the mirror may read. */
+  source?: ResolvedSource;
+  /** Why the spec cannot be synced (phase Error). */
+  invalid?: string;
+  writes: DeliveryWrite[];
+  /** Clusters whose delivery and payload must go. */
+  deletes: string[];
+  status: MirrorStatus;
+  events: PlannedEvent[];
+}
+
+// ---- constants --------------------------------------------------------------------------------
+
+export const CONDITION_READY = 'Ready';
+export const CONDITION_SOURCE_FOUND = 'SourceFound';
+
+export const REASON = {
+  synced: 'Synced',
+  progressing: 'Progressing',
+  degraded: 'Degraded',
+  syncError: 'SyncError',
+  invalidSpec: 'InvalidSpec',
+  suspended: 'Suspended',
+  resumed: 'Resumed',
+  sourceFound: 'SourceFound',
+  sourceNotFound: 'SourceNotFound',
+  sourceUnreadable: 'SourceUnreadable',
+  conflict: 'Conflict',
+  syncFailed: 'SyncFailed',
+  policyDenied: 'PolicyDenied',
+} as const;
+
+/** Longest status.message and clusters[].message (the CRD's maxLength). */
+const MAX_MESSAGE = LIMITS.SecretMirrorStatus.message;
+/** Longest problems[].message, condition message and Event message. */
+const MAX_SHORT_MESSAGE = LIMITS.MirrorProblem.message;
+
+// ---- plan -------------------------------------------------------------------------------------
+
+export function planMirror(input: PlanInput): MirrorPlan {
+  const { mirror, originCluster, now } = input;
+  const prev = input.previousStatus ?? mirror.status ?? {};
+  const generation = mirror.metadata.generation;
+  const identity = identityOf(mirror);
+  const name = deliveryName(identity, originCluster);
+  const spec = mirror.spec;
+  const policies = mirrorPolicies(spec);
+
+  // Validate what only code can judge.
+  const errors: string[] = [];
+  const resolved = resolveSource(mirror);
+  if (!resolved.ok) errors.push(resolved.error);
+  else if (input.sourceError) errors.push(input.sourceError);
+  const matcher = compileNamespaceMatcher(spec.destination, { fieldPath: 'destination' });
+  if (!matcher.ok) errors.push(matcher.error);
+  const selection = selectClusters(spec.destination.clusters, input.clusters);
+  if (selection.error) errors.push(selection.error);
+  const tenant = identity.kind === 'SecretMirror' ? (identity.namespace ?? '') : undefined;
+  if (tenant !== undefined) errors.push(...tenantErrors(tenant, spec, selection.selected, input));
+  const source = resolved.ok ? resolved.source : undefined;
+
+  const base: MirrorStatus = {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    destination: destinationSummary(spec),
+    ...(source ? { source: source.kind === 'Vault' ? source.path : source.name } : {}),
+  };
+
+  if (errors.length > 0) {
+    const message = truncate(errors.join('; '), MAX_MESSAGE);
+    let conditions = setCondition(
+      prev.conditions,
+      {
+        type: CONDITION_READY,
+        status: 'False',
+        reason: REASON.invalidSpec,
+        message: truncate(message, MAX_SHORT_MESSAGE),
+        observedGeneration: generation,
+      },
+      now,
+    );
+    if (!findCondition(conditions, CONDITION_SOURCE_FOUND)) {
+      conditions = setCondition(
+        conditions,
+        {
+          type: CONDITION_SOURCE_FOUND,
+          status: 'Unknown',
+          reason: REASON.invalidSpec,
+          message: 'the spec is invalid',
+          observedGeneration: generation,
+        },
+        now,
+      );
+    }
+    // Copies are kept as they are: the last counts stay, only phase and message change.
+    const status = clean({ ...prev, ...base, phase: 'Error', message, conditions });
+    return withEvents(prev, {
+      deliveryName: name,
+      ...(source ? { source } : {}),
+      invalid: message,
+      writes: [],
+      deletes: [],
+      status,
+      events: [],
+    });
+  }
+  const src = source!;
+  const sourceKind = targetKindOf(src);
+  const sourceText = describeSource(src);
+
+  if (policies.suspend) {
+    // Tell existing deliveries to suspend; write nothing else, delete nothing.
+    const writes: DeliveryWrite[] = [];
+    for (const obs of input.clusters) {
+      const d = obs.delivery;
+      if (!obs.synced || !d || d.metadata.deletionTimestamp) continue;
+      if (deliveryPolicies(d.spec).suspend) continue;
+      if (ownerOf(obs, mirror, originCluster, input.signer) !== 'ours') continue;
+      writes.push({
+        cluster: obs.name,
+        delivery: deliveryObject(
+          name,
+          obs,
+          originCluster,
+          sequenced(obs, { ...d.spec, suspend: true }, now),
+          input.signer,
+        ),
+      });
+    }
+    const message = 'suspended: nothing is written or deleted; the status shows the last state';
+    const conditions = setCondition(
+      prev.conditions,
+      {
+        type: CONDITION_READY,
+        status: 'False',
+        reason: REASON.suspended,
+        message,
+        observedGeneration: generation,
+      },
+      now,
+    );
+    const status = clean({
+      ...prev,
+      ...base,
+      phase: prev.phase ?? 'Pending',
+      message,
+      conditions,
+    });
+    return withEvents(prev, {
+      deliveryName: name,
+      source: src,
+      writes,
+      deletes: [],
+      status,
+      events: [],
+    });
+  }
+
+  const selectedNames = new Set(selection.selected.map((c) => c.name));
+
+  // Whose delivery each cluster holds under this mirror's name (see ownerOf).
+  const owners = new Map(
+    input.clusters.map((obs) => [obs.name, ownerOf(obs, mirror, originCluster, input.signer)]),
+  );
+  // Clusters no longer selected: remove what is there, unless it is another mirror's. Selected
+  // clusters holding a deleted mirror's delivery under this name: that mirror's cleanup is due
+  // (as for a delivery seen without its mirror); this mirror delivers once it is gone.
+  const deletes = input.clusters
+    .filter(
+      (obs) =>
+        obs.synced &&
+        holdsSomething(obs) &&
+        (selectedNames.has(obs.name)
+          ? owners.get(obs.name) === 'previous'
+          : owners.get(obs.name) !== 'foreign'),
+    )
+    .map((obs) => obs.name);
+
+  // What every selected cluster should hold (only when the source is there).
+  const writes: DeliveryWrite[] = [];
+  const desiredSpecs = new Map<string, MirrorDeliverySpec>();
+  let warnings: string[] = [];
+  if (input.source.state === 'found') {
+    const shaped = shapeSource(sourceKind, input.source.object, spec.template);
+    warnings = shaped.warnings;
+    const hash = contentHash(deriveHashKey(input.hubSecret, mirror.metadata.uid ?? ''), {
+      targetKind: sourceKind,
+      data: shaped.data,
+      binaryKeys: shaped.binaryKeys,
+      type: shaped.template.type,
+      labels: shaped.template.labels,
+      annotations: shaped.template.annotations,
+    });
+    const targetName = spec.destination.name ?? (src.kind === 'Vault' ? '' : src.name);
+    // The payload is the same for every cluster but for its namespace and signature: built and
+    // digested once here, signed per cluster below, copied only for the clusters it is written to.
+    const payload = buildPayloadSecret({ name, namespace: '', deliveryName: name, shaped });
+    payload.metadata.labels[LABEL_ORIGIN_CLUSTER] = originCluster;
+    payload.metadata.annotations = {
+      ...(payload.metadata.annotations ?? {}),
+      [ANNOTATION_CONTENT_HASH]: hash,
+      [ANNOTATION_MIRROR]: mirrorRef(identity),
+    };
+    const binaryKeys = payload.metadata.annotations[ANNOTATION_BINARY_KEYS];
+    const dataSha256 = payloadDigest(payload.data);
+    for (const obs of selection.selected) {
+      const unsequenced: MirrorDeliverySpec = {
+        mirror: {
+          kind: identity.kind,
+          ...(identity.namespace ? { namespace: identity.namespace } : {}),
+          name: identity.name,
+          uid: mirror.metadata.uid ?? '',
+        },
+        originCluster,
+        origin:
+          src.kind === 'Vault'
+            ? `${originCluster}/vault:${src.path}`
+            : originRef(originCluster, src.namespace, src.name),
+        payloadSecretName: name,
+        target: { kind: sourceKind, name: targetName },
+        ...(spec.destination.namespaces ? { namespaces: [...spec.destination.namespaces] } : {}),
+        ...(spec.destination.namespaceSelector
+          ? { namespaceSelector: spec.destination.namespaceSelector }
+          : {}),
+        ...(spec.destination.excludeNamespaces
+          ? { excludeNamespaces: [...spec.destination.excludeNamespaces] }
+          : {}),
+        ...(src.kind !== 'Vault' && obs.local && targetName === src.name
+          ? { sourceNamespace: src.namespace }
+          : {}),
+        ...(tenant !== undefined && input.tenancy?.requireAcceptance
+          ? { acceptLabel: acceptLabel(tenant) }
+          : {}),
+        template: shaped.template,
+        deletePolicy: policies.deletePolicy,
+        conflictPolicy: policies.conflictPolicy,
+        suspend: false,
+        pollPeriodSeconds: policies.pollPeriodSeconds,
+        contentHash: hash,
+      };
+      const deliverySpec = sequenced(obs, unsequenced, now);
+      desiredSpecs.set(obs.name, deliverySpec);
+      if (!obs.synced) continue; // unknown state: write nothing until the caches are there
+      if (obs.delivery?.metadata.deletionTimestamp) continue; // wait until the old one is gone
+      if (owners.get(obs.name) !== 'ours') continue; // never over another mirror's delivery
+      const write: DeliveryWrite = { cluster: obs.name };
+      const signature = input.signer.sign(
+        payloadMessage(
+          { cluster: obs.name, namespace: obs.agentNamespace, name },
+          { contentHash: hash, binaryKeys, dataSha256 },
+        ),
+      );
+      if (obs.payload?.contentHash !== hash || obs.payload.signature !== signature) {
+        write.payload = {
+          ...payload,
+          metadata: {
+            ...payload.metadata,
+            namespace: obs.agentNamespace,
+            annotations: { ...payload.metadata.annotations, [ANNOTATION_SIGNATURE]: signature },
+          },
+        };
+      }
+      const desired = deliveryObject(name, obs, originCluster, deliverySpec, input.signer);
+      if (!deliveryUpToDate(obs.delivery, desired)) write.delivery = desired;
+      if (write.payload || write.delivery) writes.push(write);
+    }
+  }
+
+  // Status per selected cluster, then in total.
+  const entries: ClusterSyncStatus[] = [];
+  const problems: MirrorProblem[] = [];
+  for (const obs of selection.selected) {
+    const owner = owners.get(obs.name) ?? 'ours';
+    const r = clusterStatus(obs, desiredSpecs.get(obs.name), input.source.state === 'found', {
+      owner,
+      uid: mirror.metadata.uid ?? '',
+    });
+    if (tenant !== undefined && owner === 'ours') redactForTenant(tenant, obs, r);
+    entries.push(r.entry);
+    problems.push(...r.problems);
+  }
+  for (const missing of selection.missing) {
+    entries.push({
+      name: missing,
+      phase: 'Error',
+      namespaces: 0,
+      synced: 0,
+      failed: 0,
+      conflicts: 0,
+      message: `no cluster named "${missing}" is registered`,
+    });
+  }
+  entries.sort((a, b) => compare(a.name, b.name));
+  const denied = sum(entries, 'denied');
+  const counts: Counts = {
+    clusters: entries.length,
+    namespaces: sum(entries, 'namespaces'),
+    synced: sum(entries, 'synced'),
+    failed: sum(entries, 'failed'),
+    conflicts: sum(entries, 'conflicts'),
+    // Only when there are any: a status without refusals reads as it always did.
+    ...(denied > 0 ? { denied } : {}),
+  };
+  const lastSyncTime = latest(entries.map((e) => e.lastSyncTime)) ?? prev.lastSyncTime;
+
+  let phase: MirrorPhase;
+  let message: string;
+  let readyReason: string;
+  let sourceCondition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+  if (input.source.state === 'found') {
+    phase = aggregatePhase(entries);
+    message = summary(phase, counts, entries);
+    readyReason =
+      phase === 'Active'
+        ? REASON.synced
+        : phase === 'Pending'
+          ? REASON.progressing
+          : phase === 'Error'
+            ? REASON.syncError
+            : REASON.degraded;
+    sourceCondition = { status: 'True', reason: REASON.sourceFound, message: sourceText };
+  } else {
+    const delivered = input.clusters.some(
+      (obs) => obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp,
+    );
+    const why =
+      input.source.state === 'missing'
+        ? `${sourceText} not found`
+        : `cannot read ${sourceText}: ${input.source.error}`;
+    message = delivered ? `${why}; copies are kept as they are` : why;
+    phase =
+      input.source.state === 'unreadable' && input.source.denied
+        ? 'Error'
+        : delivered
+          ? 'Degraded'
+          : input.source.state === 'missing'
+            ? 'Pending'
+            : 'Error';
+    readyReason =
+      input.source.state === 'missing' ? REASON.sourceNotFound : REASON.sourceUnreadable;
+    sourceCondition =
+      input.source.state === 'missing'
+        ? { status: 'False', reason: REASON.sourceNotFound, message: `${sourceText} not found` }
+        : { status: 'Unknown', reason: REASON.sourceUnreadable, message: why };
+  }
+  if (warnings.length > 0) message += `; ${warnings.join('; ')}`;
+  message = truncate(message, MAX_MESSAGE);
+
+  let conditions: Condition[] = setCondition(
+    prev.conditions,
+    {
+      type: CONDITION_READY,
+      status: phase === 'Active' ? 'True' : 'False',
+      reason: readyReason,
+      message: truncate(message, MAX_SHORT_MESSAGE),
+      observedGeneration: generation,
+    },
+    now,
+  );
+  conditions = setCondition(
+    conditions,
+    {
+      type: CONDITION_SOURCE_FOUND,
+      ...sourceCondition,
+      message: truncate(sourceCondition.message, MAX_SHORT_MESSAGE),
+      observedGeneration: generation,
+    },
+    now,
+  );
+
+  const status = clean({
+    ...base,
+    phase,
+    message,
+    ...(lastSyncTime ? { lastSyncTime } : {}),
+    synced: syncedSummary(counts),
+    counts,
+    clusters: entries,
+    problems: limitProblems(problems),
+    conditions,
+  });
+  return withEvents(prev, {
+    deliveryName: name,
+    source: src,
+    writes,
+    deletes,
+    status,
+    events: [],
+  });
+}
+
+export interface CleanupOptions {
+  /** When the mirror's deletion began (metadata.deletionTimestamp). */
+  deletingSince?: Date | undefined;
+  now?: Date | undefined;
+  /**
+   * A cluster that still cannot be cleaned up this long after the deletion began (unreachable,
+   * not connected, or its deletes failing) is given up on, so the finalizer can go.
+   */
+  graceMs?: number | undefined;
+  /**
+   * The mirror being cleaned up. A delivery under its name that names another mirror (forged,
+   * or left by someone else) is not its to delete: neither deleted nor waited for.
+   */
+  mirror?: MirrorIdentity | undefined;
+}
+
+export interface AbandonedCleanup {
+  cluster: string;
+  /** Why it could not be cleaned up (for status and Events). */
+  reason: string;
+}
+
+export interface CleanupPlan {
+  /** Clusters whose delivery and payload are to be deleted now. */
+  deletes: string[];
+  /** Clusters not clean yet (not synced, or still holding something). */
+  waitingFor: string[];
+  /** Clusters given up on after the grace period; they still hold, or may hold, copies. */
+  abandoned: AbandonedCleanup[];
+  /** Every cluster is clean or given up on: the finalizer may go. */
+  done: boolean;
+  /** When failing clusters will be given up on (when some are failing and the time is known). */
+  deadline?: Date;
+}
+
+/**
+ * A mirror being deleted (or gone while deliveries remain): what to delete, and whether every
+ * cluster is clean so the finalizer may go. A delivery already being deleted counts as done: the
+ * agent's finalizer on it finishes the job. Clusters whose caches are not synced are waited for,
+ * and so are clusters whose deletes fail; once `graceMs` has passed since the deletion began,
+ * those (only those: a reachable cluster making progress is still waited for) are abandoned. What
+ * they hold is deleted when they are reachable again: the delivery's mirror is gone by then, and
+ * deliveries without a mirror are deleted when seen.
+ */
+export function planCleanup(
+  clusters: readonly ClusterObservation[],
+  opts: CleanupOptions = {},
+): CleanupPlan {
+  const deletes: string[] = [];
+  const waitingFor: string[] = [];
+  const failing: AbandonedCleanup[] = [];
+  for (const obs of clusters) {
+    if (!obs.synced) {
+      waitingFor.push(obs.name);
+      failing.push({
+        cluster: obs.name,
+        reason: obs.error !== undefined ? `unreachable: ${obs.error}` : 'not connected yet',
+      });
+    } else if (holdsSomething(obs) && !namesAnotherMirror(obs.delivery, opts.mirror)) {
+      deletes.push(obs.name);
+      waitingFor.push(obs.name);
+      if (obs.error !== undefined) {
+        failing.push({ cluster: obs.name, reason: `unreachable: ${obs.error}` });
+      } else if (obs.writeError !== undefined) {
+        failing.push({ cluster: obs.name, reason: `deleting failed: ${obs.writeError}` });
+      }
+    }
+  }
+  const { deletingSince, now, graceMs } = opts;
+  const deadline =
+    deletingSince && graceMs !== undefined && failing.length > 0
+      ? new Date(deletingSince.getTime() + graceMs)
+      : undefined;
+  const abandoned =
+    deadline && now && now.getTime() >= deadline.getTime()
+      ? failing.sort((a, b) => compare(a.cluster, b.cluster))
+      : [];
+  const given = new Set(abandoned.map((a) => a.cluster));
+  const done = waitingFor.every((c) => given.has(c));
+  return { deletes, waitingFor, abandoned, done, ...(deadline ? { deadline } : {}) };
+}
+
+export const REASON_DELETING = 'Deleting';
+export const REASON_CLEANUP_PENDING = 'CleanupPending';
+
+/**
+ * The status of a mirror being deleted: Ready False/Deleting with what is waited for (and until
+ * when), or, when clusters are abandoned, CleanupPending naming them, with a Warning Event. The
+ * rest of the status (counts, clusters) stays as last reported.
+ */
+export function planDeletionStatus(
+  prev: MirrorStatus,
+  cleanup: CleanupPlan,
+  deliveryName: string,
+  now: Date,
+): { status: MirrorStatus; events: PlannedEvent[] } {
+  let message: string;
+  let reason: string;
+  const events: PlannedEvent[] = [];
+  if (cleanup.abandoned.length > 0) {
+    reason = REASON_CLEANUP_PENDING;
+    const list = cleanup.abandoned.map((a) => `${a.cluster} (${a.reason})`).join('; ');
+    message =
+      `deleted; cleanup pending in ${cleanup.abandoned.length === 1 ? 'cluster' : 'clusters'} ` +
+      `${list}: MirrorDelivery ${deliveryName}, its payload Secret and the copies there are ` +
+      `removed when the hub reaches ${cleanup.abandoned.length === 1 ? 'it' : 'them'} again`;
+    events.push({
+      type: 'Warning',
+      reason: REASON_CLEANUP_PENDING,
+      message: truncate(message, MAX_SHORT_MESSAGE),
+    });
+  } else {
+    reason = REASON_DELETING;
+    const parts: string[] = [];
+    if (cleanup.waitingFor.length > 0) {
+      parts.push(`removing deliveries from ${cleanup.waitingFor.join(', ')}`);
+    }
+    if (cleanup.deadline) {
+      parts.push(
+        `a cluster that cannot be cleaned up by ${k8sTime(cleanup.deadline)} is left for later ` +
+          `and the finalizer released`,
+      );
+    }
+    message = `deleting: ${parts.join('; ') || 'releasing the finalizer'}`;
+  }
+  message = truncate(message, MAX_MESSAGE);
+  const conditions = setCondition(
+    prev.conditions,
+    {
+      type: CONDITION_READY,
+      status: 'False',
+      reason,
+      message: truncate(message, MAX_SHORT_MESSAGE),
+    },
+    now,
+  );
+  return { status: clean({ ...prev, message, conditions }), events };
+}
+
+/**
+ * How long to hold back a status write (ms; 0: write now). When a source changes, each selected
+ * cluster's agent reports back on its own, and every report moves the mirror's counts and
+ * per-cluster lastSyncTime: written one by one, ten clusters make ten status writes per change.
+ * Progress is therefore written at most once per `coalesceMs` (the held write goes out when that
+ * time is up, with everything that arrived meanwhile). Transitions are never held: a phase or
+ * condition change, or an Event to record, is written at once.
+ */
+export function statusWriteDelay(o: {
+  prev: MirrorStatus;
+  next: MirrorStatus;
+  events: number;
+  /** When this mirror's status was last written (ms), if ever. */
+  lastWriteAt: number | undefined;
+  now: number;
+  coalesceMs: number;
+}): number {
+  if (o.events > 0 || o.prev.phase !== o.next.phase) return 0;
+  const conditions = (s: MirrorStatus) =>
+    (s.conditions ?? [])
+      .map((c) => `${c.type}=${c.status}`)
+      .sort()
+      .join(',');
+  if (conditions(o.prev) !== conditions(o.next)) return 0;
+  if (o.lastWriteAt === undefined) return 0;
+  return Math.max(0, o.lastWriteAt + o.coalesceMs - o.now);
+}
+
+/** Clusters per base coalescing period: beyond it, a mirror's progress is written less often. */
+export const CLUSTERS_PER_COALESCE_PERIOD = 20;
+
+/**
+ * The progress-coalescing period for a mirror selecting `clusters` clusters: `baseMs` up to 20
+ * clusters, then one more `baseMs` per 20 (100 clusters: 5 s). A mirror's status carries one
+ * entry per cluster, so each write costs the API server in proportion (100 entries: about 20 KB,
+ * its managedFields and a watch event to every watcher), while a change reaches 100 clusters in
+ * several seconds: written every second, it cost 9-10 status writes per change at 100 clusters
+ * against 1-2 at 10. This keeps the status bytes written per second about the same at any
+ * fleet size; transitions and Events are still written at once (statusWriteDelay).
+ */
+export function statusCoalesceMs(clusters: number, baseMs: number): number {
+  return baseMs * Math.max(1, Math.ceil(clusters / CLUSTERS_PER_COALESCE_PERIOD));
+}
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+export function identityOf(mirror: AnyMirror): MirrorIdentity {
+  return isClusterSecretMirror(mirror)
+    ? { kind: 'ClusterSecretMirror', name: mirror.metadata.name ?? '' }
+    : {
+        kind: 'SecretMirror',
+        namespace: mirror.metadata.namespace ?? '',
+        name: mirror.metadata.name ?? '',
+      };
+}
+
+/**
+ * `spec` with the sequence it is written with over `obs`'s delivery: the observed one while
+ * nothing else changed, a higher one otherwise (see deliverySequence).
+ */
+function sequenced(
+  obs: ClusterObservation,
+  spec: MirrorDeliverySpec,
+  now: Date,
+): MirrorDeliverySpec {
+  return { ...spec, sequence: deliverySequence(obs.delivery, spec, now.getTime()) };
+}
+
+function deliveryObject(
+  name: string,
+  obs: ClusterObservation,
+  originCluster: string,
+  spec: MirrorDeliverySpec,
+  signer: Signer,
+): MirrorDelivery {
+  const signature = signer.sign(
+    deliveryMessage({ cluster: obs.name, namespace: obs.agentNamespace, name }, spec),
+  );
+  return {
+    apiVersion: API_VERSION,
+    kind: 'MirrorDelivery',
+    metadata: {
+      name,
+      namespace: obs.agentNamespace,
+      labels: { [LABEL_ORIGIN_CLUSTER]: originCluster },
+      annotations: {
+        [ANNOTATION_MIRROR]: mirrorRef(spec.mirror),
+        [ANNOTATION_SIGNATURE]: signature,
+      },
+    },
+    spec,
+  };
+}
+
+/**
+ * A SecretMirror's author may read their own namespace only: what the agent says about other
+ * namespaces (that an object of the target name exists there, who owns it, the cluster's policy)
+ * is replaced by the state alone, and what it says about their own names no other mirror's
+ * delivery (a copy planted there by another tenant's mirror). Cluster administrators read it all
+ * in the MirrorDelivery.
+ */
+function redactForTenant(
+  namespace: string,
+  obs: ClusterObservation,
+  r: { entry: ClusterSyncStatus; problems: MirrorProblem[] },
+): void {
+  const own = obs.delivery?.metadata.name ?? '';
+  const where = detailsInDelivery(own, obs.agentNamespace, obs.name);
+  const visible: VisibleNames = {
+    delivery: (name) => name === own,
+    mirror: (ref) => parseMirrorRef(ref)?.namespace === namespace,
+  };
+  for (const p of r.problems) {
+    if (p.namespace !== namespace) p.message = `${p.state}: ${where}`;
+    else if (p.message) p.message = redactNames(p.message, visible);
+  }
+  if (r.entry.message) r.entry.message = redactNames(r.entry.message, visible);
+  const e = r.entry;
+  if (obs.error === undefined && e.phase === 'Degraded') {
+    const parts = [`${e.synced ?? 0}/${e.namespaces ?? 0} namespaces synced`];
+    if (e.failed) parts.push(`${e.failed} failed`);
+    if (e.conflicts) parts.push(`${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}`);
+    if (e.denied) parts.push(`${e.denied} denied by cluster policy`);
+    e.message = `${parts.join(', ')}; ${where}`;
+  } else if (
+    obs.error === undefined &&
+    e.phase === 'Error' &&
+    obs.delivery?.status?.phase === 'Error'
+  ) {
+    e.message = `the agent refused the delivery; ${where}`;
+  }
+}
+
+/** What a SecretMirror in `namespace` asks beyond the hub's tenancy rules. */
+function tenantErrors(
+  namespace: string,
+  spec: AnyMirror['spec'],
+  selected: readonly ClusterObservation[],
+  input: PlanInput,
+): string[] {
+  const errors: string[] = [];
+  if (spec.conflictPolicy === 'Adopt') {
+    errors.push(
+      'conflictPolicy Adopt is for ClusterSecretMirrors only: a SecretMirror never takes over an object it does not own',
+    );
+  }
+  const remote = selected.filter((c) => !c.local).map((c) => c.name);
+  const granted = (input.tenancy?.remoteNamespaces ?? []).some((m) => m.ok && m.matches(namespace));
+  if (remote.length > 0 && !granted) {
+    errors.push(
+      `SecretMirrors in namespace ${namespace} may deliver only to the hub's own cluster, not to ${remote.join(', ')}: ` +
+        "use a ClusterSecretMirror, or ask the hub's administrators to add the namespace to tenancy.remoteNamespaces",
+    );
+  }
+  return errors;
+}
+
+function holdsSomething(obs: ClusterObservation): boolean {
+  return (
+    (obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp) ||
+    obs.payload !== undefined ||
+    obs.legacy !== undefined
+  );
+}
+
+function namesAnotherMirror(
+  delivery: MirrorDelivery | undefined,
+  mirror: MirrorIdentity | undefined,
+): boolean {
+  return (
+    delivery !== undefined &&
+    mirror !== undefined &&
+    mirrorRef(delivery.spec.mirror) !== mirrorRef(mirror)
+  );
+}
+
+/**
+ * Whose the MirrorDelivery a cluster holds under this mirror's delivery name is:
+ * - `ours`: this mirror's (spec.mirror.uid is its uid), or nothing there;
+ * - `previous`: written by this hub (its signature verifies) for an earlier mirror of the same
+ *   kind, namespace and name, deleted since: the uid differs, and only one object can hold the
+ *   name at a time. Its cleanup is due, as if the hub had seen it without a mirror: it is deleted
+ *   and the agent removes or releases its copies per that mirror's deletePolicy;
+ * - `foreign`: anything else (another mirror's, another hub's, or one the hub did not sign):
+ *   never written over or deleted; the cluster's status entry says so.
+ */
+export type DeliveryOwner = 'ours' | 'previous' | 'foreign';
+
+function ownerOf(
+  obs: ClusterObservation,
+  mirror: AnyMirror,
+  originCluster: string,
+  signer: Signer,
+): DeliveryOwner {
+  const d = obs.delivery;
+  if (!d) return 'ours';
+  const claimed = d.spec.mirror;
+  const identity = identityOf(mirror);
+  const sameMirror =
+    claimed.kind === identity.kind &&
+    (claimed.namespace ?? '') === (identity.namespace ?? '') &&
+    claimed.name === identity.name &&
+    d.spec.originCluster === originCluster;
+  if (!sameMirror) return 'foreign';
+  if (claimed.uid === (mirror.metadata.uid ?? '')) return 'ours';
+  const place = { cluster: obs.name, namespace: obs.agentNamespace, name: d.metadata.name ?? '' };
+  const signature = d.metadata.annotations?.[ANNOTATION_SIGNATURE];
+  return signature !== undefined && signer.sign(deliveryMessage(place, d.spec)) === signature
+    ? 'previous'
+    : 'foreign';
+}
+
+/**
+ * One cluster's entry in status.clusters, and its problems. The agent's report counts only when
+ * it describes the delivery we want there (observedHash = contentHash, observedGeneration =
+ * generation); until then the cluster is Pending with nothing counted as synced.
+ */
+function clusterStatus(
+  obs: ClusterObservation,
+  desired: MirrorDeliverySpec | undefined,
+  sourceFound: boolean,
+  ownership: { owner: DeliveryOwner; uid: string } = { owner: 'ours', uid: '' },
+): { entry: ClusterSyncStatus; problems: MirrorProblem[] } {
+  const r = deliveryState(obs, desired, sourceFound, ownership);
+  const entry: ClusterSyncStatus = {
+    name: obs.name,
+    phase: r.phase,
+    ...r.counts,
+    ...(r.lastSyncTime ? { lastSyncTime: r.lastSyncTime } : {}),
+  };
+  if (obs.error !== undefined) {
+    // Unreachable wins: what we last saw there may no longer be true.
+    entry.phase = 'Error';
+    entry.message = truncate(`cluster unreachable: ${obs.error}`, MAX_MESSAGE);
+  } else if (r.message) {
+    entry.message = truncate(r.message, MAX_MESSAGE);
+  }
+  return { entry, problems: r.problems };
+}
+
+interface DeliveryState {
+  phase: MirrorPhase;
+  message?: string | undefined;
+  counts: {
+    namespaces: number;
+    synced: number;
+    failed: number;
+    conflicts: number;
+    denied?: number;
+  };
+  lastSyncTime?: string | undefined;
+  problems: MirrorProblem[];
+}
+
+function deliveryState(
+  obs: ClusterObservation,
+  desired: MirrorDeliverySpec | undefined,
+  sourceFound: boolean,
+  { owner, uid }: { owner: DeliveryOwner; uid: string },
+): DeliveryState {
+  const zero = { namespaces: 0, synced: 0, failed: 0, conflicts: 0 };
+  if (!obs.synced)
+    return { phase: 'Pending', message: 'connecting to the cluster', counts: zero, problems: [] };
+  const d = obs.delivery;
+  if (d && !d.metadata.deletionTimestamp && owner !== 'ours') {
+    // Nothing of this mirror's is there: the agent's report on it is not ours to count.
+    const name = d.metadata.name ?? '';
+    const where = `MirrorDelivery ${name} (namespace ${obs.agentNamespace})`;
+    const claimed = d.spec.mirror;
+    const message =
+      owner === 'previous'
+        ? `removing ${where}, left by a deleted mirror with this name (uid ${claimed.uid}); delivering once it is gone`
+        : `conflict: ${where} belongs to another mirror (${mirrorRef(claimed)} uid ${claimed.uid || '(none)'} from cluster ${d.spec.originCluster || '(none)'}), ` +
+          `not to this one (uid ${uid}). Nothing is written there; if it is stale, delete it ` +
+          `(kubectl -n ${obs.agentNamespace} delete mirrordelivery ${name}) and this mirror delivers`;
+    return {
+      phase: owner === 'previous' ? 'Pending' : 'Error',
+      message,
+      counts: zero,
+      problems: [],
+    };
+  }
+  const report = d?.status;
+  const lastSyncTime = report?.lastSyncTime;
+  const reported = {
+    namespaces: report?.counts?.namespaces ?? 0,
+    synced: report?.counts?.synced ?? 0,
+    failed: report?.counts?.failed ?? 0,
+    conflicts: report?.counts?.conflicts ?? 0,
+    ...(report?.counts?.denied ? { denied: report.counts.denied } : {}),
+  };
+  const stale = { ...zero, namespaces: reported.namespaces };
+  if (obs.writeError) {
+    return {
+      phase: 'Error',
+      message: `writing to the cluster failed: ${obs.writeError}`,
+      counts: stale,
+      lastSyncTime,
+      problems: [],
+    };
+  }
+  if (!d) {
+    const message = sourceFound ? 'delivering' : 'nothing delivered';
+    return { phase: 'Pending', message, counts: zero, problems: [] };
+  }
+  if (d.metadata.deletionTimestamp) {
+    const message = 'waiting for the previous delivery to be removed';
+    return { phase: 'Pending', message, counts: stale, problems: [] };
+  }
+  const current =
+    report !== undefined &&
+    report.observedHash === d.spec.contentHash &&
+    (d.metadata.generation === undefined || report.observedGeneration === d.metadata.generation);
+  const wanted = desired === undefined || equalIgnoringTime(d.spec, desired, []);
+  if (!wanted || !current) {
+    const message = !wanted
+      ? 'updating the delivery'
+      : report === undefined
+        ? 'waiting for the agent (no report yet)'
+        : 'waiting for the agent to apply the latest content';
+    return { phase: 'Pending', message, counts: stale, lastSyncTime, problems: [] };
+  }
+  const problems: MirrorProblem[] = (report.namespaces ?? [])
+    .filter((n) => n.state !== 'Synced')
+    .map((n) => ({
+      cluster: obs.name,
+      namespace: n.name,
+      state: n.state === 'Synced' ? 'Failed' : n.state,
+      ...(n.message ? { message: truncate(n.message, MAX_SHORT_MESSAGE) } : {}),
+    }));
+  return {
+    phase: worst(report.phase ?? 'Pending', phaseFromCounts(reported)),
+    message: report.message,
+    counts: reported,
+    lastSyncTime,
+    problems,
+  };
+}
+
+const SEVERITY: Record<MirrorPhase, number> = { Active: 0, Pending: 1, Degraded: 2, Error: 3 };
+
+function worst(a: MirrorPhase, b: MirrorPhase): MirrorPhase {
+  return SEVERITY[a] >= SEVERITY[b] ? a : b;
+}
+
+function aggregatePhase(entries: readonly ClusterSyncStatus[]): MirrorPhase {
+  if (entries.length === 0) return 'Active';
+  const phases = entries.map((e) => e.phase ?? 'Pending');
+  if (phases.every((p) => p === 'Error')) return 'Error';
+  if (phases.some((p) => p === 'Error' || p === 'Degraded')) return 'Degraded';
+  if (phases.some((p) => p === 'Pending')) return 'Pending';
+  return 'Active';
+}
+
+/** Every count but `denied`, which is reported only when non-zero. */
+type Counts = Required<Omit<MirrorCounts, 'denied'>> & Pick<MirrorCounts, 'denied'>;
+
+function summary(
+  phase: MirrorPhase,
+  counts: Counts,
+  entries: readonly ClusterSyncStatus[],
+): string {
+  if (entries.length === 0) return 'no cluster selected';
+  const clusters = `${entries.length} cluster${entries.length === 1 ? '' : 's'}`;
+  const parts = [`${counts.synced}/${counts.namespaces} namespaces synced in ${clusters}`];
+  if (phase === 'Active') return parts[0]!;
+  if (counts.failed > 0) parts.push(`${counts.failed} failed`);
+  if (counts.conflicts > 0) {
+    parts.push(`${counts.conflicts} conflict${counts.conflicts === 1 ? '' : 's'}`);
+  }
+  if (counts.denied) parts.push(`${counts.denied} denied by cluster policy`);
+  for (const e of entries) {
+    if (e.phase === 'Active') continue;
+    if (e.message) parts.push(`${e.name}: ${e.message}`);
+    else if (e.phase !== 'Degraded') parts.push(`${e.name}: ${e.phase ?? 'Pending'}`);
+  }
+  return parts.join('; ');
+}
+
+function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
+  return { ...plan, events: transitionEvents(prev, plan.status) };
+}
+
+/**
+ * Events from the transition prev -> next (derived from the statuses only, so they fire on
+ * transitions and never twice for one). Also the Vault destination's (vault/destination.ts).
+ */
+export function transitionEvents(prev: MirrorStatus, next: MirrorStatus): PlannedEvent[] {
+  const events: PlannedEvent[] = [];
+  const ready = findCondition(next.conditions, CONDITION_READY);
+  const prevReady = findCondition(prev.conditions, CONDITION_READY);
+  const found = findCondition(next.conditions, CONDITION_SOURCE_FOUND);
+  const prevFound = findCondition(prev.conditions, CONDITION_SOURCE_FOUND);
+  const msg = (s: string) => truncate(s, MAX_SHORT_MESSAGE);
+
+  if (ready?.reason === REASON.invalidSpec) {
+    if (prevReady?.reason !== REASON.invalidSpec || prev.message !== next.message) {
+      events.push({
+        type: 'Warning',
+        reason: REASON.invalidSpec,
+        message: msg(next.message ?? ''),
+      });
+    }
+    return events;
+  }
+  if (ready?.reason === REASON.suspended) {
+    if (prevReady?.reason !== REASON.suspended) {
+      events.push({ type: 'Normal', reason: REASON.suspended, message: msg(next.message ?? '') });
+    }
+    return events;
+  }
+  if (prevReady?.reason === REASON.suspended) {
+    events.push({ type: 'Normal', reason: REASON.resumed, message: 'syncing again' });
+  }
+  if (found?.status === 'False' && prevFound?.status !== 'False') {
+    events.push({
+      type: 'Warning',
+      reason: REASON.sourceNotFound,
+      message: msg(next.message ?? ''),
+    });
+  }
+  if (found?.status === 'True' && prevFound?.status === 'False') {
+    events.push({ type: 'Normal', reason: REASON.sourceFound, message: msg(found.message) });
+  }
+  if (found?.status === 'Unknown' && found.reason === REASON.sourceUnreadable) {
+    if (prevFound?.reason !== REASON.sourceUnreadable) {
+      events.push({
+        type: 'Warning',
+        reason: REASON.sourceUnreadable,
+        message: msg(found.message),
+      });
+    }
+  }
+  if (next.phase === 'Active' && prev.phase !== 'Active') {
+    events.push({ type: 'Normal', reason: REASON.synced, message: msg(next.message ?? '') });
+  }
+  if (
+    (ready?.reason === REASON.degraded || ready?.reason === REASON.syncError) &&
+    (prev.phase !== next.phase || prevReady?.reason !== ready.reason)
+  ) {
+    events.push({ type: 'Warning', reason: ready.reason, message: msg(next.message ?? '') });
+  }
+  const problemList = (state: MirrorProblem['state']) =>
+    (next.problems ?? [])
+      .filter((p) => p.state === state)
+      .slice(0, 5)
+      .map((p) => `${p.cluster}/${p.namespace}${p.message ? ` (${p.message})` : ''}`)
+      .join(', ');
+  const conflicts = next.counts?.conflicts ?? 0;
+  if (conflicts > 0 && (prev.counts?.conflicts ?? 0) === 0) {
+    events.push({
+      type: 'Warning',
+      reason: REASON.conflict,
+      message: msg(
+        `${conflicts} namespace${conflicts === 1 ? ' has' : 's have'} an object with the target name that mirrorhub does not own: ${problemList('Conflict')}`,
+      ),
+    });
+  }
+  const denied = next.counts?.denied ?? 0;
+  if (denied > 0 && (prev.counts?.denied ?? 0) === 0) {
+    events.push({
+      type: 'Warning',
+      reason: REASON.policyDenied,
+      message: msg(
+        `${denied} namespace${denied === 1 ? ' is' : 's are'} refused by the target cluster's policy: ${problemList('PolicyDenied')}`,
+      ),
+    });
+  }
+  const failed = next.counts?.failed ?? 0;
+  if (failed > 0 && (prev.counts?.failed ?? 0) === 0) {
+    events.push({
+      type: 'Warning',
+      reason: REASON.syncFailed,
+      message: msg(`${failed} cop${failed === 1 ? 'y' : 'ies'} failed: ${problemList('Failed')}`),
+    });
+  }
+  return events;
+}
+
+/** Drop undefined members so equality and patches see only real fields. */
+export function clean(status: MirrorStatus): MirrorStatus {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(status)) if (v !== undefined) out[k] = v;
+  return out as MirrorStatus;
+}
+
+function sum(
+  entries: readonly ClusterSyncStatus[],
+  field: 'namespaces' | 'synced' | 'failed' | 'conflicts' | 'denied',
+): number {
+  return entries.reduce((n, e) => n + (e[field] ?? 0), 0);
+}
+
+function latest(times: readonly (string | undefined)[]): string | undefined {
+  let best: string | undefined;
+  let bestMs = -Infinity;
+  for (const t of times) {
+    if (!t) continue;
+    const ms = Date.parse(t);
+    if (ms > bestMs) {
+      best = t;
+      bestMs = ms;
+    }
+  }
+  return best;
+}
+
+export function truncate(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
