@@ -10,9 +10,8 @@ export {
   type DeliveryWrite,
   type MirrorPlan,
   type PlanInput,
-  type PlannedEvent,
-  type SourceObservation,
 } from './mirrors/destinations/clusters/plan.js';
+export type { PlannedEvent, SourceObservation } from './mirrors/status.js';
 export { MirrorController, type MirrorControllerOptions } from './mirrors/controller.js';
 export { deliveryUpToDate } from './mirrors/destinations/clusters/delivery.js';
 export {

@@ -1,30 +1,29 @@
-// The mirror controller: gathers each mirror's input from caches, lets plan.ts decide, and
-// applies the result. It talks only to the hub's own cluster itself (finalizer, status, Events);
-// deliveries go through each cluster's ClusterConnection, which writes asynchronously, so no
-// reconcile ever waits on a follower cluster.
+// The mirror controller: one source, its destinations. A reconcile gathers the mirror's source
+// from the kind that follows it, asks every destination for its plan, applies the plans, and
+// writes the mirror's status once (kinds.ts says what a kind is; registry.ts lists them). It
+// talks only to the hub's own cluster itself (finalizer, status, Events); each kind does its own
+// I/O, and deliveries to clusters are written asynchronously, so no reconcile waits on a
+// follower cluster.
 //
-// Watches: SecretMirrors and ClusterSecretMirrors (all namespaces), each mirror's source object
-// only (SourceWatches), and per cluster the MirrorDeliveries + payload Secrets this hub wrote.
-// Any of them enqueues the mirror's key (`SecretMirror/<ns>/<name>`); the reconcile re-reads
-// everything from the caches.
+// Watches: SecretMirrors and ClusterSecretMirrors (all namespaces); each kind watches or polls
+// what it needs and enqueues the mirror's key (`SecretMirror/<ns>/<name>`) when it changes; the
+// reconcile re-reads everything from the caches.
 import {
   CLUSTER_SECRET_MIRROR,
   DEFAULT_POLL_PERIOD_MS,
   GROUP,
   mirrorPolicies,
   resolveSource,
-  resolveVaultDestination,
   SECRET_MIRROR,
   VERSION,
   type AnyMirror,
   type ClusterSecretMirror,
   type MirrorDelivery,
   type MirrorPhase,
+  type MirrorStatus,
   type SecretMirror,
-  type VaultSourceRef,
-  type VaultWritten,
 } from '@mirrorhub/shared/api/index';
-import { deliveryName, type MirrorIdentity } from '@mirrorhub/shared/mirror/index';
+import type { MirrorIdentity } from '@mirrorhub/shared/mirror/index';
 import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
 import {
   childLogger,
@@ -44,40 +43,23 @@ import {
 } from '@mirrorhub/shared/kit/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { customObjectPath, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
-import { ClusterConnection } from './destinations/clusters/connection.js';
-import type { ClusterRegistry } from '../clusters/registry.js';
-import type { ClusterTarget } from '../clusters/target.js';
-import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../names.js';
-import {
-  identityOf,
-  planCleanup,
-  planDeletionStatus,
-  planMirror,
-  statusCoalesceMs,
-  statusWriteDelay,
-  truncate,
-  type ClusterObservation,
-  type PlannedEvent,
-  type SourceObservation,
-  type Tenancy,
-} from './destinations/clusters/plan.js';
 import type { Signer } from '@mirrorhub/shared/mirror/signing';
-import { SourceWatches } from './sources/kubernetes/watches.js';
-import { VaultConnections, type ServiceAccountRef } from '../vault/connections.js';
-import { VaultSources } from './sources/vault/poller.js';
-import { VaultDestinations } from './destinations/vault/store.js';
-import { DynamicSources } from './sources/vault-dynamic/leases.js';
-import { LeaseStore } from './sources/vault-dynamic/store.js';
-import { retryDelay } from '../vault/decide.js';
-import {
-  ownerMark,
-  planVaultDestination,
-  recordRef,
-  REASON_VAULT_REMOVED,
-  staleWrite,
-  type VaultDestinationInput,
-} from './destinations/vault/plan.js';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
+import type { ClusterRegistry } from '../clusters/registry.js';
+import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../names.js';
+import type { ServiceAccountRef } from '../vault/connections.js';
+import type { Tenancy } from './destinations/clusters/plan.js';
+import type {
+  CleanupContext,
+  CleanupReport,
+  DestinationKind,
+  GatheredSource,
+  MirrorContext,
+  Report,
+  SourceKind,
+} from './kinds.js';
+import { createKinds, type Kinds } from './registry.js';
+import { identityOf, statusCoalesceMs, statusWriteDelay } from './status.js';
 
 const CONTROLLER = 'mirror';
 
@@ -154,26 +136,18 @@ export class MirrorController {
   private readonly reconciler: Reconciler;
   /** Status and finalizer writes, remembering each until its watch shows it. */
   private readonly writer: StatusWriter<AnyMirror>;
-  private readonly sources: SourceWatches;
-  private readonly vaultConnections: VaultConnections;
-  private readonly vaultSources: VaultSources;
-  private readonly vaultDestinations: VaultDestinations;
-  private readonly dynamicSources: DynamicSources;
-  /** Consecutive transient failures of a mirror's Vault destination (retry backoff). */
-  private readonly vaultFailures = new Map<string, number>();
+  private readonly kinds: Kinds;
+  private readonly sources: readonly SourceKind[];
+  private readonly destinations: readonly DestinationKind[];
   private readonly secretMirrors: Watcher<SecretMirror>;
   private readonly clusterMirrors: Watcher<ClusterSecretMirror>;
-  private readonly connections = new Map<string, ClusterConnection>();
   /**
-   * The shortest pollPeriodSeconds of the mirrors: how often the mirror caches and every
-   * cluster's delivery caches take a fresh look (each source's cache follows its own mirrors).
+   * The shortest pollPeriodSeconds of the mirrors: how often the mirror caches and every kind's
+   * caches take a fresh look (each source's cache follows its own mirrors).
    */
   private readonly freshness: ShortestPeriod;
   private readonly phases = new Map<string, MirrorPhase>();
-  private readonly unsubscribe: (() => void)[] = [];
   private readonly phaseGauge: Gauge<'phase'>;
-  private readonly clusterGauge: Gauge<'state'>;
-  private readonly sourceGauge: Gauge;
   private stopped = false;
   private stopping: Promise<void> | undefined;
   private started = false;
@@ -185,8 +159,6 @@ export class MirrorController {
     this.rest = new RestClient(kc, { userAgent: USER_AGENT.hub });
     const m = opts.metrics;
     this.phaseGauge = m.gauge('mirrors', 'Mirrors by phase (as last reconciled).', ['phase']);
-    this.clusterGauge = m.gauge('clusters', 'Clusters the hub delivers to, by state.', ['state']);
-    this.sourceGauge = m.gauge('source_watches', 'Distinct mirror sources being watched.');
     this.writer = new StatusWriter<AnyMirror>({
       rest: this.rest,
       pathOf: mirrorPath,
@@ -207,59 +179,43 @@ export class MirrorController {
       logger: this.log,
       metrics: m,
       shutdownTimeoutMs: 10_000,
+      // A transient failure a kind reports (Vault down) is retried from here: 1 s doubling,
+      // never later than the mirror's poll period (ProcessResult.retryWithinMs).
+      backoff: { initialMs: opts.vault?.retryInitialMs ?? 1000 },
       clock: this.clock,
     });
-    this.sources = new SourceWatches({
+    const enqueue = (key: string) => this.reconciler.add(key);
+    this.kinds = createKinds({
       kubeConfig: kc,
+      rest: this.rest,
       watchProgressDeadlineMs: opts.watchProgressDeadlineMs,
-      logger: this.log,
-      metrics: m,
-      onChange: (keys) => {
-        for (const k of keys) this.reconciler.add(k);
-      },
-    });
-    const vaultRequests = m.counter(
-      'vault_requests_total',
-      'Requests to Vault / OpenBao by operation (login, detect, metadata, read; inspect, write, ' +
-        'remove for Vault destinations; issue, renew, revoke for dynamic sources) and outcome.',
-      ['operation', 'outcome'],
-    );
-    this.vaultConnections = new VaultConnections({
-      kubeConfig: kc,
-      watchProgressDeadlineMs: opts.watchProgressDeadlineMs,
-      serviceAccount: opts.vault?.serviceAccount,
-      tenantServiceAccountTokens: opts.vault?.tenantServiceAccountTokens,
-      ownNamespaces: opts.vault?.ownNamespaces,
-      requestTimeoutMs: opts.vault?.requestTimeoutMs,
       identity: opts.identity,
-      logger: opts.logger,
+      logger: this.log,
+      rootLogger: opts.logger,
       metrics: m,
-      requests: vaultRequests,
       clock: this.clock,
-      onChange: (connKey) => this.vaultConnectionChanged(connKey),
-    });
-    this.vaultSources = new VaultSources({
-      connections: this.vaultConnections,
-      requests: vaultRequests,
-      logger: this.log,
-      retryInitialMs: opts.vault?.retryInitialMs,
-      onChange: (keys) => {
-        for (const k of keys) this.reconciler.add(k);
+      vault: opts.vault,
+      clusters: {
+        registry: opts.registry,
+        originCluster: opts.originCluster,
+        hubSecret: opts.hubSecret,
+        signer: opts.signer,
+        tenancy: opts.tenancy,
+        deliveryConcurrency: opts.deliveryConcurrency,
+        unreachableAfterMs: opts.unreachableAfterMs,
+        requestTimeoutMs: opts.requestTimeoutMs,
+        onCleanupAbandoned: opts.onCleanupAbandoned,
+        onObserved: opts.onObserved,
       },
+      enqueue,
+      enqueueAll: () => {
+        for (const mirror of this.mirrors()) enqueue(mirrorKey(identityOf(mirror)));
+      },
+      mirrors: () => this.mirrors(),
+      keyOf: (mirror) => mirrorKey(identityOf(mirror)),
     });
-    this.dynamicSources = new DynamicSources({
-      connections: this.vaultConnections,
-      store: new LeaseStore(this.rest, opts.vault?.leaseNamespace ?? 'mirrorhub-system'),
-      requests: vaultRequests,
-      logger: this.log,
-      clock: this.clock,
-      retryInitialMs: opts.vault?.retryInitialMs,
-      onChange: (k) => this.reconciler.add(k),
-    });
-    this.vaultDestinations = new VaultDestinations({
-      connections: this.vaultConnections,
-      requests: vaultRequests,
-    });
+    this.sources = this.kinds.sources;
+    this.destinations = this.kinds.destinations;
     const fresh = {
       resyncPeriodMs: DEFAULT_POLL_PERIOD_MS,
       ...watchTuning(opts.watchProgressDeadlineMs),
@@ -277,7 +233,7 @@ export class MirrorController {
     this.freshness = new ShortestPeriod(DEFAULT_POLL_PERIOD_MS, (ms) => {
       this.secretMirrors.setResyncPeriod(ms);
       this.clusterMirrors.setResyncPeriod(ms);
-      for (const conn of this.connections.values()) conn.setResyncPeriod(ms);
+      for (const kind of [...this.sources, ...this.destinations]) kind.setResyncPeriod?.(ms);
     });
   }
 
@@ -293,19 +249,17 @@ export class MirrorController {
         onListed: () => this.writer.relisted(),
       });
     }
-    this.unsubscribe.push(this.opts.registry.onChange(() => this.syncConnections()));
-    this.syncConnections();
-    await this.vaultConnections.start();
+    this.kinds.clusters.setResyncPeriod(this.freshness.ms);
+    await this.kinds.vaultConnections.start();
+    await Promise.all([...this.sources, ...this.destinations].map((k) => k.start?.()));
     await this.reconciler.synced();
-    const local = [...this.connections.values()].find((c) => c.target.local);
-    if (local) await local.waitSynced();
     if (this.stopped) return;
     this.reconciler.start();
     this.log.info(
       {
         secretMirrors: this.secretMirrors.size,
         clusterSecretMirrors: this.clusterMirrors.size,
-        clusters: this.connections.size,
+        clusters: this.kinds.clusters.size,
       },
       'mirror controller started',
     );
@@ -319,16 +273,11 @@ export class MirrorController {
 
   private async shutdown(): Promise<void> {
     this.stopped = true;
-    for (const u of this.unsubscribe.splice(0)) u();
     await this.reconciler.stop(); // and the mirror watches
     await Promise.all([
-      this.sources.stop(),
-      this.vaultSources.stop(),
-      this.dynamicSources.stop(),
-      this.vaultConnections.stop(),
-      ...[...this.connections.values()].map((c) => c.stop()),
+      ...[...this.sources, ...this.destinations].map((k) => k.stop()),
+      this.kinds.vaultConnections.stop(),
     ]);
-    this.connections.clear();
     this.rest.close();
   }
 
@@ -339,9 +288,7 @@ export class MirrorController {
 
   /** Per cluster: this hub's deliveries there, as the cluster's cache holds them (read-only). */
   deliveries(): Map<string, MirrorDelivery[]> {
-    const out = new Map<string, MirrorDelivery[]>();
-    for (const [name, conn] of this.connections) out.set(name, conn.deliveryList());
-    return out;
+    return this.kinds.clusters.deliveries();
   }
 
   /** Mirror caches synced (readiness). */
@@ -354,15 +301,13 @@ export class MirrorController {
    * is not registered or its caches are not synced).
    */
   clusterHolds(cluster: string, name: string): boolean | undefined {
-    return this.connections.get(cluster)?.holds(name);
+    return this.kinds.clusters.holds(cluster, name);
   }
 
   /** Wait until nothing is queued or in flight (tests). */
   idle(): Promise<void> {
     return this.reconciler.idle();
   }
-
-  // ---- events -> keys ---------------------------------------------------------------------------
 
   private mirrorChanged(obj: MirrorObject, deleted = false): void {
     this.opts.onObserved?.();
@@ -375,97 +320,12 @@ export class MirrorController {
     this.reconciler.add(key);
   }
 
-  /** A Vault connection changed: its pollers read afresh; mirrors using it are reconciled. */
-  private vaultConnectionChanged(connKey: string): void {
-    if (this.stopped) return;
-    this.vaultSources.connectionChanged(connKey);
-    for (const m of [...this.secretMirrors.list(), ...this.clusterMirrors.list()]) {
-      if (m.spec.source.kind === 'Vault' || m.spec.destination.vault || m.status?.vault) {
-        this.reconciler.add(mirrorKey(identityOf(m)));
-      }
-    }
-  }
-
-  private enqueueAll(): void {
-    const add = (key: string) => this.reconciler.add(key);
-    for (const m of this.secretMirrors.list()) add(mirrorKey(identityOf(m)));
-    for (const m of this.clusterMirrors.list()) add(mirrorKey(identityOf(m)));
-    // Deliveries whose mirror is gone: their reconcile deletes them.
-    for (const c of this.connections.values()) for (const k of c.mirrorKeys()) add(k);
-  }
-
-  private syncConnections(): void {
-    if (this.stopped) return;
-    const targets = this.opts.registry.list();
-    const names = new Set(targets.map((t) => t.name));
-    for (const [name, conn] of this.connections) {
-      if (!names.has(name)) {
-        this.connections.delete(name);
-        void conn.stop();
-      }
-    }
-    for (const target of targets) {
-      const conn = this.connections.get(target.name);
-      if (conn?.target === target) continue;
-      if (conn && sameAccess(conn.target, target)) {
-        conn.retarget(target); // labels changed: the caches and writers stay
-        continue;
-      }
-      if (conn) void conn.stop();
-      this.connections.set(target.name, this.connect(target));
-    }
-    this.updateClusterGauge();
-    this.enqueueAll();
-  }
-
-  private connect(target: ClusterTarget): ClusterConnection {
-    const conn = new ClusterConnection({
-      target,
-      originCluster: this.opts.originCluster,
-      logger: childLogger(this.opts.logger, { controller: 'delivery', cluster: target.name }),
-      metrics: this.opts.metrics,
-      ...(this.opts.deliveryConcurrency ? { concurrency: this.opts.deliveryConcurrency } : {}),
-      ...(this.opts.unreachableAfterMs !== undefined
-        ? { unreachableAfterMs: this.opts.unreachableAfterMs }
-        : {}),
-      ...(this.opts.requestTimeoutMs !== undefined
-        ? { requestTimeoutMs: this.opts.requestTimeoutMs }
-        : {}),
-      watchProgressDeadlineMs: this.opts.watchProgressDeadlineMs,
-      clock: this.clock,
-      onMirror: (key) => {
-        this.opts.onObserved?.();
-        this.reconciler.add(key);
-      },
-      onHealth: () => {
-        this.opts.onObserved?.();
-        this.updateClusterGauge();
-        this.enqueueAll();
-      },
-    });
-    conn.setResyncPeriod(this.freshness.ms);
-    conn.start();
-    return conn;
-  }
-
-  private updateClusterGauge(): void {
-    const counts = { ready: 0, connecting: 0, unreachable: 0 };
-    for (const c of this.connections.values()) {
-      const h = c.health();
-      if (h.error !== undefined) counts.unreachable++;
-      else if (h.synced) counts.ready++;
-      else counts.connecting++;
-    }
-    for (const [state, n] of Object.entries(counts)) this.clusterGauge.set({ state }, n);
-  }
-
   private setPhase(key: string, phase: MirrorPhase | undefined): void {
     if (phase === undefined) this.phases.delete(key);
     else this.phases.set(key, phase);
     const counts: Record<MirrorPhase, number> = { Pending: 0, Active: 0, Degraded: 0, Error: 0 };
     for (const p of this.phases.values()) counts[p]++;
     for (const [phase, n] of Object.entries(counts)) this.phaseGauge.set({ phase }, n);
-    this.sourceGauge.set(this.sources.size);
   }
 
   // ---- reconcile --------------------------------------------------------------------------------
@@ -478,424 +338,124 @@ export class MirrorController {
     return this.writer.current(key, cached);
   }
 
-  private observe(conn: ClusterConnection, name: string): ClusterObservation {
-    const t = conn.target;
-    const h = conn.health();
-    return {
-      name: t.name,
-      agentNamespace: t.agentNamespace,
-      labels: t.labels,
-      local: t.local,
-      synced: h.synced,
-      error: h.error,
-      ...conn.observe(name),
-    };
-  }
-
+  /** Gather the source, plan every destination, apply, write the status once. */
   private async reconcile(key: string): Promise<ProcessResult | void> {
     const id = parseMirrorKey(key);
     if (!id) return;
-    const name = deliveryName(id, this.opts.originCluster);
-    const conns = [...this.connections.values()];
     const mirror = this.current(id, key);
+    const now = new Date(this.clock.now());
     if (!mirror || mirror.metadata.deletionTimestamp) {
-      return this.cleanUp(key, name, conns, mirror);
+      return this.cleanUp({
+        key,
+        id,
+        mirror,
+        held: mirror?.metadata.finalizers?.includes(HUB_FINALIZER) ?? false,
+        deletingSince: mirror?.metadata.deletionTimestamp
+          ? new Date(mirror.metadata.deletionTimestamp)
+          : undefined,
+        graceMs: this.opts.cleanupGraceMs ?? DEFAULT_CLEANUP_GRACE_MS,
+        now,
+      });
     }
-    const resolved = resolveSource(mirror);
-    const kube = resolved.ok && resolved.source.kind !== 'Vault' ? resolved.source : undefined;
-    const vault = resolved.ok && resolved.source.kind === 'Vault' ? resolved.source : undefined;
+    const ctx: MirrorContext = { key, id, mirror, now };
     const pollMs = mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000;
     this.freshness.set(key, pollMs);
-    this.sources.set(key, kube, pollMs);
-    let source: SourceObservation = { state: 'missing' };
-    let sourceError: string | undefined;
-    if (kube) {
-      const seen = this.sources.get(kube);
-      // Not listed yet: the watch's first list enqueues this mirror again.
-      if (seen.state === 'unknown') return;
-      source = seen;
-    }
-    const dynamic = vault?.dynamic ? vault : undefined;
-    let released: string | undefined;
-    if (dynamic) {
-      this.vaultSources.set(key, undefined);
-      sourceError = await this.vaultConnections.refusal(dynamic.connection, id.namespace, {
-        path: dynamic.path,
-        use: 'dynamic',
-      });
-      if (sourceError === undefined) {
-        // Renewed even while suspended: the copies' credentials must not expire under them.
-        this.dynamicSources.set(
-          key,
-          dynamic,
-          mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000,
-          // A tenant through a shared identity: only a credential endpoint of an issuing engine.
-          id.namespace !== undefined && dynamic.connection.kind === 'ClusterVaultConnection',
-        );
-        const seen = this.dynamicSources.get(key);
-        if (seen.state === 'unknown') return; // its first poll enqueues the mirror again
-        source = seen;
-      } else {
-        // No longer allowed to read it: stop renewing; its lease goes as deletePolicy says.
-        released = await this.dynamicSources.release(
-          key,
-          mirrorPolicies(mirror.spec).deletePolicy === 'Delete',
-        );
-      }
-    } else if (this.dynamicSources.has(key) || mirror.status?.lease) {
-      // No longer a dynamic source: its lease goes as deletePolicy says.
-      released = await this.dynamicSources.release(
-        key,
-        mirrorPolicies(mirror.spec).deletePolicy === 'Delete',
-      );
-    }
-    if (vault && !dynamic) {
-      sourceError = await this.vaultConnections.refusal(vault.connection, id.namespace, {
-        path: vault.path,
-        use: 'read',
-      });
-      if (sourceError !== undefined) {
-        this.vaultSources.set(key, undefined);
-      } else {
-        const periodMs = mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000;
-        this.vaultSources.set(
-          key,
-          mirrorPolicies(mirror.spec).suspend ? undefined : vault,
-          periodMs,
-        );
-        const seen = this.vaultSources.get(vault);
-        // Not polled yet: the first poll enqueues this mirror again (suspended: plan as missing).
-        if (seen.state === 'unknown' && !mirrorPolicies(mirror.spec).suspend) return;
-        if (seen.state !== 'unknown') source = seen;
-      }
-    } else if (!vault) {
-      this.vaultSources.set(key, undefined);
-    }
-    const destination = resolveVaultDestination(mirror);
-    if (destination !== undefined) {
-      return this.reconcileToVault(key, name, conns, mirror, {
-        mirror,
-        ...(resolved.ok && sourceError === undefined ? { source: resolved.source } : {}),
-        ...(destination.ok ? { destination: destination.ref } : {}),
-        errors: [
-          ...(resolved.ok ? [] : [resolved.error]),
-          ...(sourceError !== undefined ? [sourceError] : []),
-          ...(destination.ok ? [] : [destination.error]),
-        ],
-        observation: source,
-        owner: ownerMark(this.opts.originCluster, id),
-        now: new Date(this.clock.now()),
-      });
-    }
-    // A Vault secret an earlier spec wrote (destination.vault): removed before anything else.
-    const stale = await this.removeStaleVaultWrite(key, mirror, undefined);
-    const plan = planMirror({
-      mirror,
-      source,
-      sourceError,
-      clusters: conns.map((c) => this.observe(c, name)),
-      hubSecret: this.opts.hubSecret,
-      originCluster: this.opts.originCluster,
-      signer: this.opts.signer,
-      tenancy: this.opts.tenancy,
-      now: new Date(this.clock.now()),
-    });
-
+    const gathered = await this.gather(ctx);
+    if (!gathered) return; // not observed yet: its watch or poll enqueues the mirror again
+    const plans = await Promise.all(this.destinations.map((d) => d.plan(ctx, gathered.source)));
     let current = mirror;
-    if (plan.writes.length > 0) {
+    if (plans.some((p) => p.writes)) {
       const updated = await this.writer.setFinalizer(current, HUB_FINALIZER, true);
       if (!updated) return; // deleted meanwhile: its watch event enqueues it
       current = updated;
     }
-    const writes = new Map(plan.writes.map((w) => [w.cluster, w]));
-    const deletes = new Set(plan.deletes);
-    for (const conn of conns) {
-      const w = writes.get(conn.name);
-      conn.request(
-        name,
-        key,
-        w
-          ? {
-              op: 'apply',
-              ...(w.payload ? { payload: w.payload } : {}),
-              ...(w.delivery ? { delivery: w.delivery } : {}),
-            }
-          : deletes.has(conn.name)
-            ? { op: 'delete' }
-            : undefined,
-      );
-    }
-    if (plan.writes.length > 0 || plan.deletes.length > 0) {
-      this.log.debug(
-        { key, writes: plan.writes.map((w) => w.cluster), deletes: plan.deletes },
-        'deliveries requested',
-      );
-    }
+    const applied = { ...ctx, mirror: current };
+    const reports = await Promise.all(this.destinations.map((d, i) => d.apply(applied, plans[i]!)));
+    const named = reports.find((r) => r.mirrorStatus !== undefined);
+    const status = named?.mirrorStatus ?? current.status ?? {};
+    const events = [...reports, ...gathered.reports].flatMap((r) => r.events ?? []);
     const hold = statusWriteDelay({
       prev: current.status ?? {},
-      next: plan.status,
-      events: plan.events.length,
+      next: status,
+      events: events.length,
       lastWriteAt: this.writer.lastWriteAt(key),
       now: this.clock.now(),
       coalesceMs: statusCoalesceMs(
-        plan.status.clusters?.length ?? 0,
+        status.clusters?.length ?? 0,
         this.opts.statusCoalesceMs ?? DEFAULT_STATUS_COALESCE_MS,
       ),
     });
-    if (hold > 0 && !equalIgnoringTime(current.status ?? {}, plan.status, [])) {
+    if (hold > 0 && !equalIgnoringTime(current.status ?? {}, status, [])) {
       return { requeueAfterMs: hold };
     }
-    if (dynamic) {
-      const lease = this.dynamicSources.leaseStatus(key);
-      if (lease) plan.status = { ...plan.status, lease };
-    }
-    if (released) {
-      plan.status = { ...plan.status, message: `${plan.status.message ?? ''}; ${released}` };
-    }
-    if (stale) {
-      // Not removed yet: keep the record (what to remove) and say why.
-      plan.status = {
-        ...plan.status,
-        vault: stale.record,
-        message: `${plan.status.message ?? ''}; ${stale.error}`,
-      };
-    }
+    const all = [...gathered.reports, ...reports];
     // Gone meanwhile: its watch event enqueues it for clean-up.
-    const events = [...plan.events, ...this.dynamicSources.takeEvents(key)];
-    if (!(await this.writer.writeStatus(current, plan.status, events))) return;
-    this.setPhase(key, plan.status.phase);
-    if (stale || released) return { requeueAfterMs: this.vaultRetry(key, mirror) };
-    if (plan.invalid) return; // only a spec change can help; it enqueues the mirror
-    // A Vault source's poller enqueues the mirror when it sees a change; the requeue is the
-    // safety net for the deliveries, as for Kubernetes sources.
-    return { requeueAfterMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
+    if (!(await this.writer.writeStatus(current, withReports(status, all), events))) return;
+    this.setPhase(key, status.phase);
+    if (all.some((r) => r.retry)) return { retryWithinMs: pollMs };
+    if (named?.invalid) return; // only a spec change can help; it enqueues the mirror
+    // Every kind enqueues the mirror when it sees a change; the requeue is the safety net.
+    return { requeueAfterMs: pollMs };
   }
 
   /**
-   * A mirror whose destination is a Vault secret: its deliveries (from an earlier spec) go, the
-   * Vault secret an earlier destination.vault wrote goes (deletePolicy Delete), then Vault is
-   * read, written when the source differs, and the status says what happened.
+   * The mirror's source, from the kind that follows it (every other kind lets go of it).
+   * Undefined: not observed yet.
    */
-  private async reconcileToVault(
-    key: string,
-    name: string,
-    conns: ClusterConnection[],
-    mirror: AnyMirror,
-    input: VaultDestinationInput,
-  ): Promise<ProcessResult | void> {
-    const cleanup = planCleanup(
-      conns.map((c) => this.observe(c, name)),
-      { mirror: parseMirrorKey(key) },
-    );
-    const deletes = new Set(cleanup.deletes);
-    for (const conn of conns) {
-      conn.request(name, key, deletes.has(conn.name) ? { op: 'delete' } : undefined);
-    }
-    let current = mirror;
-    let plan = planVaultDestination(input);
-    if (plan.needsTarget && input.destination) {
-      const stale = await this.removeStaleVaultWrite(key, mirror, input.destination);
-      const target = stale
-        ? { state: 'error' as const, error: stale.error, transient: stale.transient }
-        : await this.vaultDestinations.read(input.destination);
-      plan = planVaultDestination({ ...input, target });
-      if (plan.write) {
-        const updated = await this.writer.setFinalizer(current, HUB_FINALIZER, true);
-        if (!updated) return; // deleted meanwhile: its watch event enqueues it
-        current = updated;
-        const outcome = await this.vaultDestinations.write(
-          input.destination,
-          plan.write.data,
-          input.owner,
-          plan.write.cas,
-        );
-        plan = planVaultDestination({ ...input, mirror: current, target, outcome });
-      }
-    }
-    if (!(await this.writer.writeStatus(current, plan.status, plan.events))) return;
-    this.setPhase(key, plan.status.phase);
-    if (plan.retry) return { requeueAfterMs: this.vaultRetry(key, mirror) };
-    this.vaultFailures.delete(key);
-    if (plan.invalid) return;
-    return { requeueAfterMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
-  }
-
-  /** After a transient Vault failure: 1 s doubling, never later than the poll period. */
-  private vaultRetry(key: string, mirror: AnyMirror): number {
-    const failures = (this.vaultFailures.get(key) ?? 0) + 1;
-    this.vaultFailures.set(key, failures);
-    const period = mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000;
-    return retryDelay(failures, this.opts.vault?.retryInitialMs ?? 1000, period);
-  }
-
-  /**
-   * Removes the Vault secret status.vault records when the spec no longer names it and
-   * deletePolicy is Delete (only while it carries the mirror's owner mark). Undefined: nothing
-   * is left to remove; otherwise why it could not be removed yet.
-   */
-  private async removeStaleVaultWrite(
-    key: string,
-    mirror: AnyMirror,
-    current: VaultSourceRef | undefined,
-  ): Promise<{ record: VaultWritten; error: string; transient: boolean } | undefined> {
-    const record = staleWrite(mirror, current);
-    if (!record) return undefined;
-    const id = identityOf(mirror);
-    const r = await this.vaultDestinations.remove(
-      recordRef(record, id.namespace),
-      ownerMark(this.opts.originCluster, id),
-    );
-    if (r.ok) {
-      this.log.info(
-        { key, path: record.path, removed: r.removed, ...(r.reason ? { reason: r.reason } : {}) },
-        r.removed
-          ? 'removed the Vault secret an earlier spec wrote'
-          : 'left the Vault secret alone',
-      );
-      return undefined;
-    }
+  private async gather(
+    ctx: MirrorContext,
+  ): Promise<{ source: GatheredSource; reports: Report[] } | undefined> {
+    const resolved = resolveSource(ctx.mirror);
+    const source = resolved.ok ? resolved.source : undefined;
+    const readings = await Promise.all(this.sources.map((s) => s.observe(ctx, source)));
+    if (readings.some((r) => r.state === 'unknown')) return undefined;
+    const reports = readings.flatMap((r) => (r.state !== 'unknown' && r.report ? [r.report] : []));
+    const found = readings.find((r) => r.state === 'observed');
     return {
-      record,
-      error: `cannot remove Vault ${record.path}, which an earlier spec wrote: ${r.error}`,
-      transient: r.transient,
+      source:
+        found?.state === 'observed'
+          ? { observation: found.observation, refusal: found.refusal }
+          : { observation: { state: 'missing' } },
+      reports,
     };
   }
 
-  /**
-   * On deletion, what the mirror holds in Vault: with deletePolicy Delete, the secret status.vault
-   * records is removed and a dynamic source's leases are revoked (Retain: the leases are only
-   * forgotten, to expire on their own). Pending: why not yet; retried until the cleanup grace
-   * ends, then given up with a Warning Event naming the path, so a dead Vault cannot hold the
-   * mirror forever.
-   */
-  private async releaseVault(
-    key: string,
-    mirror: AnyMirror,
-    deletingSince: Date | undefined,
-    now: Date,
-  ): Promise<{ pending?: string; events: PlannedEvent[] }> {
-    const remove = mirrorPolicies(mirror.spec).deletePolicy === 'Delete';
-    const events: PlannedEvent[] = [];
-    const failures: { path: string; error: string }[] = [];
-    const record = mirror.status?.vault;
-    if (record && remove) {
-      const id = identityOf(mirror);
-      const r = await this.vaultDestinations.remove(
-        recordRef(record, id.namespace),
-        ownerMark(this.opts.originCluster, id),
-      );
-      if (!r.ok) failures.push({ path: record.path, error: r.error });
-      else if (r.removed) {
-        this.log.info({ key, path: record.path }, 'removed the Vault secret the mirror wrote');
-        events.push({
-          type: 'Normal',
-          reason: REASON_VAULT_REMOVED,
-          message: `removed Vault ${record.path}`,
-        });
-      }
-    }
-    if (this.dynamicSources.has(key) || mirror.status?.lease) {
-      const error = await this.dynamicSources.release(key, remove);
-      if (error) failures.push({ path: mirror.spec.source.vault?.path ?? '', error });
-    }
-    if (failures.length === 0) {
-      this.vaultFailures.delete(key);
-      return { events };
-    }
-    const graceMs = this.opts.cleanupGraceMs ?? DEFAULT_CLEANUP_GRACE_MS;
-    const pending = failures
-      .map((f) => `cannot clean up Vault ${f.path} yet: ${f.error}`)
-      .join('; ');
-    if (deletingSince && now.getTime() - deletingSince.getTime() < graceMs) {
-      return { pending, events };
-    }
-    for (const f of failures) {
-      this.log.warn({ key, path: f.path, err: f.error }, 'gave up cleaning up in Vault');
-      events.push({
-        type: 'Warning',
-        reason: 'VaultCleanupAbandoned',
-        message: truncate(
-          `gave up cleaning up Vault ${f.path} after ${Math.round(graceMs / 1000)} s: ${f.error}; remove or revoke it by hand`,
-          1024,
-        ),
-      });
-    }
-    return { events };
-  }
-
-  /** The mirror is gone or being deleted: remove its deliveries everywhere, then the finalizer. */
-  private async cleanUp(
-    key: string,
-    name: string,
-    conns: ClusterConnection[],
-    mirror: AnyMirror | undefined,
-  ): Promise<ProcessResult | void> {
-    this.sources.set(key, undefined);
-    this.vaultSources.set(key, undefined);
+  /** The mirror is gone or being deleted: every kind removes what it holds, then the finalizer. */
+  private async cleanUp(ctx: CleanupContext): Promise<ProcessResult | void> {
+    const { key, mirror } = ctx;
     this.freshness.set(key, undefined);
     this.setPhase(key, undefined);
-    if (!mirror || !mirror.metadata.finalizers?.includes(HUB_FINALIZER)) {
-      // Gone before it delivered anything: a lease it read is still revoked (best effort).
-      if (this.dynamicSources.has(key)) await this.dynamicSources.release(key, true);
-    }
-    if (mirror && !mirror.metadata.finalizers?.includes(HUB_FINALIZER)) {
-      // Never delivered (or already cleaned up): nothing of ours to remove.
-      for (const conn of conns) conn.request(name, key, undefined);
-      return;
-    }
-    const deletingSince = mirror?.metadata.deletionTimestamp
-      ? new Date(mirror.metadata.deletionTimestamp)
-      : undefined;
-    const now = new Date(this.clock.now());
-    const plan = planCleanup(
-      conns.map((c) => this.observe(c, name)),
-      {
-        deletingSince,
-        now,
-        graceMs: this.opts.cleanupGraceMs ?? DEFAULT_CLEANUP_GRACE_MS,
-        mirror: parseMirrorKey(key),
-      },
-    );
-    const deletes = new Set(plan.deletes);
-    for (const conn of conns) {
-      conn.request(name, key, deletes.has(conn.name) ? { op: 'delete' } : undefined);
-    }
-    if (!mirror) {
-      if (plan.deletes.length > 0)
-        this.log.info({ key, clusters: plan.deletes }, 'removing orphaned deliveries');
-      return;
-    }
-    // The Vault secret it wrote (deletePolicy Delete): removed while it carries the owner mark.
-    const vault = await this.releaseVault(key, mirror, deletingSince, now);
-    const next = planDeletionStatus(mirror.status ?? {}, plan, name, now);
-    if (vault.pending) {
-      next.status = { ...next.status, message: `${next.status.message ?? ''}; ${vault.pending}` };
-    }
-    const current = await this.writer.writeStatus(mirror, next.status, [
-      ...next.events,
-      ...vault.events,
+    const reports: CleanupReport[] = await Promise.all([
+      ...this.destinations.map((d) => d.cleanUp(ctx)),
+      ...this.sources.map((s) => s.release(ctx)),
     ]);
+    if (!mirror || !ctx.held) return;
+    const named = reports.find((r) => r.mirrorStatus !== undefined);
+    const status = withReports(named?.mirrorStatus ?? mirror.status ?? {}, reports);
+    const current = await this.writer.writeStatus(
+      mirror,
+      status,
+      reports.flatMap((r) => r.events ?? []),
+    );
     if (!current) return; // gone: nothing holds it any more
-    if (vault.pending) return { requeueAfterMs: this.vaultRetry(key, mirror) };
-    if (!plan.done) {
-      this.log.debug({ key, deleting: plan.deletes, waitingFor: plan.waitingFor }, 'cleaning up');
-      // Progress arrives as watch events; the requeue is the safety net, and the grace deadline.
-      const untilDeadline = plan.deadline ? plan.deadline.getTime() - now.getTime() + 100 : 30_000;
-      return { requeueAfterMs: Math.max(100, Math.min(30_000, untilDeadline)) };
+    if (reports.some((r) => r.retry)) {
+      return { retryWithinMs: mirrorPolicies(mirror.spec).pollPeriodSeconds * 1000 };
     }
-    for (const a of plan.abandoned) {
-      this.opts.onCleanupAbandoned?.(a.cluster, name, key, a.reason);
-    }
+    const waits = reports.flatMap((r) => (r.waitMs !== undefined ? [r.waitMs] : []));
+    if (waits.length > 0) return { requeueAfterMs: Math.min(...waits) };
     await this.writer.setFinalizer(current, HUB_FINALIZER, false);
-    if (plan.abandoned.length > 0) {
-      this.log.warn(
-        { key, clusters: plan.abandoned.map((a) => a.cluster) },
-        'finalizer released with cleanup pending in unreachable clusters',
-      );
-    } else {
-      this.log.info({ key }, 'deliveries removed; finalizer released');
-    }
+    this.log.info({ key }, 'everything the mirror wrote is removed; finalizer released');
   }
+}
+
+/** The named destination's status with what the other kinds add: their fields, then notes. */
+function withReports(status: MirrorStatus, reports: readonly Report[]): MirrorStatus {
+  let out = status;
+  for (const r of reports) {
+    if (r.status) out = { ...out, ...r.status };
+    if (r.note) out = { ...out, message: `${out.message ?? ''}; ${r.note}` };
+  }
+  return out;
 }
 
 /** A mirror's API path (its status is under /status). */
@@ -908,15 +468,4 @@ function mirrorPath(mirror: AnyMirror): string {
     plural: ns ? SECRET_MIRROR.plural : CLUSTER_SECRET_MIRROR.plural,
     ...(ns ? { namespace: ns } : {}),
   });
-}
-
-/** Same cluster reached the same way: only metadata (labels) differs. */
-function sameAccess(a: ClusterTarget, b: ClusterTarget): boolean {
-  return (
-    a.name === b.name &&
-    a.agentNamespace === b.agentNamespace &&
-    a.local === b.local &&
-    a.type === b.type &&
-    a.kubeConfig === b.kubeConfig
-  );
 }

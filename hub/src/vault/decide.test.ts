@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { VaultError, type VaultErrorKind } from './index.js';
-import type { SourceObservation } from '../mirrors/destinations/clusters/plan.js';
+import type { SourceObservation } from '../mirrors/status.js';
 import {
   ConnectionConfigError,
   failedObservation,

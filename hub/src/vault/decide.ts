@@ -7,7 +7,7 @@ import type { ClusterVaultConnection, VaultSourceRef } from '@mirrorhub/shared/a
 import { compileLabelSelector, type SourceObject } from '@mirrorhub/shared/mirror/index';
 import { errorMessage } from '@mirrorhub/shared/kit/runtime/index';
 import { isVaultError } from './index.js';
-import type { SourceObservation } from '../mirrors/destinations/clusters/plan.js';
+import type { SourceObservation } from '../mirrors/status.js';
 
 const { createHash } = crypto;
 

@@ -32,6 +32,12 @@ export function isTerminalError(err: unknown): boolean {
 export interface ProcessResult {
   /** Look at this key again after (about) this long, even if nothing changes. */
   requeueAfterMs?: number;
+  /**
+   * The reconcile reported a transient failure itself (in the object's status) instead of
+   * throwing: look again after the key's failure backoff, as for a thrown error, but no later
+   * than this. The queue is the one place that counts a key's retries.
+   */
+  retryWithinMs?: number;
 }
 
 export type Processor = (key: string, signal: AbortSignal) => Promise<ProcessResult | void>;
@@ -122,11 +128,11 @@ export class WorkQueue {
     this.schedule(key, delay);
   }
 
-  /** Queue `key` after its backoff delay and count a failure. Returns the delay. */
-  addRateLimited(key: string): number {
+  /** Queue `key` after its backoff delay (at most `maxMs`) and count a failure. Returns the delay. */
+  addRateLimited(key: string, maxMs = Infinity): number {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
-    const delay = backoffDelay(this.backoffOpts, n);
+    const delay = Math.min(backoffDelay(this.backoffOpts, n), maxMs);
     if (!this.stopping) this.schedule(key, delay);
     return delay;
   }
@@ -237,9 +243,19 @@ export class WorkQueue {
     let obs: ProcessObservation;
     try {
       const res = await this.opts.process(key, this.abort.signal);
-      this.forget(key);
+      const within = res?.retryWithinMs;
+      if (within === undefined) this.forget(key);
       const after = res?.requeueAfterMs;
-      if (after !== undefined && after > 0) {
+      if (within !== undefined) {
+        const retryInMs = this.addRateLimited(key, within);
+        obs = {
+          key,
+          result: 'requeue',
+          durationMs: 0,
+          retryInMs,
+          failures: this.numRequeues(key),
+        };
+      } else if (after !== undefined && after > 0) {
         this.addAfter(key, after);
         obs = { key, result: 'requeue', durationMs: 0, retryInMs: after, failures: 0 };
       } else {

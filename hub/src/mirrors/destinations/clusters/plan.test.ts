@@ -23,11 +23,13 @@ import {
   type ClusterObservation,
   type MirrorPlan,
   type PlanInput,
-  type SourceObservation,
   type Tenancy,
+} from './plan.js';
+import {
   statusCoalesceMs,
   statusWriteDelay,
-} from './plan.js';
+  type SourceObservation,
+} from '../../status.js';
 import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/api/contract';
 import { deliveryUpToDate } from './delivery.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AnyMirror, VaultSourceRef } from '@mirrorhub/shared/api/index';
-import type { SourceObservation } from '../clusters/plan.js';
+import type { SourceObservation } from '../../status.js';
 import {
   ownerMark,
   planVaultDestination,

@@ -46,7 +46,7 @@ import {
   truncate,
   type PlannedEvent,
   type SourceObservation,
-} from '../clusters/plan.js';
+} from '../../status.js';
 
 const MAX_MESSAGE = LIMITS.SecretMirrorStatus.message;
 const MAX_SHORT_MESSAGE = LIMITS.MirrorProblem.message;

@@ -13,7 +13,7 @@ import {
 } from '@mirrorhub/shared/kit/runtime/index';
 import { createWatcher, instrumentWatcher, watchTuning } from '@mirrorhub/shared/kit/k8s/watcher';
 import { ShortestPeriod } from '@mirrorhub/shared/kit/controller/freshness';
-import type { SourceObservation } from '../../destinations/clusters/plan.js';
+import type { SourceObservation } from '../../status.js';
 
 /** What a source watch needs from a watcher (the shared Watcher; fakes in tests). */
 export interface SourceWatcher {

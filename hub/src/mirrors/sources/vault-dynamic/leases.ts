@@ -22,7 +22,7 @@ import {
   revokeLease,
   type VaultClient,
 } from '../../../vault/index.js';
-import type { PlannedEvent, SourceObservation } from '../../destinations/clusters/plan.js';
+import type { PlannedEvent, SourceObservation } from '../../status.js';
 import type { VaultConnections } from '../../../vault/connections.js';
 import {
   ConnectionConfigError,

@@ -5,7 +5,7 @@
 import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
 import type { Logger } from '@mirrorhub/shared/kit/runtime/index';
 import { isVaultError } from '../../../vault/index.js';
-import type { SourceObservation } from '../../destinations/clusters/plan.js';
+import type { SourceObservation } from '../../status.js';
 import type { VaultConnections } from '../../../vault/connections.js';
 import { connectionKey, failedObservation } from '../../../vault/decide.js';
 

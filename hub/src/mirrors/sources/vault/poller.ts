@@ -26,7 +26,7 @@ import {
   type KvLocation,
   type VaultEnvelope,
 } from '../../../vault/index.js';
-import type { SourceObservation } from '../../destinations/clusters/plan.js';
+import type { SourceObservation } from '../../status.js';
 import type { VaultConnections } from '../../../vault/connections.js';
 import { pollSource } from './poll.js';
 import {

@@ -1,0 +1,144 @@
+// Every kind of source and destination a mirror can have, built once per hub. A new kind is a new
+// folder under sources/ or destinations/ and one line here.
+import type { AnyMirror } from '@mirrorhub/shared/api/index';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import type { Clock, ControllerMetrics, Logger } from '@mirrorhub/shared/kit/runtime/index';
+import { VaultConnections, type ServiceAccountRef } from '../vault/connections.js';
+import type { DestinationKind, SourceKind } from './kinds.js';
+import { KubernetesSources } from './sources/kubernetes/index.js';
+import { VaultKvSources } from './sources/vault/index.js';
+import { VaultDynamicSources } from './sources/vault-dynamic/index.js';
+import {
+  ClusterDestinations,
+  type ClusterDestinationsOptions,
+} from './destinations/clusters/index.js';
+import { VaultDestination } from './destinations/vault/index.js';
+
+export interface VaultOptions {
+  serviceAccount?: ServiceAccountRef | undefined;
+  tenantServiceAccountTokens?: boolean | undefined;
+  /** The namespaces of mirrorhub's own ServiceAccounts (VaultConnectionsOptions). */
+  ownNamespaces?: readonly string[] | undefined;
+  requestTimeoutMs?: number | undefined;
+  /** First retry of a failed Vault poll (default 1 s). */
+  retryInitialMs?: number | undefined;
+  /** Where dynamic sources' leases are kept (Secret mirrorhub-leases): the hub's namespace. */
+  leaseNamespace?: string | undefined;
+}
+
+export interface KindsOptions {
+  kubeConfig: KubeAccess;
+  rest: RestClient;
+  watchProgressDeadlineMs?: number | undefined;
+  identity: string;
+  /** The mirror controller's logger; `rootLogger` for the controllers with their own name. */
+  logger: Logger;
+  rootLogger: Logger;
+  metrics: ControllerMetrics;
+  clock: Clock;
+  vault?: VaultOptions | undefined;
+  clusters: Omit<
+    ClusterDestinationsOptions,
+    'logger' | 'metrics' | 'clock' | 'enqueue' | 'enqueueAll'
+  >;
+  /** Reconcile this mirror. */
+  enqueue(mirrorKey: string): void;
+  /** Reconcile every mirror. */
+  enqueueAll(): void;
+  /** Every mirror in the caches. */
+  mirrors(): AnyMirror[];
+  /** The key of a mirror. */
+  keyOf(mirror: AnyMirror): string;
+}
+
+export interface Kinds {
+  sources: readonly SourceKind[];
+  destinations: readonly DestinationKind[];
+  /** The clusters' deliveries (the dashboard, the MirrorCluster controller ask them). */
+  clusters: ClusterDestinations;
+  /** The Vault connections every Vault kind goes through. */
+  vaultConnections: VaultConnections;
+}
+
+export function createKinds(o: KindsOptions): Kinds {
+  const log = o.logger;
+  const requests = o.metrics.counter(
+    'vault_requests_total',
+    'Requests to Vault / OpenBao by operation (login, detect, metadata, read; inspect, write, ' +
+      'remove for Vault destinations; issue, renew, revoke for dynamic sources) and outcome.',
+    ['operation', 'outcome'],
+  );
+  const vault = o.vault ?? {};
+  const vaultConnections = new VaultConnections({
+    kubeConfig: o.kubeConfig,
+    watchProgressDeadlineMs: o.watchProgressDeadlineMs,
+    serviceAccount: vault.serviceAccount,
+    tenantServiceAccountTokens: vault.tenantServiceAccountTokens,
+    ownNamespaces: vault.ownNamespaces,
+    requestTimeoutMs: vault.requestTimeoutMs,
+    identity: o.identity,
+    logger: o.rootLogger,
+    metrics: o.metrics,
+    requests,
+    clock: o.clock,
+    // A connection changed: its pollers read afresh; the mirrors using it are reconciled.
+    onChange: (connKey) => {
+      kv.connectionChanged(connKey);
+      for (const m of o.mirrors()) {
+        if (m.spec.source.kind === 'Vault' || m.spec.destination.vault || m.status?.vault) {
+          o.enqueue(o.keyOf(m));
+        }
+      }
+    },
+  });
+  const kv = new VaultKvSources({
+    connections: vaultConnections,
+    requests,
+    logger: log,
+    retryInitialMs: vault.retryInitialMs,
+    enqueue: o.enqueue,
+  });
+  const clusters = new ClusterDestinations({
+    ...o.clusters,
+    logger: o.rootLogger,
+    metrics: o.metrics,
+    clock: o.clock,
+    watchProgressDeadlineMs: o.watchProgressDeadlineMs,
+    enqueue: o.enqueue,
+    enqueueAll: o.enqueueAll,
+  });
+  return {
+    sources: [
+      new KubernetesSources({
+        kubeConfig: o.kubeConfig,
+        watchProgressDeadlineMs: o.watchProgressDeadlineMs,
+        logger: log,
+        metrics: o.metrics,
+        enqueue: o.enqueue,
+      }),
+      kv,
+      new VaultDynamicSources({
+        connections: vaultConnections,
+        rest: o.rest,
+        leaseNamespace: vault.leaseNamespace ?? 'mirrorhub-system',
+        requests,
+        logger: log,
+        clock: o.clock,
+        retryInitialMs: vault.retryInitialMs,
+        enqueue: o.enqueue,
+      }),
+    ],
+    destinations: [
+      clusters,
+      new VaultDestination({
+        connections: vaultConnections,
+        requests,
+        originCluster: o.clusters.originCluster,
+        logger: log,
+      }),
+    ],
+    clusters,
+    vaultConnections,
+  };
+}
