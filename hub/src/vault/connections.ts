@@ -55,7 +55,7 @@ import {
   VaultClient,
   type VaultAuth,
 } from './index.js';
-import { SourceWatches } from '../mirrors/sources/kubernetes/watches.js';
+import { SourceWatches } from '../object-watches.js';
 import {
   ConnectionConfigError,
   isTransient,

@@ -3,8 +3,6 @@ import { VaultError, type VaultErrorKind } from './index.js';
 import type { SourceObservation } from '../mirrors/status.js';
 import {
   ConnectionConfigError,
-  failedObservation,
-  fingerprint,
   jittered,
   needsNamespaceLabels,
   notReadyReason,
@@ -13,10 +11,10 @@ import {
   pollPeriod,
   referencedSecrets,
   retryDelay,
-  secretOf,
   tenancyRefusal,
   type AllowedNamespaces,
 } from './decide.js';
+import { failedObservation, fingerprint, secretOf } from '../mirrors/sources/vault/observation.js';
 
 const vaultError = (kind: VaultErrorKind, message = `vault says ${kind}`) =>
   new VaultError({ kind, message });

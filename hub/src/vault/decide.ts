@@ -1,15 +1,11 @@
 // The Vault controllers' decisions, as pure functions (unit-tested in decide.test.ts): whether a
 // SecretMirror's namespace may use a ClusterVaultConnection, what a Vault error means for a
 // connection's Ready condition and for a mirror's source, when a poller polls next, and when a
-// KV v1 read is a change. connections.ts and sources.ts gather the inputs and act.
-import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
+// KV v1 read is a change. connections.ts and the Vault sources gather the inputs and act.
 import type { ClusterVaultConnection, VaultSourceRef } from '@mirrorhub/shared/api/index';
-import { compileLabelSelector, type SourceObject } from '@mirrorhub/shared/mirror/index';
+import { compileLabelSelector } from '@mirrorhub/shared/mirror/index';
 import { errorMessage } from '@mirrorhub/shared/kit/runtime/index';
 import { isVaultError } from './index.js';
-import type { SourceObservation } from '../mirrors/status.js';
-
-const { createHash } = crypto;
 
 /** Thrown for configuration problems found before Vault is asked (missing Secret, refused SA). */
 export class ConnectionConfigError extends Error {
@@ -147,28 +143,6 @@ export function notReadyReason(err: unknown): Exclude<ReadyReason, 'Authenticate
   return isTransient(err) ? 'Unavailable' : 'LoginFailed';
 }
 
-/**
- * What a failed poll means for the mirrors reading the source: an unreadable observation, `denied`
- * (the mirror is in Error) unless a retry can fix it (`retry`: the mirror keeps its copies,
- * Degraded, and the poller retries with backoff).
- */
-export function failedObservation(
-  err: unknown,
-  connection: VaultSourceRef['connection'],
-): { observation: SourceObservation; retry: boolean } {
-  const retry = isTransient(err);
-  const error =
-    err instanceof ConnectionConfigError
-      ? `${connection.kind} ${connection.name}: ${err.message}`
-      : err instanceof PathRefused
-        ? err.message
-        : `Vault: ${errorMessage(err)}`;
-  return {
-    observation: { state: 'unreadable', error, ...(retry ? {} : { denied: true }) },
-    retry,
-  };
-}
-
 // ---- timing ---------------------------------------------------------------------------------------
 
 /** A shared poller polls as often as its most demanding mirror asks. */
@@ -187,35 +161,4 @@ export function jittered(ms: number, fraction: number, random: number = Math.ran
 /** After `failures` (>= 1) transient failures: `initialMs` doubling, never later than the period. */
 export function retryDelay(failures: number, initialMs: number, periodMs: number): number {
   return Math.min(periodMs, initialMs * 2 ** Math.min(Math.max(failures, 1) - 1, 10));
-}
-
-// ---- observations ---------------------------------------------------------------------------------
-
-/** Vault data as a Secret: values as strings (non-strings as JSON), base64 encoded. */
-export function secretOf(raw: Record<string, unknown>): SourceObject {
-  const data: Record<string, string> = {};
-  for (const [k, v] of Object.entries(raw)) {
-    const text = typeof v === 'string' ? v : JSON.stringify(v);
-    data[k] = Buffer.from(text, 'utf8').toString('base64');
-  }
-  return { type: 'Opaque', data };
-}
-
-/**
- * What mirrors plan from, as a digest (never logged; data only hashed): equal digests mean the
- * mirrors need not be told. KV v1 has no versions, so a read is a change only when it differs.
- */
-export function fingerprint(o: SourceObservation): string {
-  if (o.state === 'found') {
-    const h = createHash('sha256');
-    for (const k of Object.keys(o.object.data ?? {}).sort()) {
-      h.update(k)
-        .update('\0')
-        .update(o.object.data?.[k] ?? '')
-        .update('\0');
-    }
-    return `found:${h.digest('hex')}`;
-  }
-  if (o.state === 'missing') return 'missing';
-  return `unreadable:${o.denied ? 'denied' : ''}:${o.error}`;
 }

@@ -25,11 +25,7 @@ import {
   type PlanInput,
   type Tenancy,
 } from './plan.js';
-import {
-  statusCoalesceMs,
-  statusWriteDelay,
-  type SourceObservation,
-} from '../../status.js';
+import { statusCoalesceMs, statusWriteDelay, type SourceObservation } from '../../status.js';
 import { ANNOTATION_CONTENT_HASH, ANNOTATION_SIGNATURE } from '@mirrorhub/shared/api/contract';
 import { deliveryUpToDate } from './delivery.js';
 

@@ -10,7 +10,7 @@ import {
 } from '@mirrorhub/shared/api/index';
 import type { Counter, Logger } from '@mirrorhub/shared/kit/runtime/index';
 import type { VaultConnections } from '../../../vault/connections.js';
-import { vaultCleanupReport } from '../../../vault/cleanup.js';
+import { cleanupFailureReport } from '../../cleanup.js';
 import type {
   CleanupContext,
   CleanupReport,
@@ -125,7 +125,12 @@ export class VaultDestination implements DestinationKind<VaultPlan> {
       ownerMark(this.opts.originCluster, ctx.id),
     );
     if (!r.ok) {
-      return vaultCleanupReport({ path: record.path, error: r.error }, ctx, this.opts.logger);
+      const what = `Vault ${record.path}`;
+      return cleanupFailureReport(
+        { what, error: r.error, reason: 'VaultCleanupAbandoned' },
+        ctx,
+        this.opts.logger,
+      );
     }
     if (!r.removed) return {};
     this.opts.logger.info(

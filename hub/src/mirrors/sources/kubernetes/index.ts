@@ -10,7 +10,7 @@ import type {
   SourceKind,
   SourceReading,
 } from '../../kinds.js';
-import { SourceWatches } from './watches.js';
+import { SourceWatches } from '../../../object-watches.js';
 
 export interface KubernetesSourcesOptions {
   kubeConfig: KubeAccess;

@@ -5,7 +5,7 @@ import { mirrorPolicies, type ResolvedSource } from '@mirrorhub/shared/api/index
 import type { Clock, Counter, Logger } from '@mirrorhub/shared/kit/runtime/index';
 import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import type { VaultConnections } from '../../../vault/connections.js';
-import { vaultCleanupReport } from '../../../vault/cleanup.js';
+import { cleanupFailureReport } from '../../cleanup.js';
 import type {
   CleanupContext,
   MirrorContext,
@@ -15,6 +15,9 @@ import type {
 } from '../../kinds.js';
 import { DynamicSources } from './leases.js';
 import { LeaseStore } from './store.js';
+
+/** The Event when a deleted mirror's lease could not be revoked within the cleanup grace. */
+export const ABANDONED = 'VaultCleanupAbandoned';
 
 export interface VaultDynamicSourcesOptions {
   connections: VaultConnections;
@@ -88,8 +91,10 @@ export class VaultDynamicSources implements SourceKind {
     const remove = mirrorPolicies(ctx.mirror.spec).deletePolicy === 'Delete';
     const error = await this.leases.release(ctx.key, remove);
     const failure =
-      error === undefined ? undefined : { path: ctx.mirror.spec.source.vault?.path ?? '', error };
-    return vaultCleanupReport(failure, ctx, this.opts.logger);
+      error === undefined
+        ? undefined
+        : { what: `Vault ${ctx.mirror.spec.source.vault?.path ?? ''}`, error, reason: ABANDONED };
+    return cleanupFailureReport(failure, ctx, this.opts.logger);
   }
 
   stop(): Promise<void> {

@@ -27,13 +27,12 @@ import type { VaultConnections } from '../../../vault/connections.js';
 import {
   ConnectionConfigError,
   PathRefused,
-  fingerprint,
   isTransient,
   jittered,
   outcomeOf,
   retryDelay,
-  secretOf,
 } from '../../../vault/decide.js';
+import { fingerprint, secretOf } from '../vault/observation.js';
 import type { LeaseStore } from './store.js';
 import { dynamicEngineRefusal } from '../../../vault/paths.js';
 import { pollSource } from '../vault/poll.js';

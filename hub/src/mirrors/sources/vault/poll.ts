@@ -7,7 +7,8 @@ import type { Logger } from '@mirrorhub/shared/kit/runtime/index';
 import { isVaultError } from '../../../vault/index.js';
 import type { SourceObservation } from '../../status.js';
 import type { VaultConnections } from '../../../vault/connections.js';
-import { connectionKey, failedObservation } from '../../../vault/decide.js';
+import { connectionKey } from '../../../vault/decide.js';
+import { failedObservation } from './observation.js';
 
 export interface PollDeps {
   connections: Pick<VaultConnections, 'loginFailed' | 'observed'>;

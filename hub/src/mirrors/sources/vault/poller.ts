@@ -32,13 +32,12 @@ import { pollSource } from './poll.js';
 import {
   ConnectionConfigError,
   connectionKey,
-  fingerprint,
   jittered,
   outcomeOf,
   pollPeriod,
   retryDelay,
-  secretOf,
 } from '../../../vault/decide.js';
+import { fingerprint, secretOf } from './observation.js';
 
 export interface VaultSourcesOptions {
   connections: Pick<VaultConnections, 'client' | 'loginFailed' | 'observed'>;

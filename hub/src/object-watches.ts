@@ -1,4 +1,4 @@
-// Watches of mirror sources: one field-selected watch (metadata.name=<name> in the source's
+// Watches of named Secrets and ConfigMaps (mirror sources, Vault connections' credentials): one field-selected watch (metadata.name=<name> in the source's
 // namespace) per distinct source (kind, namespace, name), shared by every mirror that reads it
 // and stopped when the last one lets go. The hub never watches all Secrets: its memory follows
 // the sources it mirrors, not the Secrets a cluster holds.
@@ -13,7 +13,12 @@ import {
 } from '@mirrorhub/shared/kit/runtime/index';
 import { createWatcher, instrumentWatcher, watchTuning } from '@mirrorhub/shared/kit/k8s/watcher';
 import { ShortestPeriod } from '@mirrorhub/shared/kit/controller/freshness';
-import type { SourceObservation } from '../../status.js';
+
+/** What a watch shows of its object (a mirror's SourceObservation is one). */
+export type ObjectObservation =
+  | { state: 'found'; object: SourceObject }
+  | { state: 'missing' }
+  | { state: 'unreadable'; error: string };
 
 /** What a source watch needs from a watcher (the shared Watcher; fakes in tests). */
 export interface SourceWatcher {
@@ -123,7 +128,7 @@ export class SourceWatches {
   }
 
   /** What the mirror's source looks like; `unknown` until its watch has listed once. */
-  get(source: KubernetesSource): SourceObservation | { state: 'unknown' } {
+  get(source: KubernetesSource): ObjectObservation | { state: 'unknown' } {
     const entry = this.entries.get(sourceKey(source));
     if (!entry) return { state: 'unknown' };
     if (!entry.watcher.hasSynced()) {

@@ -2,7 +2,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { FakeClock, settle, Watcher, type ResolvedSource } from '@mirrorhub/shared';
 import { FakeListerWatcher } from '@mirrorhub/shared/testing/index';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SourceWatches, sourceKey } from './watches.js';
+import { SourceWatches, sourceKey } from './object-watches.js';
 
 const tls: ResolvedSource = { kind: 'Secret', namespace: 'src', name: 'tls' };
 const cfg: ResolvedSource = { kind: 'ConfigMap', namespace: 'src', name: 'cfg' };
