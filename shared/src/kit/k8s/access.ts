@@ -275,19 +275,20 @@ export async function kubeconfigFileAccess(path: string, context?: string): Prom
 
 /**
  * Where a process finds its API server: `path` (a flag), else KUBECONFIG, else — in a pod — the
- * service account, else ~/.kube/config. Several files in KUBECONFIG are merged by client-node.
+ * service account (token and CA from `serviceAccountDir`, the kubelet's mount unless a caller
+ * such as a test passes another), else ~/.kube/config. Several files in KUBECONFIG are merged by
+ * client-node.
  */
 export async function loadKubeAccess(
   path: string | undefined,
   env: Record<string, string | undefined> = process.env,
+  serviceAccountDir: string = SERVICE_ACCOUNT_DIR,
 ): Promise<KubeAccess> {
   if (path) return kubeconfigFileAccess(path);
   const fromEnv = (env['KUBECONFIG'] ?? '').split(delimiter).filter(Boolean);
   if (fromEnv.length > 1) return clientNodeKubeConfig(undefined);
   if (fromEnv.length === 1) return kubeconfigFileAccess(fromEnv[0]!);
-  if (env['KUBERNETES_SERVICE_HOST']) {
-    return inClusterAccess(env, env['MIRRORHUB_SERVICE_ACCOUNT_DIR'] || SERVICE_ACCOUNT_DIR);
-  }
+  if (env['KUBERNETES_SERVICE_HOST']) return inClusterAccess(env, serviceAccountDir);
   const home = env['HOME'] || homedir();
   return kubeconfigFileAccess(join(home, '.kube', 'config'));
 }
