@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
+import { FakeClock } from '@mirrorhub/shared/testing/fake';
 import { LABEL_DELIVERY } from '@mirrorhub/shared/api/contract';
 import { CopyObject } from './cached.js';
 import { CopyKnowledge, type CopyCaches } from './knowledge.js';
