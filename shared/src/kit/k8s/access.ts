@@ -1,11 +1,12 @@
 // How a process reaches its API server, without loading @kubernetes/client-node.
 //
-// Why: importing client-node loads its whole generated API (every group, every model), about
-// 70 MB of resident memory before anything has been done; the agent's budget is 80 MB with 20k
-// copies, the hub's 120 MB. The REST client (rest.ts), Events (events.ts), the list/watch
-// transport (listwatch.ts) and leader election (runtime/leader.ts) need just two things from a
-// kubeconfig: the server URL and the TLS and auth options of one request. `KubeAccess` is that
-// subset. client-node's KubeConfig already satisfies it, so code that has one passes it as is.
+// Why: importing client-node loads its whole generated API (every group, every model) into
+// resident memory before anything has been done, most of what the agent's and the hub's memory
+// targets allow (docs/BENCHMARKS.md, Start-up memory). The REST client (rest.ts), Events
+// (events.ts), the list/watch transport (listwatch.ts) and leader election (runtime/leader.ts)
+// need just two things from a kubeconfig: the server URL and the TLS and auth options of one
+// request. `KubeAccess` is that subset. client-node's KubeConfig already satisfies it, so code
+// that has one passes it as is.
 //
 // Three ways to get one, none of which loads client-node in the common case:
 // - `inClusterAccess()`: the pod's service account (token re-read as it rotates, CA).
