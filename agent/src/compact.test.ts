@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
+import { FakeClock } from '@mirrorhub/shared/testing/fake';
 import { Compactor } from './compact.js';
 
 const MB = 2 ** 20;

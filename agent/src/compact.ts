@@ -3,8 +3,8 @@
 // A fan-out to 20k copies, a source change that rewrites every copy, or the periodic resync of
 // every delivery grows V8's heap with short-lived objects (requests, answers, watch events,
 // plans); afterwards the heap is mostly free pages that V8 keeps until its memory reducer runs,
-// seconds later and not at a predictable moment (the bench saw 109 MB resident five seconds
-// after a fan-out, 77-81 MB once the reducer had run). So once the agent has been quiet for a
+// seconds later and not at a predictable moment, so resident memory stays high meanwhile
+// (docs/BENCHMARKS.md, Memory as the load grows). So once the agent has been quiet for a
 // moment after work, and the heap has grown well past its size after the last compaction, it
 // compacts the heap and returns those pages at once. That needs `gc`, which node exposes with
 // `--expose-gc` (the chart's `v8Flags`); without it this does nothing.
@@ -27,8 +27,7 @@ export interface CompactorOptions {
 /**
  * Compaction with node's `gc` (under --expose-gc): two full GCs. The first frees the burst's
  * garbage but leaves pages part-used; the second moves the survivors off the most fragmented
- * pages and releases them (measured: heap 35 MB -> 27 MB after one, 16 MB after two; a third
- * gains nothing). Tens of milliseconds, once per burst.
+ * pages and releases them; a third gains nothing. It runs once per burst, not per reconcile.
  */
 export function exposedGc(): (() => void) | undefined {
   const gc = (globalThis as { gc?: unknown }).gc;

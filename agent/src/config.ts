@@ -55,8 +55,8 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
   const identity = env['POD_NAME']
     ? `${env['POD_NAME']}-${randomBytes(3).toString('hex')}`
     : `${hostname()}-${randomBytes(3).toString('hex')}`;
-  // Off by default: one replica needs none, and the shared elector loads client-node (~70 MB
-  // resident). Set it for replicaCount > 1.
+  // Off by default: one replica has no standby to hand over to, so its Lease writes would buy
+  // nothing. Set it for replicaCount > 1.
   const leaderElection = (env['MIRRORHUB_LEADER_ELECTION'] ?? 'false').toLowerCase() === 'true';
   return {
     kubeconfigPath: values.kubeconfig,

@@ -1,5 +1,5 @@
-// The agent's memory budget (80 MB with 20k copies) leaves no room for @kubernetes/client-node's
-// generated API (~70 MB resident once imported) or the AWS SDK (~20 MB). They must only ever be
+// The agent's memory target (docs/BENCHMARKS.md) leaves no room for @kubernetes/client-node's
+// generated API or the AWS SDK, each a large share of it once imported. They must only ever be
 // loaded on demand (a kubeconfig with an exec plugin), never by a static import on the agent's
 // path — including the shared modules it imports, followed transitively.
 import { join, relative } from 'node:path';

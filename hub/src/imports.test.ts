@@ -1,8 +1,8 @@
-// The hub's memory budget (120 MB) leaves no room for @kubernetes/client-node's generated API
-// (~70 MB resident once imported) or the AWS SDK (~20 MB). They must only ever be loaded on
-// demand (a kubeconfig with an exec plugin; the AWS module with the first EKS MirrorCluster, by
-// dynamic import), never by a static import on the hub's path — including the shared modules it
-// imports, followed transitively.
+// The hub's memory target (docs/BENCHMARKS.md) leaves no room for @kubernetes/client-node's
+// generated API or the AWS SDK, each a large share of it once imported. They must only ever be
+// loaded on demand (a kubeconfig with an exec plugin; the AWS module with the first EKS
+// MirrorCluster, by dynamic import), never by a static import on the hub's path — including the
+// shared modules it imports, followed transitively.
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 

@@ -1,6 +1,6 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { FakeClock, settle, Watcher, type ResolvedSource } from '@mirrorhub/shared';
-import { FakeListerWatcher } from '@mirrorhub/shared/testing/index';
+import { Watcher, type ResolvedSource } from '@mirrorhub/shared';
+import { FakeClock, FakeListerWatcher, settle } from '@mirrorhub/shared/testing/index';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceWatches, sourceKey } from './object-watches.js';
 

@@ -1,10 +1,10 @@
 // What a process pays for importing shared, and what production may import at all.
-// @kubernetes/client-node (~70 MB resident: its whole generated API) and the AWS SDK (~20 MB) may
-// only be reached, by static imports, from the test helpers under testing/ (the AWS SDK's one
-// user is the hub's clusters/aws/, which hub/src/imports.test.ts checks). The package root re-exports only lean modules, so anything a
-// controller imports from '@mirrorhub/shared' is lean by construction; test helpers live under
-// testing/ ('@mirrorhub/shared/testing/index') and no production file of shared, hub or agent
-// reaches them.
+// @kubernetes/client-node (its whole generated API) and the AWS SDK may only be reached, by static
+// imports, from the test helpers under testing/ (the AWS SDK's one user is the hub's
+// clusters/aws/, which hub/src/imports.test.ts checks). The package root re-exports only lean
+// modules, so anything a controller imports from '@mirrorhub/shared' is lean by construction;
+// test helpers live under testing/ ('@mirrorhub/shared/testing/index') and no production file of
+// shared, hub or agent reaches them.
 import { readFileSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -59,7 +59,7 @@ describe('shared imports', () => {
   );
 
   // runtime/builtins.ts says why: on Node 24 such an import loads undici (node:http), WebCrypto
-  // (node:crypto) and more, ~3 MB of every process.
+  // (node:crypto) and more, memory every process would pay for nothing.
   it.each(production.map((f) => [relative(REPO, f), f]))(
     '%s takes node:http, node:crypto, node:fs and node:util from runtime/builtins',
     (_, file) => {

@@ -1,7 +1,7 @@
 // One process holds hub and agent, so it pays for whatever either imports: neither
-// @kubernetes/client-node's generated API (~70 MB resident) nor the AWS SDK (~20 MB, loaded by the
-// hub with its first EKS MirrorCluster) may be reached by a static import, through hub, agent or
-// shared; nor may shared's test helpers.
+// @kubernetes/client-node's generated API nor the AWS SDK (loaded by the hub with its first EKS
+// MirrorCluster) may be reached by a static import, through hub, agent or shared; nor may
+// shared's test helpers.
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 

@@ -3,7 +3,7 @@
 // token reaches a log line.
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
+import { FakeClock } from '@mirrorhub/shared/testing/fake';
 import { createLogger } from '@mirrorhub/shared/kit/runtime/log';
 import { authMountPath, VaultSession, type VaultAuth, type VaultLogin } from './auth.js';
 import { VaultError } from './errors.js';

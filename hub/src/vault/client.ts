@@ -23,7 +23,7 @@ const { inspect } = util;
 
 export interface VaultClientOptions extends VaultHttpOptions {
   auth: VaultAuth;
-  /** Drives renewal timers (tests pass a FakeClock). */
+  /** Drives renewal timers (tests pass a manual clock). */
   clock?: Clock | undefined;
   /** Fraction of the token TTL after which it is renewed or replaced (default 2/3). */
   renewFraction?: number | undefined;

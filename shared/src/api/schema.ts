@@ -717,9 +717,9 @@ const mirrorStatus = (tsType: string): Schema =>
         { required: ['name'] },
       ),
       // Atomic, not a list-map, for the reason MirrorDelivery's status.namespaces is: the hub is
-      // its only writer and writes it whole. At 100 clusters a list-map's per-entry field
-      // tracking was 17 KB of managedFields per mirror and 2.6x the API server's CPU per status
-      // write (docs/BENCHMARKS.md).
+      // its only writer and writes it whole, and a list-map's per-entry field tracking grows
+      // managedFields with every cluster and makes each status write cost the API server more
+      // (docs/BENCHMARKS.md, Status writes).
       { maxItems: 1024, 'x-kubernetes-list-type': 'atomic' },
     ),
     problems: array(
@@ -1175,13 +1175,13 @@ export const mirrorDelivery: KindDefinition = {
         { required: ['name', 'state'] },
       ),
       // Atomic, not a list-map: the agent is its only writer and writes it whole, and the API
-      // server tracks a list-map's managedFields entry by entry (7 KB per delivery at 100
-      // namespaces): 2.4x the CPU per status write. See docs/BENCHMARKS.md.
+      // server tracks a list-map's managedFields entry by entry, which grows every delivery and
+      // makes each status write cost it more (docs/BENCHMARKS.md, Status writes).
       { maxItems: 500, 'x-kubernetes-list-type': 'atomic' },
     ),
     // Names, not objects: every new namespace makes each delivery selecting it write its status
-    // again, and an object per namespace made that patch cost the API server 7.7 ms at 100
-    // namespaces and 26 ms at 500, against 4.2 and 7.0 ms for names (docs/BENCHMARKS.md, status).
+    // again, and an object per namespace makes that patch cost the API server more the more
+    // namespaces there are (docs/BENCHMARKS.md, Status writes).
     syncedNamespaces: array(
       'Namespaces holding an up-to-date copy, by name, after the problems in namespaces (500 ' +
         'names in all at most; truncated says when more exist).',

@@ -1,5 +1,5 @@
-// What a process pays for its static imports. @kubernetes/client-node (~70 MB resident: its whole
-// generated API) and the AWS SDK (~20 MB) must only be loaded on demand by hub and agent, and
+// What a process pays for its static imports. @kubernetes/client-node (its whole generated API)
+// and the AWS SDK must only be loaded on demand by hub and agent (k8s/access.ts says why), and
 // nothing of shared's testing/ folder may be reached from production code at all; the import
 // tests of shared, hub, agent and standalone walk the import graph with these walkers. Nor may
 // production import node:http, node:crypto, node:fs or node:util as ES modules (COSTLY_AS_ESM).

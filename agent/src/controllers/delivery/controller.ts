@@ -67,9 +67,9 @@ export interface DeliveryControllerOptions {
   watchProgressDeadlineMs?: number;
   /**
    * Deliveries reconciled at once (default 16). A new namespace queues every delivery selecting
-   * it, one copy each: with 4 workers its 10 copies in the engine benchmark landed 4 at a time
-   * (p50 / p99 48 / 107 ms), with 16 together (43 / 81 ms). A reconcile is ~2 ms of CPU; the
-   * rest is waiting on the API server, and the REST client caps connections at 32 anyway.
+   * it, one copy each: with fewer workers those copies land a few at a time instead of together
+   * (docs/BENCHMARKS.md, Engine). A reconcile spends little CPU and mostly waits on the API
+   * server, and the REST client caps connections at 32 anyway.
    */
   concurrency?: number;
   /** Copy writes in flight at once per delivery (default 16). */

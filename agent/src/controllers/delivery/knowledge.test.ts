@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
+import { FakeClock } from '@mirrorhub/shared/testing/fake';
 import { LABEL_DELIVERY } from '@mirrorhub/shared/api/contract';
 import { CopyObject } from './cached.js';
 import { CopyKnowledge, type CopyCaches } from './knowledge.js';
@@ -133,7 +133,7 @@ describe('CopyKnowledge', () => {
 
   it('shows a copy it created to the plan before the cache has it, as the answer showed it', () => {
     // A second reconcile between a create's answer and its watch event planned the create
-    // again: 409, a read and a rewrite per copy (half the copies of a small fan-out).
+    // again: 409, a read and a rewrite per copy whose watch event was still on its way.
     const { knowledge, add } = setup();
     const created = {
       uid: 'uid-a',

@@ -7,9 +7,10 @@
 // compare; write only if it differs). The payload Secret's resourceVersion is part of that
 // knowledge, so a payload that changes under an unchanged contentHash is caught too.
 //
-// Memory: the agent holds 20k copies in < 80 MB. Copies are keyed by uid everywhere, using the
-// uid string the cache already holds: no key strings of our own per copy (at 20k copies they
-// were ~4 MB), and what we know of one copy is one short string (see `known`).
+// Memory: the agent's memory must stay small with tens of thousands of copies (its target is in
+// docs/BENCHMARKS.md). Copies are keyed by uid everywhere, using the uid string the cache already
+// holds: no key strings of our own per copy, and what we know of one copy is one short string
+// (see `known`).
 
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
 import type { Clock } from '@mirrorhub/shared/kit/runtime/clock';
@@ -69,8 +70,8 @@ export class CopyKnowledge {
    * Copies we created whose watch event has not arrived, by uid: their delivery, when, and the
    * copy as the create's answer showed it. The cache does not hold them yet, so a delivery being
    * deleted would not see them to remove them (the soak found 20 copies orphaned so), and a
-   * reconcile in the meantime would create them again (409, then a read and a rewrite: in the
-   * engine benchmark's fan-out half of the copies at a tenth of its size). Entries older than
+   * reconcile in the meantime would create them again (409, then a read and a rewrite, for
+   * every copy whose echo is late in a fan-out). Entries older than
    * `UNSEEN_MAX_AGE_MS` are forgotten: an echo that late means the watch re-listed without the
    * copy (it is gone).
    */

@@ -1,8 +1,8 @@
 // Which namespaces each delivery selects, kept up to date from the namespace watch, so that a
 // delivery's plan looks at the namespaces that concern it instead of every namespace in the
 // cluster. A new namespace then costs one match per delivery, here, where it used to cost every
-// delivery it concerns a match of each of the cluster's namespaces in its reconcile (2,000 per
-// plan in the engine benchmark, half the plan's time).
+// delivery it concerns a match of each of the cluster's namespaces in its reconcile, a cost that
+// grew with the cluster's namespaces.
 //
 // No I/O: the namespace watch's handlers feed it (watches.ts), the reconcile reads it.
 

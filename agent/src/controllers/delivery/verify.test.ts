@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { MirrorDelivery, SourceKind } from '@mirrorhub/shared/api/types.gen';
-import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
+import { FakeClock } from '@mirrorhub/shared/testing/fake';
 import { ANNOTATION_BINARY_KEYS, ANNOTATION_CONTENT_HASH } from '@mirrorhub/shared/api/contract';
 import type { V1Secret } from '@kubernetes/client-node';
 import {

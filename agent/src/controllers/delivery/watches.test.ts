@@ -2,12 +2,11 @@ import type { KubernetesObject, V1Namespace, V1Secret } from '@kubernetes/client
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MirrorDelivery } from '@mirrorhub/shared/api/types.gen';
-import { FakeListerWatcher } from '@mirrorhub/shared/testing/fake';
+import { FakeClock, FakeListerWatcher } from '@mirrorhub/shared/testing/fake';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import type { ResourceTarget } from '@mirrorhub/shared/kit/k8s/listwatch';
 import { Reconciler } from '@mirrorhub/shared/kit/controller/reconciler';
 import { createMetrics } from '@mirrorhub/shared/kit/runtime/metrics';
-import { FakeClock } from '@mirrorhub/shared/kit/runtime/clock';
 import {
   LABEL_DELIVERY,
   LABEL_MANAGED_BY,

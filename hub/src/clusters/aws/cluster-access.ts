@@ -184,8 +184,7 @@ interface StsClientOptions {
 /**
  * The STS clients of every EksClusterAccess in a process, one per region, with the hub's own
  * credentials: one connection pool to STS and one client's memory, not one per cluster (a client
- * per cluster held ~30 KB of heap and its own keep-alive connection: 3 MB and 100 connections
- * for 100 clusters).
+ * per cluster holds its own heap and keep-alive connection, so both would grow with clusters).
  */
 export class StsClients {
   readonly baseCredentials: AwsCredentials | AwsCredentialsProvider;

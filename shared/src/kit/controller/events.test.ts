@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../runtime/clock.js';
+import { FakeClock } from '../../testing/fake.js';
 import { createMetrics } from '../runtime/metrics.js';
 import { groupPath, RestClient } from '../k8s/rest.js';
 import { startHttpStub, type HttpStub } from '../../testing/http-stub.js';

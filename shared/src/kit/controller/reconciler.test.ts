@@ -1,9 +1,8 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../runtime/clock.js';
 import { createMetrics } from '../runtime/metrics.js';
-import { FakeListerWatcher } from '../../testing/fake.js';
+import { FakeClock, FakeListerWatcher } from '../../testing/fake.js';
 import { Watcher } from '../k8s/watcher.js';
 import { Reconciler } from './reconciler.js';
 

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../runtime/clock.js';
+import { FakeClock } from '../../testing/fake.js';
 import { createMetrics } from '../runtime/metrics.js';
 import { RestClient } from '../k8s/rest.js';
 import { startHttpStub, type HttpStub } from '../../testing/http-stub.js';

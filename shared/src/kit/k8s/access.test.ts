@@ -259,9 +259,9 @@ describe('inClusterAccess / loadKubeAccess', () => {
       kc,
       'current-context: x\nclusters: [{name: c, cluster: {server: "https://from-file"}}]\ncontexts: [{name: x, context: {cluster: c}}]\n',
     );
-    const env = { ...podEnv, MIRRORHUB_SERVICE_ACCOUNT_DIR: sa };
+    const env = { ...podEnv };
     const server = async (p: string | undefined, e: Record<string, string>) =>
-      (await loadKubeAccess(p, e)).getCurrentCluster()?.server;
+      (await loadKubeAccess(p, e, sa)).getCurrentCluster()?.server;
     expect(await server(kc, env)).toBe('https://from-file');
     expect(await server(undefined, { ...env, KUBECONFIG: kc })).toBe('https://from-file');
     expect(await server(undefined, env)).toBe('https://[fd00::1]:443');

@@ -1,11 +1,12 @@
 // How a process reaches its API server, without loading @kubernetes/client-node.
 //
-// Why: importing client-node loads its whole generated API (every group, every model), about
-// 70 MB of resident memory before anything has been done; the agent's budget is 80 MB with 20k
-// copies, the hub's 120 MB. The REST client (rest.ts), Events (events.ts), the list/watch
-// transport (listwatch.ts) and leader election (runtime/leader.ts) need just two things from a
-// kubeconfig: the server URL and the TLS and auth options of one request. `KubeAccess` is that
-// subset. client-node's KubeConfig already satisfies it, so code that has one passes it as is.
+// Why: importing client-node loads its whole generated API (every group, every model) into
+// resident memory before anything has been done, most of what the agent's and the hub's memory
+// targets allow (docs/BENCHMARKS.md, Start-up memory). The REST client (rest.ts), Events
+// (events.ts), the list/watch transport (listwatch.ts) and leader election (runtime/leader.ts)
+// need just two things from a kubeconfig: the server URL and the TLS and auth options of one
+// request. `KubeAccess` is that subset. client-node's KubeConfig already satisfies it, so code
+// that has one passes it as is.
 //
 // Three ways to get one, none of which loads client-node in the common case:
 // - `inClusterAccess()`: the pod's service account (token re-read as it rotates, CA).
@@ -275,19 +276,20 @@ export async function kubeconfigFileAccess(path: string, context?: string): Prom
 
 /**
  * Where a process finds its API server: `path` (a flag), else KUBECONFIG, else — in a pod — the
- * service account, else ~/.kube/config. Several files in KUBECONFIG are merged by client-node.
+ * service account (token and CA from `serviceAccountDir`, the kubelet's mount unless a caller
+ * such as a test passes another), else ~/.kube/config. Several files in KUBECONFIG are merged by
+ * client-node.
  */
 export async function loadKubeAccess(
   path: string | undefined,
   env: Record<string, string | undefined> = process.env,
+  serviceAccountDir: string = SERVICE_ACCOUNT_DIR,
 ): Promise<KubeAccess> {
   if (path) return kubeconfigFileAccess(path);
   const fromEnv = (env['KUBECONFIG'] ?? '').split(delimiter).filter(Boolean);
   if (fromEnv.length > 1) return clientNodeKubeConfig(undefined);
   if (fromEnv.length === 1) return kubeconfigFileAccess(fromEnv[0]!);
-  if (env['KUBERNETES_SERVICE_HOST']) {
-    return inClusterAccess(env, env['MIRRORHUB_SERVICE_ACCOUNT_DIR'] || SERVICE_ACCOUNT_DIR);
-  }
+  if (env['KUBERNETES_SERVICE_HOST']) return inClusterAccess(env, serviceAccountDir);
   const home = env['HOME'] || homedir();
   return kubeconfigFileAccess(join(home, '.kube', 'config'));
 }

@@ -1,12 +1,12 @@
 // Watches and requests over HTTP/2: everything a process sends to one API server (with one set of
 // TLS credentials) shares one connection, each watch or request a stream of it, as client-go does.
 //
-// Why: over HTTP/1.1 each watch holds a TLS connection of its own for as long as it lasts, about
-// 100 KB of resident memory each (OpenSSL state, socket buffers; measured on Node 24 against the
-// kit's kube-apiserver: 200 field-selected watches cost 21 MB over HTTP/1.1, 0.3 MB as streams of
-// one HTTP/2 connection). The hub watches every source Secret by name (memory must not grow with
-// unrelated Secrets) and three resources per cluster, so its connections grew with sources and
-// clusters; now they grow with API servers.
+// Why: over HTTP/1.1 each watch holds a TLS connection of its own for as long as it lasts, with
+// its OpenSSL state and socket buffers in resident memory; as streams of one HTTP/2 connection
+// they hold next to nothing (docs/BENCHMARKS.md, Memory as the load grows). The hub watches
+// every source Secret by name (memory must not grow with unrelated Secrets) and three resources
+// per cluster, so its connections grew with sources and clusters; now they grow with API
+// servers.
 //
 // Sessions: a new one when none for the origin and credentials has room (the server's
 // SETTINGS_MAX_CONCURRENT_STREAMS, 100 by default in kube-apiserver); a session the server sends

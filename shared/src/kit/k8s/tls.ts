@@ -1,8 +1,8 @@
 // One TLS secure context per distinct CA / client certificate / key, shared by every connection
 // that uses them. Given `ca`, `cert` and `key`, node builds a new secure context for each new
 // TLS connection: it parses the CA bundle and the key again and loads them into a fresh OpenSSL
-// context (about a millisecond of CPU each). A hub with a watch or three per cluster on 100
-// clusters opens many: every watch timeout, every list that does not find an idle socket. So the
+// context, which costs CPU every time. A hub with a watch or three per cluster on 100 clusters
+// opens many: every watch timeout, every list that does not find an idle socket. So the
 // clients (rest.ts, listwatch.ts) pass one prebuilt context instead; the options keep `ca` and
 // the rest, so connection pools still tell apart connections with different credentials.
 import { crypto } from '../runtime/builtins.js';

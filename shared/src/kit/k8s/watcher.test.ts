@@ -1,7 +1,6 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { FakeClock, settle } from '../runtime/clock.js';
-import { FakeListerWatcher } from '../../testing/fake.js';
+import { FakeClock, FakeListerWatcher, settle } from '../../testing/fake.js';
 import { K8sHttpError } from './listwatch.js';
 import { instrumentWatcher, Watcher, type WatcherEvent, type WatcherOptions } from './watcher.js';
 import { createMetrics } from '../runtime/metrics.js';

@@ -187,8 +187,9 @@ export class Watcher<T extends KubernetesObject> {
   private readonly byUid = new Map<string, T>();
   /**
    * namespace ('' for cluster-scoped objects) -> name -> uid. Nested rather than keyed by
-   * `namespace/name`: no key string per object (at 20k objects the keys cost ~1.4 MB), and
-   * `list(namespace)` reads one namespace without scanning the store.
+   * `namespace/name`: no key string per object (the store holds tens of thousands of objects,
+   * and a string each would add up), and `list(namespace)` reads one namespace without scanning
+   * the store.
    */
   private readonly uidByName = new Map<string, Map<string, string>>();
   private readonly handlers = new Set<WatchHandlers<T>>();

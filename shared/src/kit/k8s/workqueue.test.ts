@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock, settle } from '../runtime/clock.js';
+import { FakeClock, settle } from '../../testing/fake.js';
 import { backoffDelay, jitterUp } from '../runtime/backoff.js';
 import {
   TerminalError,

@@ -6,8 +6,8 @@
 // and some of them load more on first read. On Node 24, node:http's WebSocket, CloseEvent and
 // MessageEvent load undici (Node's fetch, with web streams: 75 internal modules), node:crypto's
 // webcrypto loads WebCrypto, node:fs's promises and node:util's lazy exports 34 modules each.
-// mirrorhub uses none of them. One process (hub and agent) was 3 MB smaller without them
-// (docs/BENCHMARKS.md). `process.getBuiltinModule` returns the module without reading them.
+// mirrorhub uses none of them, and every process would pay their memory (docs/BENCHMARKS.md,
+// Start-up memory). `process.getBuiltinModule` returns the module without reading them.
 export const http = process.getBuiltinModule('node:http');
 export const crypto = process.getBuiltinModule('node:crypto');
 export const fs = process.getBuiltinModule('node:fs');

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { FakeClock, settle } from './clock.js';
+import { FakeClock, settle } from '../../testing/fake.js';
 import {
   LeaderElector,
   type Lease,

@@ -19,8 +19,8 @@
  *   standby takes over within one retryPeriod instead of waiting out leaseDuration.
  *
  * The Lease calls go over the lean REST client (k8s/rest.ts), not client-node's generated
- * CoordinationV1Api: importing client-node costs ~70 MB resident, which a process that needs
- * three Lease calls should not pay (the agent's budget is 80 MB). A client-node KubeConfig
+ * CoordinationV1Api: importing client-node loads its whole generated API, which a process that
+ * needs three Lease calls should not pay for (k8s/access.ts says why). A client-node KubeConfig
  * still works as `kubeConfig`: it is a KubeAccess.
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
