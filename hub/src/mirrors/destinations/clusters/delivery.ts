@@ -24,15 +24,23 @@
 // - Legacy names: a delivery or payload an older hub named with legacyDeliveryName is deleted
 //   with the current one, and while the mirror delivers, once the agent has applied the current
 //   delivery and reports no copy it could not take over from the legacy one (`legacyRetirable`).
-import { type MirrorDelivery, type MirrorDeliverySpec } from '@mirrorhub/shared/api/index';
+import {
+  type AnyMirror,
+  type MirrorDelivery,
+  type MirrorDeliverySpec,
+} from '@mirrorhub/shared/api/index';
 import {
   canonicalJson,
+  deliveryMessage,
   deliveryName,
   legacyDeliveryName,
   mirrorRef,
   parseMirrorRef,
+  type MirrorIdentity,
   type PayloadSecret,
+  type Signer,
 } from '@mirrorhub/shared/mirror/index';
+import { identityOf } from '../../status.js';
 import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
 import {
   ANNOTATION_CONTENT_HASH,
@@ -426,6 +434,56 @@ export function deliveryUpToDate(
     has(observed.metadata.annotations, desired.metadata.annotations) &&
     equalIgnoringTime(observed.spec, desired.spec, [])
   );
+}
+
+// ---- whose it is -----------------------------------------------------------------------------
+
+/** A delivery of another mirror holds the name (never deleted for this one). */
+export function namesAnotherMirror(
+  delivery: MirrorDelivery | undefined,
+  mirror: MirrorIdentity | undefined,
+): boolean {
+  return (
+    delivery !== undefined &&
+    mirror !== undefined &&
+    mirrorRef(delivery.spec.mirror) !== mirrorRef(mirror)
+  );
+}
+
+/**
+ * Whose the MirrorDelivery a cluster holds under this mirror's delivery name is:
+ * - `ours`: this mirror's (spec.mirror.uid is its uid), or nothing there;
+ * - `previous`: written by this hub (its signature verifies) for an earlier mirror of the same
+ *   kind, namespace and name, deleted since: the uid differs, and only one object can hold the
+ *   name at a time. Its cleanup is due, as if the hub had seen it without a mirror: it is deleted
+ *   and the agent removes or releases its copies per that mirror's deletePolicy;
+ * - `foreign`: anything else (another mirror's, another hub's, or one the hub did not sign):
+ *   never written over or deleted; the cluster's status entry says so.
+ */
+export type DeliveryOwner = 'ours' | 'previous' | 'foreign';
+
+export function deliveryOwner(
+  d: MirrorDelivery | undefined,
+  where: { cluster: string; namespace: string },
+  mirror: AnyMirror,
+  originCluster: string,
+  signer: Signer,
+): DeliveryOwner {
+  if (!d) return 'ours';
+  const claimed = d.spec.mirror;
+  const identity = identityOf(mirror);
+  const sameMirror =
+    claimed.kind === identity.kind &&
+    (claimed.namespace ?? '') === (identity.namespace ?? '') &&
+    claimed.name === identity.name &&
+    d.spec.originCluster === originCluster;
+  if (!sameMirror) return 'foreign';
+  if (claimed.uid === (mirror.metadata.uid ?? '')) return 'ours';
+  const place = { ...where, name: d.metadata.name ?? '' };
+  const signature = d.metadata.annotations?.[ANNOTATION_SIGNATURE];
+  return signature !== undefined && signer.sign(deliveryMessage(place, d.spec)) === signature
+    ? 'previous'
+    : 'foreign';
 }
 
 // ---- sequence ---------------------------------------------------------------------------------

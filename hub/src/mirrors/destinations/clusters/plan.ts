@@ -91,7 +91,13 @@ import {
   ANNOTATION_SIGNATURE,
   LABEL_ORIGIN_CLUSTER,
 } from '@mirrorhub/shared/api/contract';
-import { deliverySequence, deliveryUpToDate } from './delivery.js';
+import {
+  deliveryOwner,
+  deliverySequence,
+  deliveryUpToDate,
+  namesAnotherMirror,
+  type DeliveryOwner,
+} from './delivery.js';
 
 // ---- input ------------------------------------------------------------------------------------
 
@@ -263,7 +269,8 @@ export function planMirror(input: PlanInput): MirrorPlan {
       const d = obs.delivery;
       if (!obs.synced || !d || d.metadata.deletionTimestamp) continue;
       if (deliveryPolicies(d.spec).suspend) continue;
-      if (ownerOf(obs, mirror, originCluster, input.signer) !== 'ours') continue;
+      if (deliveryOwner(obs.delivery, placeOf(obs), mirror, originCluster, input.signer) !== 'ours')
+        continue;
       writes.push({
         cluster: obs.name,
         delivery: deliveryObject(
@@ -306,9 +313,12 @@ export function planMirror(input: PlanInput): MirrorPlan {
 
   const selectedNames = new Set(selection.selected.map((c) => c.name));
 
-  // Whose delivery each cluster holds under this mirror's name (see ownerOf).
+  // Whose delivery each cluster holds under this mirror's name (see deliveryOwner).
   const owners = new Map(
-    input.clusters.map((obs) => [obs.name, ownerOf(obs, mirror, originCluster, input.signer)]),
+    input.clusters.map((obs) => [
+      obs.name,
+      deliveryOwner(obs.delivery, placeOf(obs), mirror, originCluster, input.signer),
+    ]),
   );
   // Clusters no longer selected: remove what is there, unless it is another mirror's. Selected
   // clusters holding a deleted mirror's delivery under this name: that mirror's cleanup is due
@@ -779,59 +789,17 @@ function tenantErrors(
   return errors;
 }
 
+/** Where a cluster keeps this mirror's delivery: its agent namespace. */
+function placeOf(obs: ClusterObservation): { cluster: string; namespace: string } {
+  return { cluster: obs.name, namespace: obs.agentNamespace };
+}
+
 function holdsSomething(obs: ClusterObservation): boolean {
   return (
     (obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp) ||
     obs.payload !== undefined ||
     obs.legacy !== undefined
   );
-}
-
-function namesAnotherMirror(
-  delivery: MirrorDelivery | undefined,
-  mirror: MirrorIdentity | undefined,
-): boolean {
-  return (
-    delivery !== undefined &&
-    mirror !== undefined &&
-    mirrorRef(delivery.spec.mirror) !== mirrorRef(mirror)
-  );
-}
-
-/**
- * Whose the MirrorDelivery a cluster holds under this mirror's delivery name is:
- * - `ours`: this mirror's (spec.mirror.uid is its uid), or nothing there;
- * - `previous`: written by this hub (its signature verifies) for an earlier mirror of the same
- *   kind, namespace and name, deleted since: the uid differs, and only one object can hold the
- *   name at a time. Its cleanup is due, as if the hub had seen it without a mirror: it is deleted
- *   and the agent removes or releases its copies per that mirror's deletePolicy;
- * - `foreign`: anything else (another mirror's, another hub's, or one the hub did not sign):
- *   never written over or deleted; the cluster's status entry says so.
- */
-export type DeliveryOwner = 'ours' | 'previous' | 'foreign';
-
-function ownerOf(
-  obs: ClusterObservation,
-  mirror: AnyMirror,
-  originCluster: string,
-  signer: Signer,
-): DeliveryOwner {
-  const d = obs.delivery;
-  if (!d) return 'ours';
-  const claimed = d.spec.mirror;
-  const identity = identityOf(mirror);
-  const sameMirror =
-    claimed.kind === identity.kind &&
-    (claimed.namespace ?? '') === (identity.namespace ?? '') &&
-    claimed.name === identity.name &&
-    d.spec.originCluster === originCluster;
-  if (!sameMirror) return 'foreign';
-  if (claimed.uid === (mirror.metadata.uid ?? '')) return 'ours';
-  const place = { cluster: obs.name, namespace: obs.agentNamespace, name: d.metadata.name ?? '' };
-  const signature = d.metadata.annotations?.[ANNOTATION_SIGNATURE];
-  return signature !== undefined && signer.sign(deliveryMessage(place, d.spec)) === signature
-    ? 'previous'
-    : 'foreign';
 }
 
 /**
