@@ -5,8 +5,8 @@
 #   agent: args ["/app/agent/dist/main.js"]
 #   hub and this cluster's agent in one process (hub chart, localAgent.inProcess):
 #          args ["/app/standalone/dist/main.js"]
-# Why one image: hub and agent share every dependency (they differ by ~300 KB of their own
-# code), so two images would ship the same 50 MB twice, and one tag means hub and agents of a
+# Why one image: hub and agent share every dependency (they differ only by their own code),
+# so two images would ship the same dependencies twice, and one tag means hub and agents of a
 # release can never drift apart. One build, one scan, one signature.
 #
 #   docker build -t mirrorhub:0.1.0 .
@@ -79,7 +79,7 @@ COPY --from=build /app/standalone/dist standalone/dist
 # Nothing the runtime reads: type declarations, dependencies' source maps and docs, the lockfile.
 # Kept: package.json files (node reads "exports" and "type"; hub/agent read their version) and
 # our own .js.map files, for stack traces that name src/*.ts lines with --enable-source-maps
-# (off by default: node would hold every loaded module's map, 1-3 MB; charts' nodeOptions).
+# (off by default: node would hold every loaded module's map in memory; charts' nodeOptions).
 RUN find shared/dist hub/dist agent/dist standalone/dist -type f \
       \( -name '*.d.ts' -o -name '*.d.ts.map' -o -name '.tsbuildinfo' \) -delete \
  && find node_modules/.pnpm -type f \

@@ -393,7 +393,8 @@ export class ClusterController {
     }
     if (!entry) {
       try {
-        // The AWS SDK (~20 MB resident) is loaded with the first EKS cluster, not at start.
+        // The AWS SDK is loaded with the first EKS cluster, not at start: a hub without EKS
+        // clusters never pays its memory.
         if (resolved.access.type === 'EKS') awsModule ??= import('./aws/index.js');
         entry = this.create(
           name,

@@ -3,8 +3,8 @@
 // A ClusterController lives for one leadership term. Each EksClusterAccess it holds caches an
 // assumed-role session (up to an hour), the cluster's endpoint and CA, and a bearer token. A hub
 // that loses its Lease under load and wins it back a few seconds later would otherwise assume
-// every role and describe every cluster again (the 100-follower benchmark: 3 AssumeRole and 3
-// DescribeCluster per cluster in 15 minutes, one set per term). The process keeps them here
+// every role and describe every cluster again, one set of AWS calls per cluster per term
+// (docs/BENCHMARKS.md, "100 followers", counts them). The process keeps them here
 // instead: a term's controller hands its sessions back when it stops and the next one takes
 // each again by the same cluster name and EKS spec (same account, role, ExternalId, cluster).
 //

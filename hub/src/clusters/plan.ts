@@ -257,8 +257,7 @@ const MAX_PENDING_LISTED = 50;
  * A healthy cluster is probed this many times less often than the health interval. What a
  * probe would find out sooner is found out anyway: a failing request to the cluster wakes its
  * probe at once (controller.ts), and a cluster stays "healthy" only while its heartbeat is
- * sure to be within the grace period at the next, later probe. At 100 clusters and the
- * default 10 s: 3.3 probes a second instead of 10.
+ * sure to be within the grace period at the next, later probe.
  */
 export const HEALTHY_PROBE_FACTOR = 3;
 

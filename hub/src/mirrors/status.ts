@@ -88,11 +88,12 @@ export const CLUSTERS_PER_COALESCE_PERIOD = 20;
 /**
  * The progress-coalescing period for a mirror selecting `clusters` clusters: `baseMs` up to 20
  * clusters, then one more `baseMs` per 20 (100 clusters: 5 s). A mirror's status carries one
- * entry per cluster, so each write costs the API server in proportion (100 entries: about 20 KB,
- * its managedFields and a watch event to every watcher), while a change reaches 100 clusters in
- * several seconds: written every second, it cost 9-10 status writes per change at 100 clusters
- * against 1-2 at 10. This keeps the status bytes written per second about the same at any
- * fleet size; transitions and Events are still written at once (statusWriteDelay).
+ * entry per cluster, so each write costs the API server in proportion (its bytes, its
+ * managedFields and a watch event to every watcher), while a change reaches many clusters over
+ * several seconds, each agent reporting on its own: written every second, a large fleet would
+ * write the status several times per change. This keeps the status bytes written per second
+ * about the same at any fleet size (docs/BENCHMARKS.md, "Status writes"); transitions and Events
+ * are still written at once (statusWriteDelay).
  */
 export function statusCoalesceMs(clusters: number, baseMs: number): number {
   return baseMs * Math.max(1, Math.ceil(clusters / CLUSTERS_PER_COALESCE_PERIOD));

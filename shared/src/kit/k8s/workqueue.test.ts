@@ -187,6 +187,25 @@ describe('WorkQueue', () => {
     expect(p.runs).toHaveLength(2);
   });
 
+  it('retries a failure the processor reported itself with the key’s backoff, capped', async () => {
+    const { clock, p, q, observed } = setup();
+    q.start();
+    q.add('a');
+    await settle();
+    // 100, 200, then the cap (300) instead of 400; a plain success resets the count.
+    for (const [i, delay] of [100, 200, 300].entries()) {
+      await p.finish(i, { retryWithinMs: 300 });
+      expect(observed.at(-1)).toMatchObject({ result: 'requeue', retryInMs: delay });
+      expect(q.numRequeues('a')).toBe(i + 1);
+      await clock.advance(delay - 1);
+      expect(p.runs).toHaveLength(i + 1);
+      await clock.advance(1);
+      expect(p.runs).toHaveLength(i + 2);
+    }
+    await p.finish(3, { requeueAfterMs: 5000 });
+    expect(q.numRequeues('a')).toBe(0);
+  });
+
   describe('addAfter', () => {
     it.each([
       { name: 'no jitter at random=0', random: 0, ms: 1000, due: 1000 },
