@@ -9,7 +9,7 @@ export const HUB_FINALIZER = 'mirrorhub.io/hub-cleanup';
 export const HASH_KEY_SECRET = 'mirrorhub-hash-key';
 export const HASH_KEY_FIELD = 'key';
 
-/** The Secret in the hub's namespace holding dynamic Vault sources' leases (vault/lease-store.ts). */
+/** The Secret in the hub's namespace holding dynamic Vault sources' leases (mirrors/sources/vault-dynamic/store.ts). */
 export const LEASES_SECRET = 'mirrorhub-leases';
 
 /** Default Lease name for leader election. */

@@ -1,7 +1,8 @@
-// The cluster registry: the clusters the hub delivers to (ClusterTarget, ClusterRegistry), which
-// of them a mirror selects (selectClusters, pure) and the API clients for them (client.ts, a
-// deadline on every request). The writes into them are the delivery controller's
-// (controllers/delivery); MirrorClusters become targets in controllers/cluster.
+// The fleet: the clusters the hub delivers to (ClusterTarget, ClusterRegistry), which of them a
+// mirror selects (selectClusters, pure), the API clients for them (client.ts, a deadline on every
+// request), and the MirrorCluster controller that turns each MirrorCluster into a target
+// (controller.ts; aws/ for EKS). The writes into them are the clusters destination's
+// (mirrors/destinations/clusters/).
 export * from './target.js';
 export * from './registry.js';
 export * from './select.js';

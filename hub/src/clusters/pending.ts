@@ -1,5 +1,5 @@
 // Deliveries of deleted mirrors that may still be in a cluster: the mirror's finalizer was
-// released while the cluster could not be reached (controllers/mirror, cleanupGraceMs). The
+// released while the cluster could not be reached (the mirror controller, cleanupGraceMs). The
 // mirror controller deletes them once the cluster's caches show them (deliveries without a mirror
 // are deleted when seen); this list is only what MirrorCluster status reports meanwhile.
 import type { PendingCleanup } from './plan.js';

@@ -1,5 +1,5 @@
 // A cluster the hub delivers to: the hub's own cluster (localTarget) and one per MirrorCluster
-// (controllers/cluster: EKS via AssumeRole + token, a kubeconfig Secret, or inCluster). The
+// (controller.ts: EKS via AssumeRole + token, a kubeconfig Secret, or inCluster). The
 // mirror controller sees only this interface.
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import type { ClusterAccessType } from '@mirrorhub/shared/api/index';

@@ -1,5 +1,5 @@
 // The hub's Vault / OpenBao client: transport, auth and token lifecycle, KV v1/v2, leases.
-// Used by the Vault controllers (controllers/vault/); see each module's header for its decisions.
+// Used by the Vault connections (connections.ts) and the Vault kinds of source and destination (mirrors/); see each module's header for its decisions.
 export {
   appRoleAuth,
   authMountPath,

@@ -419,7 +419,7 @@ function renderVault(r: VaultBenchResult, scale: number, steady: string | undefi
     notes.push(
       '',
       `The hub's \`detect\` count (${f(op('detect'))}/min) is not requests: the wire carried ${f(wire['mounts'])}/min to sys/internal/ui/mounts. ` +
-        "The hub counts a `detect` on every poll of a source without `kvVersion`, also when the mount's KV version comes from its cache (hub/src/controllers/vault/sources.ts, `read()`).",
+        "The hub counts a `detect` on every poll of a source without `kvVersion`, also when the mount's KV version comes from its cache (hub/src/mirrors/sources/vault/poller.ts, `read()`).",
     );
   }
   if ((wire['data'] ?? 0) > 0) {

@@ -1,6 +1,6 @@
 // Dynamic Vault sources (source.vault.dynamic): one poller per mirror, which reads credentials
 // once, renews their lease at every poll, rotates them ahead of expiry, revokes old leases after
-// their grace, and keeps every lease in the hub's Secret mirrorhub-leases (lease-store.ts) so a
+// their grace, and keeps every lease in the hub's Secret mirrorhub-leases (store.ts) so a
 // restart or a new leader renews instead of minting. leases.ts decides; this does the I/O.
 //
 // Per mirror, not shared like KV pollers: every mirror owns its lease (and revokes it on its
