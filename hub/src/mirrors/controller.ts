@@ -22,6 +22,7 @@ import {
   type MirrorPhase,
   type MirrorStatus,
   type SecretMirror,
+  objectPath,
 } from '@mirrorhub/shared/api/index';
 import type { MirrorIdentity } from '@mirrorhub/shared/mirror/index';
 import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
@@ -42,7 +43,7 @@ import {
   type ControllerEvent,
 } from '@mirrorhub/shared/kit/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
-import { customObjectPath, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 import type { ClusterRegistry } from '../clusters/registry.js';
@@ -460,12 +461,8 @@ function withReports(status: MirrorStatus, reports: readonly Report[]): MirrorSt
 
 /** A mirror's API path (its status is under /status). */
 function mirrorPath(mirror: AnyMirror): string {
-  const ns = mirror.metadata.namespace;
-  return customObjectPath({
-    group: GROUP,
-    version: VERSION,
-    name: mirror.metadata.name ?? '',
-    plural: ns ? SECRET_MIRROR.plural : CLUSTER_SECRET_MIRROR.plural,
-    ...(ns ? { namespace: ns } : {}),
+  return objectPath(mirror, {
+    namespaced: SECRET_MIRROR.plural,
+    cluster: CLUSTER_SECRET_MIRROR.plural,
   });
 }

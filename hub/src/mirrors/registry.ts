@@ -92,12 +92,15 @@ export function createKinds(o: KindsOptions): Kinds {
       }
     },
   });
+  const onChange = (keys: readonly string[]) => {
+    for (const k of keys) o.enqueue(k);
+  };
   const kv = new VaultKvSources({
     connections: vaultConnections,
     requests,
     logger: log,
     retryInitialMs: vault.retryInitialMs,
-    enqueue: o.enqueue,
+    onChange,
   });
   const clusters = new ClusterDestinations({
     ...o.clusters,
@@ -115,7 +118,7 @@ export function createKinds(o: KindsOptions): Kinds {
         watchProgressDeadlineMs: o.watchProgressDeadlineMs,
         logger: log,
         metrics: o.metrics,
-        enqueue: o.enqueue,
+        onChange,
       }),
       kv,
       new VaultDynamicSources({

@@ -26,6 +26,7 @@ import {
   type VaultConnection,
   type VaultConnectionStatus,
   type VaultSourceRef,
+  objectPath,
 } from '@mirrorhub/shared/api/index';
 import {
   Reconciler,
@@ -33,7 +34,7 @@ import {
   type ControllerEvent,
 } from '@mirrorhub/shared/kit/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
-import { customObjectPath, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
+import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/kit/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/kit/k8s/workqueue';
 import { findCondition, setCondition } from '@mirrorhub/shared/mirror/index';
@@ -617,12 +618,8 @@ function isLoopback(host: string): boolean {
 }
 
 function connectionPath(obj: AnyConnection): string {
-  const ns = obj.metadata.namespace;
-  return customObjectPath({
-    group: GROUP,
-    version: VERSION,
-    name: obj.metadata.name ?? '',
-    plural: ns ? VAULT_CONNECTION.plural : CLUSTER_VAULT_CONNECTION.plural,
-    ...(ns ? { namespace: ns } : {}),
+  return objectPath(obj, {
+    namespaced: VAULT_CONNECTION.plural,
+    cluster: CLUSTER_VAULT_CONNECTION.plural,
   });
 }

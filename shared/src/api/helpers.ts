@@ -1,6 +1,9 @@
 // Small helpers over the generated API types, shared by hub and agent.
 
+import { customObjectPath } from '../kit/k8s/rest.js';
 import {
+  GROUP,
+  VERSION,
   DEFAULTS,
   type ClusterSecretMirror,
   type ClusterSecretMirrorSpec,
@@ -239,4 +242,23 @@ function resolveVaultRef(
     ok: true,
     ref: { kind: 'Vault', connection: { kind: ref.kind, name: ref.name }, path, kvVersion },
   };
+}
+
+/**
+ * The API path of a mirrorhub object of a kind that comes in a namespaced and a cluster-scoped
+ * form (SecretMirror / ClusterSecretMirror, VaultConnection / ClusterVaultConnection): which one
+ * it is follows from its namespace.
+ */
+export function objectPath(
+  obj: { metadata: { name?: string | undefined; namespace?: string | undefined } },
+  plurals: { namespaced: string; cluster: string },
+): string {
+  const ns = obj.metadata.namespace;
+  return customObjectPath({
+    group: GROUP,
+    version: VERSION,
+    name: obj.metadata.name ?? '',
+    plural: ns ? plurals.namespaced : plurals.cluster,
+    ...(ns ? { namespace: ns } : {}),
+  });
 }

@@ -17,7 +17,8 @@ export interface KubernetesSourcesOptions {
   watchProgressDeadlineMs?: number | undefined;
   logger: Logger;
   metrics: ControllerMetrics;
-  enqueue(mirrorKey: string): void;
+  /** Which mirrors to reconcile: their source changed. */
+  onChange(mirrorKeys: readonly string[]): void;
 }
 
 export class KubernetesSources implements SourceKind {
@@ -31,9 +32,7 @@ export class KubernetesSources implements SourceKind {
       watchProgressDeadlineMs: opts.watchProgressDeadlineMs,
       logger: opts.logger,
       metrics: opts.metrics,
-      onChange: (keys) => {
-        for (const k of keys) opts.enqueue(k);
-      },
+      onChange: opts.onChange,
     });
   }
 

@@ -35,7 +35,7 @@ import {
 import { fingerprint, secretOf } from '../vault/observation.js';
 import type { LeaseStore } from './store.js';
 import { dynamicEngineRefusal } from '../../../vault/paths.js';
-import { pollSource } from '../vault/poll.js';
+import { pollOnce } from '../vault/poll.js';
 import {
   afterRenewal,
   dueRevocations,
@@ -215,25 +215,16 @@ export class DynamicSources {
   }
 
   private async poll(e: Entry): Promise<void> {
-    if (e.stopped) return;
-    if (e.polling) return this.schedule(e, 100);
-    e.polling = true;
     delete e.timer;
-    let result;
-    try {
-      result = await pollSource(
-        { connections: this.opts.connections, logger: this.opts.logger },
-        e.ref,
-        () => this.step(e),
-        'a dynamic Vault source failed',
-      );
-    } finally {
-      e.polling = false;
-    }
+    const result = await pollOnce(
+      { ...this.opts, failedMessage: 'a dynamic Vault source failed' },
+      e,
+      e.ref,
+      () => this.step(e),
+      (ms) => this.schedule(e, ms),
+    );
+    if (!result) return;
     const { observation, retry } = result;
-    e.failures = result.failed ? e.failures + 1 : 0;
-    if (e.stopped) return;
-    e.observation = observation;
     const now = this.clock.now();
     const status = this.statusOf(e, now);
     const fp = `${fingerprint(observation)}|${JSON.stringify(status ?? {})}`;

@@ -17,7 +17,8 @@ export interface VaultKvSourcesOptions {
   requests: Counter<'operation' | 'outcome'>;
   logger: Logger;
   retryInitialMs?: number | undefined;
-  enqueue(mirrorKey: string): void;
+  /** Which mirrors to reconcile: their source changed. */
+  onChange(mirrorKeys: readonly string[]): void;
 }
 
 export class VaultKvSources implements SourceKind {
@@ -29,9 +30,7 @@ export class VaultKvSources implements SourceKind {
       requests: opts.requests,
       logger: opts.logger,
       retryInitialMs: opts.retryInitialMs,
-      onChange: (keys) => {
-        for (const k of keys) opts.enqueue(k);
-      },
+      onChange: opts.onChange,
     });
   }
 

@@ -28,7 +28,7 @@ import {
 } from '../../../vault/index.js';
 import type { SourceObservation } from '../../status.js';
 import type { VaultConnections } from '../../../vault/connections.js';
-import { pollSource } from './poll.js';
+import { pollOnce } from './poll.js';
 import {
   ConnectionConfigError,
   connectionKey,
@@ -180,29 +180,17 @@ export class VaultSources {
   }
 
   private async poll(e: Entry): Promise<void> {
-    if (e.stopped) return;
-    if (e.polling) {
-      this.schedule(e, 100);
-      return;
-    }
-    e.polling = true;
     delete e.timer;
     delete e.dueAt;
-    let result;
-    try {
-      result = await pollSource(
-        { connections: this.opts.connections, logger: this.opts.logger },
-        e.source,
-        () => this.read(e),
-        'reading a Vault source failed',
-      );
-    } finally {
-      e.polling = false;
-    }
+    const result = await pollOnce(
+      { ...this.opts, failedMessage: 'reading a Vault source failed' },
+      e,
+      e.source,
+      () => this.read(e),
+      (ms) => this.schedule(e, ms),
+    );
+    if (!result) return;
     const { observation, retry } = result;
-    e.failures = result.failed ? e.failures + 1 : 0;
-    if (e.stopped) return;
-    e.observation = observation;
     const fp = fingerprint(observation);
     if (fp !== e.fingerprint) {
       e.fingerprint = fp;
