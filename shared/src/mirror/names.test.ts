@@ -5,7 +5,6 @@ import {
   copyMarks,
   deliveryName,
   destinationSummary,
-  legacyDeliveryName,
   mirrorRef,
   originRef,
   ownershipOf,
@@ -13,13 +12,7 @@ import {
   payloadSecretName,
   type MirrorIdentity,
 } from './names.js';
-import {
-  ANNOTATION_CONTENT_HASH,
-  ANNOTATION_MIRROR,
-  ANNOTATION_ORIGIN,
-  LABEL_DELIVERY,
-  LABEL_MANAGED_BY,
-} from '../api/contract.js';
+import { ANNOTATION_CONTENT_HASH, LABEL_DELIVERY, LABEL_MANAGED_BY } from '../api/contract.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const long = (n: number, c = 'a') => c.repeat(n);
@@ -98,14 +91,9 @@ describe('deliveryName', () => {
     expect(name.length).toBe(MAX_DELIVERY_NAME);
   });
 
-  it('legacyDeliveryName is the name older hubs gave (8-character hash), for cleanup only', () => {
+  it('is pinned: deliveries in clusters carry this name, so it must never change', () => {
     const m: MirrorIdentity = { kind: 'SecretMirror', namespace: 'team-a', name: 'wildcard' };
-    // Pinned: this is what is in clusters today; it must never change.
-    expect(legacyDeliveryName(m, 'hub')).toBe('sm-team-a-wildcard-5a56ab13');
-    // The same digest, twice as much of it.
     expect(deliveryName(m, 'hub')).toBe('sm-team-a-wildcard-5a56ab13d5f0b32c');
-    const longName = legacyDeliveryName({ kind: 'ClusterSecretMirror', name: long(253) }, 'hub');
-    expect(longName).toMatch(/^csm-a{50}-[0-9a-f]{8}$/);
   });
 
   it('payload Secret is named after the delivery', () => {
@@ -169,60 +157,6 @@ describe('refs and marks', () => {
     ],
   ])('ownership: %s -> %s', (_, existing, expected) => {
     expect(ownershipOf(existing, 'd1')).toBe(expected);
-  });
-
-  describe('copies an older hub wrote under the legacy delivery name', () => {
-    const m: MirrorIdentity = { kind: 'SecretMirror', namespace: 'team-a', name: 'wildcard' };
-    const current = deliveryName(m, 'hub');
-    const legacy = legacyDeliveryName(m, 'hub');
-    const copy = (
-      delivery: string,
-      mirror = mirrorRef(m),
-      origin = originRef('hub', 'team-a', 'wildcard'),
-    ) => ({
-      metadata: {
-        labels: { [LABEL_MANAGED_BY]: 'mirrorhub', [LABEL_DELIVERY]: delivery },
-        annotations: { [ANNOTATION_MIRROR]: mirror, [ANNOTATION_ORIGIN]: origin },
-      },
-    });
-    const other: MirrorIdentity = { kind: 'SecretMirror', namespace: 'team-b', name: 'wildcard' };
-
-    it.each<[string, ReturnType<typeof copy>, string, string]>([
-      ['the same mirror and origin: taken over', copy(legacy), current, 'ours'],
-      ['not the other way round', copy(current), legacy, 'other-delivery'],
-      [
-        'another mirror claimed by the annotation',
-        copy(legacy, mirrorRef(other)),
-        current,
-        'other-delivery',
-      ],
-      [
-        'another origin cluster',
-        copy(legacy, mirrorRef(m), originRef('hub-2', 'team-a', 'wildcard')),
-        current,
-        'other-delivery',
-      ],
-      [
-        "another mirror's legacy copy",
-        copy(legacyDeliveryName(other, 'hub'), mirrorRef(other)),
-        current,
-        'other-delivery',
-      ],
-      [
-        'a malformed mirror annotation',
-        copy(legacy, 'SecretMirror/team-a'),
-        current,
-        'other-delivery',
-      ],
-      [
-        'a malformed origin annotation',
-        copy(legacy, mirrorRef(m), 'hub'),
-        current,
-        'other-delivery',
-      ],
-    ])('%s', (_, existing, delivery, expected) => {
-      expect(ownershipOf(existing, delivery)).toBe(expected);
-    });
   });
 
   it.each<[string, MirrorIdentity | undefined]>([

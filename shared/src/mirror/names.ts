@@ -45,24 +45,11 @@ export const DELIVERY_HASH_LENGTH = 16;
  * label value.
  */
 export function deliveryName(mirror: MirrorIdentity, originCluster: string): string {
-  return nameWithHash(mirror, originCluster, DELIVERY_HASH_LENGTH);
-}
-
-/**
- * The name deliveryName gave before it used 64 bits (an 8-hex-character hash). Only for finding
- * what an older hub left in a cluster: such a delivery is replaced by one under deliveryName
- * (whose agent takes its copies over, see ownershipOf) and then deleted.
- */
-export function legacyDeliveryName(mirror: MirrorIdentity, originCluster: string): string {
-  return nameWithHash(mirror, originCluster, 8);
-}
-
-function nameWithHash(mirror: MirrorIdentity, originCluster: string, hashLength: number): string {
   const namespace = mirror.namespace ?? '';
   const hash = createHash('sha256')
     .update([originCluster, mirror.kind, namespace, mirror.name].join('\0'))
     .digest('hex')
-    .slice(0, hashLength);
+    .slice(0, DELIVERY_HASH_LENGTH);
   const readable =
     mirror.kind === 'SecretMirror' ? `sm-${namespace}-${mirror.name}` : `csm-${mirror.name}`;
   const body = readable
@@ -124,9 +111,7 @@ export function copyMarks(input: {
 /**
  * Who owns an existing object with the target name:
  * - `absent`: nothing there, free to create;
- * - `ours`: marked as a copy of this delivery, or of the delivery an older hub wrote for the
- *   same mirror under its shorter name (legacyDeliveryName): the copy is taken over, so a hub
- *   upgrade moves every copy to the new delivery in place, with no gap and no conflict;
+ * - `ours`: marked as a copy of this delivery;
  * - `other-delivery`: a mirrorhub copy of another delivery (two mirrors aim at one name);
  * - `foreign`: not marked by mirrorhub: someone else's (Skip reports a Conflict, Adopt takes it).
  */
@@ -149,30 +134,7 @@ export function ownershipOf(
   const labels = existing.metadata?.labels ?? {};
   const marked = labels[LABEL_DELIVERY];
   if (labels[LABEL_MANAGED_BY] !== MANAGED_BY_VALUE || !marked) return 'foreign';
-  if (marked === delivery) return 'ours';
-  return isLegacyCopyOf(existing.metadata?.annotations ?? {}, marked, delivery)
-    ? 'ours'
-    : 'other-delivery';
-}
-
-/**
- * Whether a copy marked with delivery `marked` was written for the same mirror from the same
- * origin as `delivery`, by an older hub that named deliveries with an 8-character hash. The
- * mirror and origin come from the copy's own annotations, and both names must follow from them.
- */
-function isLegacyCopyOf(
-  annotations: Record<string, string>,
-  marked: string,
-  delivery: string,
-): boolean {
-  const mirror = parseMirrorRef(annotations[ANNOTATION_MIRROR] ?? '');
-  const origin = annotations[ANNOTATION_ORIGIN] ?? '';
-  // `<cluster>/<namespace>/<name>`: cluster names are DNS labels, namespaces and names have no '/'.
-  const cluster = origin.split('/').length === 3 ? origin.slice(0, origin.indexOf('/')) : '';
-  if (!mirror || !cluster) return false;
-  return (
-    legacyDeliveryName(mirror, cluster) === marked && deliveryName(mirror, cluster) === delivery
-  );
+  return marked === delivery ? 'ours' : 'other-delivery';
 }
 
 /** Longest status.destination (the CRD's maxLength). */

@@ -2,16 +2,10 @@
 // delivery under a mirror's name that names another mirror (another uid), or that the hub's own
 // watches do not show, is never written over nor deleted by the mirror's sync; the mirror's status
 // says whose it is and what to do. A mirror deleted and created again under the same name has the
-// old delivery cleaned up (by the agent, per its deletePolicy) before it delivers. And deliveries an
-// older hub named with an 8-character hash are retired after the agent took their copies over.
+// old delivery cleaned up (by the agent, per its deletePolicy) before it delivers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import {
-  deliveryName,
-  legacyDeliveryName,
-  type MirrorDelivery,
-  type MirrorIdentity,
-} from '@mirrorhub/shared';
+import { deliveryName, type MirrorDelivery } from '@mirrorhub/shared';
 import { FOREIGN_RECHECK_MS } from '@mirrorhub/hub';
 import { mergePatchOptions } from '@mirrorhub/shared/testing/index';
 
@@ -203,97 +197,6 @@ describe('deliveries that are not the mirror’s', () => {
     );
     await e.mirrorStatus('SecretMirror', mirrorName, 'src', (m) => {
       expect(m.status?.phase).toBe('Active');
-    });
-  });
-
-  it('retires a delivery an older hub named with a short hash, its copies taken over in place', async () => {
-    const mirrorName = 'upgraded';
-    const id: MirrorIdentity = { kind: 'SecretMirror', namespace: 'src', name: mirrorName };
-    const name = deliveryName(id, 'hub');
-    const legacy = legacyDeliveryName(id, 'hub');
-    await e.applyMirror(mirrorOf(mirrorName));
-    await eventually(async () =>
-      expect(await e.secretData('app-1', mirrorName)).toEqual({ key: 'from-source' }),
-    );
-
-    // Make the cluster look as an older hub left it: the delivery, its payload and the copy under
-    // the legacy name, unsigned, and nothing under the current name.
-    await e.stopHub();
-    await e.stopAgent();
-    const current = (await getDelivery(name))!;
-    const payload = (await e.readSecret(SYSTEM_NS, name))!;
-    const copy = (await e.readSecret('app-1', mirrorName))!;
-    const { 'mirrorhub.io/signature': _d, ...deliveryAnnotations } =
-      current.metadata.annotations ?? {};
-    await createDelivery({
-      apiVersion: `${GROUP}/${VERSION}`,
-      kind: 'MirrorDelivery',
-      metadata: {
-        name: legacy,
-        namespace: SYSTEM_NS,
-        labels: current.metadata.labels ?? {},
-        annotations: deliveryAnnotations,
-      },
-      spec: { ...current.spec, payloadSecretName: legacy },
-    });
-    const { 'mirrorhub.io/signature': _p, ...payloadAnnotations } =
-      payload.metadata?.annotations ?? {};
-    await e.core().createNamespacedSecret({
-      namespace: SYSTEM_NS,
-      body: {
-        metadata: {
-          name: legacy,
-          namespace: SYSTEM_NS,
-          labels: payload.metadata?.labels ?? {},
-          annotations: payloadAnnotations,
-        },
-        type: payload.type ?? 'Opaque',
-        data: payload.data ?? {},
-      },
-    });
-    await e.core().patchNamespacedSecret(
-      {
-        name: mirrorName,
-        namespace: 'app-1',
-        body: { metadata: { labels: { 'mirrorhub.io/delivery': legacy } } },
-      },
-      mergePatchOptions(),
-    );
-    await e.custom().patchNamespacedCustomObject(
-      {
-        group: GROUP,
-        version: VERSION,
-        namespace: SYSTEM_NS,
-        plural: PLURAL,
-        name,
-        body: { metadata: { finalizers: null } },
-      },
-      mergePatchOptions(),
-    );
-    await deleteDelivery(name);
-    await e.core().deleteNamespacedSecret({ name, namespace: SYSTEM_NS });
-    await eventually(async () => expect(await getDelivery(name)).toBeUndefined());
-
-    await e.startAgent();
-    await e.startHub();
-
-    // The new delivery takes the copy over (the same object, relabelled), then the legacy one goes.
-    await eventually(
-      async () => {
-        expect(await getDelivery(legacy)).toBeUndefined();
-        expect(await e.payloads()).not.toContain(legacy);
-        expect(await getDelivery(name)).toBeDefined();
-        expect(await e.payloads()).toContain(name);
-      },
-      { timeoutMs: 30_000 },
-    );
-    const after = (await e.readSecret('app-1', mirrorName))!;
-    expect(after.metadata?.uid).toBe(copy.metadata?.uid);
-    expect(after.metadata?.labels?.['mirrorhub.io/delivery']).toBe(name);
-    expect(await e.secretData('app-1', mirrorName)).toEqual({ key: 'from-source' });
-    await e.mirrorStatus('SecretMirror', mirrorName, 'src', (m) => {
-      expect(m.status?.phase).toBe('Active');
-      expect(m.status?.counts).toMatchObject({ synced: 1, conflicts: 0 });
     });
   });
 });

@@ -14,14 +14,11 @@
 // converging with backoff. Asking for what is already pending changes nothing, so a failing write
 // keeps its backoff however often the mirror is reconciled.
 //
-// Watch events also drive two things of this controller's own: a delivery of another mirror
-// holding a name tells the mirror that wants the name when it changes or goes (`interest`), and a
-// delivery an older hub named with legacyDeliveryName is retired once the agent applied the one
-// under the current name (plan.ts legacyRetirable).
+// Watch events also drive one thing of this controller's own: a delivery of another mirror
+// holding a name tells the mirror that wants the name when it changes or goes (`interest`).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { GROUP, MIRROR_DELIVERY, VERSION, type MirrorDelivery } from '@mirrorhub/shared/api/index';
-import { mirrorRef } from '@mirrorhub/shared/mirror/index';
 import {
   Backoff,
   errorMessage,
@@ -49,11 +46,9 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, timedRestClient } from '../../../clusters/c
 import type { ClusterTarget } from '../../../clusters/target.js';
 import { applyWrite, OwnershipConflictError, readDelivery, type ApplyTarget } from './apply.js';
 import {
-  currentNameOfLegacy,
   fingerprintOf,
   foreignLook,
   heldOf,
-  legacyRetirable,
   mayWrite,
   needsLookUp,
   observation,
@@ -135,8 +130,6 @@ export class ClusterConnection {
   >();
   /** Name -> the mirror whose name it is, while a delivery of another mirror holds it. */
   private readonly interest = new Map<string, string>();
-  /** Current delivery name -> the legacy name an older hub gave it, where objects have it. */
-  private readonly legacyNames = new Map<string, string>();
   private deliveries: Watcher<MirrorDelivery> | undefined;
   private payloads: Watcher<KubernetesObject> | undefined;
   /** How often both caches take a fresh look (see setResyncPeriod). */
@@ -236,11 +229,9 @@ export class ClusterConnection {
    */
   holds(name: string): boolean | undefined {
     if (!this.synced) return undefined;
-    const legacy = this.legacyNames.get(name);
     return (
       this.deliveries?.get(name, this.agentNamespace) !== undefined ||
-      this.payloads?.get(name, this.agentNamespace) !== undefined ||
-      (legacy !== undefined && this.holds(legacy) === true)
+      this.payloads?.get(name, this.agentNamespace) !== undefined
     );
   }
 
@@ -260,12 +251,7 @@ export class ClusterConnection {
   }
 
   observe(name: string): DeliveryObservation {
-    const legacy = this.legacyNames.get(name);
-    return observation(
-      this.state(name),
-      legacy !== undefined ? { name: legacy, state: this.state(legacy) } : undefined,
-      this.clock.now(),
-    );
+    return observation(this.state(name), this.clock.now());
   }
 
   /**
@@ -435,26 +421,7 @@ export class ClusterConnection {
     const key = obj.metadata?.annotations?.[ANNOTATION_MIRROR];
     const waiting = this.interest.get(name);
     if (waiting !== undefined && waiting !== key) this.opts.onMirror(waiting);
-    const current =
-      key === undefined ? undefined : currentNameOfLegacy(name, key, this.opts.originCluster);
-    if (current !== undefined) {
-      if (!deleted) this.legacyNames.set(current, name);
-      else if (this.holds(name) === false) this.legacyNames.delete(current);
-    }
-    this.retireLegacy(current ?? name);
     if (key) this.opts.onMirror(key);
-  }
-
-  /** Ask for the legacy delivery of `name` to be deleted once plan.ts says it may be. */
-  private retireLegacy(name: string): void {
-    const legacy = this.observe(name).legacy;
-    if (legacy === undefined || this.wanted.has(legacy)) return;
-    const d = this.deliveries?.get(name, this.agentNamespace);
-    if (!d || !legacyRetirable(d, name, legacy, this.opts.originCluster)) return;
-    this.log.info({ delivery: legacy, replacedBy: name }, 'retiring a legacy-named delivery');
-    const mirrorKey = mirrorRef(d.spec.mirror);
-    this.wanted.set(legacy, { mirrorKey, op: { op: 'delete' }, fingerprint: 'delete' });
-    if (this.synced) this.reconciler.add(legacy);
   }
 
   private failed(err: unknown): void {
@@ -532,13 +499,7 @@ export class ClusterConnection {
         if (found) held = { ...held, delivery: found };
         else this.forgetForeign(name);
       }
-      const legacy = op.op === 'delete' ? this.legacyNames.get(name) : undefined;
-      const plan = planWrites(
-        name,
-        op,
-        held,
-        legacy !== undefined ? { name: legacy, held: this.held(legacy) } : undefined,
-      );
+      const plan = planWrites(name, op, held);
       if (plan.notOurs && op.op === 'apply' && op.delivery) {
         // Another mirror's, or one being deleted: nothing is written. The plan sees it now.
         this.noteForeign(name, plan.notOurs, op.delivery, mirrorKey);

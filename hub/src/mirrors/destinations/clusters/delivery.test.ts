@@ -1,7 +1,6 @@
 import type { MirrorDelivery } from '@mirrorhub/shared';
 import {
   deliveryName,
-  legacyDeliveryName,
   mirrorRef,
   type MirrorIdentity,
   type PayloadSecret,
@@ -17,7 +16,6 @@ import {
   foreignLook,
   foreignRecheckMs,
   heldOf,
-  legacyRetirable,
   needsLookUp,
   observation,
   payloadRefusal,
@@ -30,7 +28,6 @@ const ORIGIN = 'hub';
 const NS = 'mirrorhub-system';
 const MIRROR: MirrorIdentity = { kind: 'SecretMirror', namespace: 'src', name: 'db' };
 const NAME = deliveryName(MIRROR, ORIGIN);
-const LEGACY = legacyDeliveryName(MIRROR, ORIGIN);
 const NOW = 1_000_000;
 
 function delivery(
@@ -153,29 +150,12 @@ describe('what plans see (heldOf, observation)', () => {
     expect(heldOf(s, NOW)).toEqual(want);
   });
 
-  it('reports the write error and a legacy name that still holds something', () => {
+  it('reports the write error', () => {
     const current = state({ cached: { delivery: cachedD }, writeError: 'boom' });
-    expect(
-      observation(current, { name: LEGACY, state: state({ cached: { payload: marks } }) }, NOW),
-    ).toEqual({
+    expect(observation(current, NOW)).toEqual({
       delivery: cachedD,
       writeError: 'boom',
-      legacy: LEGACY,
     });
-  });
-
-  it.each<[string, NameState]>([
-    ['nothing there', state()],
-    [
-      'only a delivery being deleted',
-      state({ cached: { delivery: delivery({ name: LEGACY, deleting: true }) } }),
-    ],
-    [
-      'deleted by us',
-      state({ cached: { payload: marks }, deleted: { delivery: false, payload: true } }),
-    ],
-  ])('no legacy name when the legacy name holds %s', (_, legacy) => {
-    expect(observation(state(), { name: LEGACY, state: legacy }, NOW)).toEqual({});
   });
 });
 
@@ -282,31 +262,19 @@ describe('planWrites: apply', () => {
 
 describe('planWrites: delete', () => {
   const d = delivery();
-  const order = (h: Held, legacy?: { name: string; held: Held }) =>
-    planWrites(NAME, { op: 'delete' }, h, legacy).writes.map(
-      (w) => `${w.kind} ${w.verb} ${w.name}`,
-    );
+  const order = (h: Held) =>
+    planWrites(NAME, { op: 'delete' }, h).writes.map((w) => `${w.kind} ${w.verb} ${w.name}`);
 
-  it('deletes the delivery, then the payload, then the same under the legacy name', () => {
-    expect(
-      order(
-        { delivery: d, payload: marks },
-        { name: LEGACY, held: { delivery: delivery({ name: LEGACY }), payload: marks } },
-      ),
-    ).toEqual([
+  it('deletes the delivery, then the payload', () => {
+    expect(order({ delivery: d, payload: marks })).toEqual([
       `MirrorDelivery delete ${NAME}`,
       `Secret delete ${NAME}`,
-      `MirrorDelivery delete ${LEGACY}`,
-      `Secret delete ${LEGACY}`,
     ]);
   });
 
   it('deletes only what is there, and not a delivery already being deleted', () => {
     expect(order({ delivery: delivery({ deleting: true }), payload: marks })).toEqual([
       `Secret delete ${NAME}`,
-    ]);
-    expect(order({}, { name: LEGACY, held: { payload: marks } })).toEqual([
-      `Secret delete ${LEGACY}`,
     ]);
     expect(order({})).toEqual([]);
   });
@@ -381,48 +349,6 @@ describe('refusals: never over another’s object', () => {
       FOREIGN_RECHECK_MAX_MS,
       FOREIGN_RECHECK_MAX_MS,
     ]);
-  });
-});
-
-describe('legacyRetirable', () => {
-  const applied = { observedHash: 'h1', observedGeneration: 2 };
-  const current = (status: MirrorDelivery['status'], o: { deleting?: boolean } = {}) =>
-    delivery({ generation: 2, status, ...o });
-
-  it.each<[string, MirrorDelivery | undefined, boolean]>([
-    ['the agent applied the current delivery', current(applied), true],
-    ['no current delivery', undefined, false],
-    ['no report yet', current(undefined), false],
-    ['a report for an older content hash', current({ ...applied, observedHash: 'h0' }), false],
-    ['a report for an older generation', current({ ...applied, observedGeneration: 1 }), false],
-    ['the current one is being deleted', current(applied, { deleting: true }), false],
-    [
-      'a copy the agent could not take over from the legacy one',
-      current({
-        ...applied,
-        namespaces: [{ name: 'app', state: 'Conflict', message: `owned by ${LEGACY}` }],
-      }),
-      false,
-    ],
-    [
-      'a conflict that does not name the legacy delivery',
-      current({
-        ...applied,
-        namespaces: [{ name: 'app', state: 'Conflict', message: 'owned by someone' }],
-      }),
-      true,
-    ],
-  ])('%s', (_, d, want) => {
-    expect(legacyRetirable(d, NAME, LEGACY, ORIGIN)).toBe(want);
-  });
-
-  it('only for the legacy name of the same mirror', () => {
-    const other = legacyDeliveryName(
-      { kind: 'SecretMirror', namespace: 'src', name: 'other' },
-      ORIGIN,
-    );
-    expect(legacyRetirable(current(applied), NAME, other, ORIGIN)).toBe(false);
-    expect(legacyRetirable(current(applied), NAME, LEGACY, 'other-hub')).toBe(false);
   });
 });
 

@@ -20,10 +20,7 @@
 //   sees a delivery without one; a change to both that exist goes out at once (`together`): the
 //   payload carries the contentHash it was signed with, and the agent waits until the delivery's
 //   matches it (hubMidWrite), whichever lands first.
-//   Delete: delivery, then payload, then the same under the legacy name.
-// - Legacy names: a delivery or payload an older hub named with legacyDeliveryName is deleted
-//   with the current one, and while the mirror delivers, once the agent has applied the current
-//   delivery and reports no copy it could not take over from the legacy one (`legacyRetirable`).
+//   Delete: delivery, then payload.
 import {
   type AnyMirror,
   type MirrorDelivery,
@@ -32,10 +29,7 @@ import {
 import {
   canonicalJson,
   deliveryMessage,
-  deliveryName,
-  legacyDeliveryName,
   mirrorRef,
-  parseMirrorRef,
   type MirrorIdentity,
   type PayloadSecret,
   type Signer,
@@ -88,8 +82,6 @@ export interface DeliveryObservation {
   delivery?: MirrorDelivery;
   payload?: PayloadObservation;
   writeError?: string;
-  /** A delivery or payload an older hub left under legacyDeliveryName, still there. */
-  legacy?: string;
 }
 
 /**
@@ -165,20 +157,10 @@ export function heldOf(s: NameState, now: number): Held {
   return out;
 }
 
-/** Whether something is there under a name (a delivery being deleted does not count). */
-function holdsSomething(h: Held): boolean {
-  return (h.delivery !== undefined && !h.delivery.metadata.deletionTimestamp) || !!h.payload;
-}
-
 /** The observation reported to the mirror's plan for one delivery name. */
-export function observation(
-  current: NameState,
-  legacy: { name: string; state: NameState } | undefined,
-  now: number,
-): DeliveryObservation {
+export function observation(current: NameState, now: number): DeliveryObservation {
   const out: DeliveryObservation = heldOf(current, now);
   if (current.writeError !== undefined) out.writeError = current.writeError;
-  if (legacy && holdsSomething(heldOf(legacy.state, now))) out.legacy = legacy.name;
   return out;
 }
 
@@ -189,24 +171,14 @@ export function needsLookUp(op: DeliveryOp, held: Held): boolean {
   return op.op === 'apply' && op.delivery !== undefined && held.delivery === undefined;
 }
 
-/** The writes that make `held` (under `name`, and `legacy` for a delete) what `op` says. */
-export function planWrites(
-  name: string,
-  op: DeliveryOp,
-  held: Held,
-  legacy?: { name: string; held: Held },
-): WritePlan {
+/** The writes that make `held` (under `name`) what `op` says. */
+export function planWrites(name: string, op: DeliveryOp, held: Held): WritePlan {
   if (op.op === 'delete') {
     const writes: PlannedWrite[] = [];
-    for (const [n, h] of [[name, held], ...(legacy ? [[legacy.name, legacy.held]] : [])] as [
-      string,
-      Held,
-    ][]) {
-      if (h.delivery && !h.delivery.metadata.deletionTimestamp) {
-        writes.push({ kind: 'MirrorDelivery', verb: 'delete', name: n });
-      }
-      if (h.payload) writes.push({ kind: 'Secret', verb: 'delete', name: n });
+    if (held.delivery && !held.delivery.metadata.deletionTimestamp) {
+      writes.push({ kind: 'MirrorDelivery', verb: 'delete', name });
     }
+    if (held.payload) writes.push({ kind: 'Secret', verb: 'delete', name });
     return { writes };
   }
   const observed = held.delivery;
@@ -358,48 +330,6 @@ export function foreignRecheckMs(previousMs: number | undefined): number {
   return previousMs === undefined
     ? FOREIGN_RECHECK_MS
     : Math.min(previousMs * 2, FOREIGN_RECHECK_MAX_MS);
-}
-
-// ---- legacy names -----------------------------------------------------------------------------
-
-/** The current delivery name of `name`, when `name` is the legacy name of mirror `mirrorKey`. */
-export function currentNameOfLegacy(
-  name: string,
-  mirrorKey: string,
-  originCluster: string,
-): string | undefined {
-  const id = parseMirrorRef(mirrorKey);
-  if (!id || legacyDeliveryName(id, originCluster) !== name) return undefined;
-  return deliveryName(id, originCluster);
-}
-
-/**
- * Whether the legacy delivery `legacy` can be deleted, given `current`, the delivery under the
- * current name `name` as the watch shows it: the agent has applied it (its report is for the
- * current spec and generation) and reports no copy it could not take over from the legacy one (an
- * agent older than ownershipOf's takeover reports those as conflicts naming it: then the legacy
- * delivery stays, and so do its copies, until the agent is upgraded too). The agent's finalizer
- * on the legacy delivery then has nothing left to remove.
- */
-export function legacyRetirable(
-  current: MirrorDelivery | undefined,
-  name: string,
-  legacy: string,
-  originCluster: string,
-): boolean {
-  const report = current?.status;
-  if (!current || !report || current.metadata.deletionTimestamp) return false;
-  if (currentNameOfLegacy(legacy, mirrorRef(current.spec.mirror), originCluster) !== name) {
-    return false;
-  }
-  const generation = current.metadata.generation;
-  const applied =
-    report.observedHash === current.spec.contentHash &&
-    (generation === undefined || report.observedGeneration === generation);
-  const blocked = (report.namespaces ?? []).some(
-    (n) => n.state === 'Conflict' && (n.message ?? '').includes(legacy),
-  );
-  return applied && !blocked;
 }
 
 // ---- requests ---------------------------------------------------------------------------------

@@ -1317,21 +1317,6 @@ describe('planMirror: the delivery under the mirror name is written only if it i
       expect(gone.writes[0]?.delivery?.spec.mirror.uid).toBe('uid-1');
     });
   });
-
-  it('deletes a legacy-named delivery along with its own, and waits for it', () => {
-    const spec = { destination: { namespaces: ['a'], clusters: { names: ['hub'] } } };
-    const legacyOnly = follower({ legacy: 'sm-src-tls-0123abcd' });
-    expect(plan({ mirror: mirror(spec), clusters: [cluster(), legacyOnly] }).deletes).toEqual([
-      'follower',
-    ]);
-    // While selected, the cluster connection retires it once the agent took its copies over.
-    expect(plan({ clusters: [cluster({ legacy: 'sm-src-tls-0123abcd' })] }).deletes).toEqual([]);
-    expect(planCleanup([legacyOnly])).toMatchObject({
-      deletes: ['follower'],
-      waitingFor: ['follower'],
-      done: false,
-    });
-  });
 });
 
 describe('planCleanup: only what is the mirror’s', () => {

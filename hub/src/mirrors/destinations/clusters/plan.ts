@@ -120,12 +120,6 @@ export interface ClusterObservation {
   payload?: { contentHash?: string | undefined; signature?: string | undefined } | undefined;
   /** The last write to this cluster for this mirror failed with this error. */
   writeError?: string | undefined;
-  /**
-   * Name of a delivery or payload an older hub left for this mirror under its shorter name
-   * (legacyDeliveryName), still there: deleted along with this one. While this mirror delivers,
-   * the cluster connection deletes it itself once the agent has taken its copies over.
-   */
-  legacy?: string | undefined;
 }
 
 export interface PlanInput {
@@ -797,8 +791,7 @@ function placeOf(obs: ClusterObservation): { cluster: string; namespace: string 
 function holdsSomething(obs: ClusterObservation): boolean {
   return (
     (obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp) ||
-    obs.payload !== undefined ||
-    obs.legacy !== undefined
+    obs.payload !== undefined
   );
 }
 
