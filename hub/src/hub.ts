@@ -1,21 +1,20 @@
-// The hub as a library: createHub(config) wires the cluster registry, leader election, the
-// hash key, the mirror controller and the health/metrics server. main.ts is a thin shell around
-// it, and tests run several hubs in one process (no globals: logger, metrics registry, clients
-// and caches all belong to one Hub).
+// The hub as a library: createHub(config) registers the hub's peers (dashboard, hash key,
+// MirrorCluster and mirror controllers) with a Manager (shared/kit/runtime/manager.ts), which
+// wires the health/metrics server, readiness, leader election and the ordered stop. main.ts is
+// a thin shell around it, and tests run several hubs in one process (no globals: logger,
+// metrics registry, clients and caches all belong to one Hub).
 import {
   Backoff,
   childLogger,
-  createLeaderElector,
   createLogger,
+  createManager,
   createMetrics,
   errorMessage,
   realClock,
   sleep,
-  startHealthServer,
   type ControllerMetrics,
-  type HealthServer,
-  type LeaderElector,
   type Logger,
+  type Manager,
   type ReadinessCheck,
 } from '@mirrorhub/shared/kit/runtime/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
@@ -155,6 +154,8 @@ export interface Hub {
   start(): Promise<void>;
   /** Stops the controllers and releases the Lease. Idempotent. */
   stop(): Promise<void>;
+  /** Runs the hub's controllers; the agent half of standalone/ follows its election. */
+  readonly manager: Manager;
   /** The clusters the hub delivers to: its own, and one per MirrorCluster while leading. */
   readonly registry: ClusterRegistry;
   isLeader(): boolean;
@@ -223,35 +224,144 @@ export function createHub(config: HubConfig): Hub {
         })
       : undefined);
 
-  let server: HealthServer | undefined;
-  let elector: LeaderElector | undefined;
-  let controller: MirrorController | undefined;
-  let clusterController: ClusterController | undefined;
   let running = false;
-  const work = new Set<Promise<void>>();
+  let hubSecret: Buffer | undefined;
+  let clusterController: ClusterController | undefined;
+  let controller: MirrorController | undefined;
+  let stopped = false;
   let startPromise: Promise<void> | undefined;
   let stopPromise: Promise<void> | undefined;
-  let stopped = false;
-  let markStarted!: () => void;
-  const started = new Promise<void>((resolve) => (markStarted = resolve));
 
-  /** Leader work: hash key, controllers, until `signal` aborts. */
-  async function lead(signal: AbortSignal): Promise<void> {
+  const le = config.leaderElection;
+  const election = le || HUB_DEFAULTS.leaderElection;
+  const manager = createManager({
+    logger: log,
+    metrics,
+    ...(config.healthPort !== undefined
+      ? {
+          health: {
+            port: config.healthPort,
+            ...(config.healthHost ? { host: config.healthHost } : {}),
+            registry: metrics.registry,
+          },
+        }
+      : {}),
+    ...(config.readinessChecks ? { readinessChecks: config.readinessChecks } : {}),
+    leaderElection:
+      le === false
+        ? undefined
+        : {
+            namespace,
+            name: le?.leaseName ?? DEFAULT_LEASE_NAME,
+            identity: config.identity,
+            kubeConfig: config.kubeConfig,
+            leaseDurationMs: election.leaseDurationMs,
+            renewDeadlineMs: election.renewDeadlineMs,
+            retryPeriodMs: election.retryPeriodMs,
+          },
+    onNewLeader: (holder) => {
+      leaderIdentity = holder;
+      feed.changed();
+    },
+    onLeading: (leading) => {
+      running = leading;
+      feed.changed();
+      log.info(leading ? 'controllers running' : 'controllers stopped');
+    },
+  });
+
+  // The peers, in start order; each stops before the ones above it.
+  manager
+    .add({
+      name: 'dashboard',
+      start() {
+        const server = manager.health;
+        if (!server || config.dashboard === false) return;
+        dashboard = serveDashboard({
+          server,
+          rest,
+          feed,
+          hub: { cluster: clusterName, version: config.version },
+          logger: log,
+          viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
+          identity: config.identity,
+          source: {
+            input: dashboardInput,
+            leader: () => running,
+            leaderUrl: async () => {
+              const holder = leaderIdentity;
+              if (!holder || holder === config.identity || running) return undefined;
+              return locateLeader?.(holder);
+            },
+          },
+          ...(config.dashboardAuthTtlMs !== undefined
+            ? { authTtlMs: config.dashboardAuthTtlMs }
+            : {}),
+        });
+      },
+      stop() {
+        dashboard?.close();
+        feed.close();
+      },
+    })
+    .add({ name: 'AWS sessions', start() {}, stop: () => eksSessions.close() })
+    .add({
+      name: 'hash key',
+      needLeaderElection: true,
+      start: async (signal) => void (hubSecret = await readHashKey(signal)),
+      stop() {},
+    })
+    // MirrorClusters first: the mirrors' first plans see every registered cluster.
+    .add({
+      name: 'MirrorCluster controller',
+      needLeaderElection: true,
+      async start(signal) {
+        const clusters = (clusterController = clusterControllerOfTerm());
+        await clusters.start();
+        if (signal.aborted) return;
+        const dropped = eksSessions.dropUnclaimed();
+        if (dropped > 0)
+          log.info({ sessions: dropped }, 'dropped the AWS sessions of clusters gone');
+      },
+      async stop() {
+        const clusters = clusterController;
+        await clusters?.stop();
+        if (clusterController === clusters) clusterController = undefined;
+      },
+      ready: () => (clusterController?.hasSynced() ? true : 'MirrorCluster cache not synced'),
+    })
+    .add({
+      name: 'mirror controller',
+      needLeaderElection: true,
+      async start() {
+        if (!hubSecret) throw new Error('hub: no hash key');
+        await (controller = mirrorController(hubSecret)).start();
+      },
+      async stop() {
+        const c = controller;
+        await c?.stop();
+        if (controller === c) controller = undefined;
+      },
+      ready: () => (controller?.hasSynced() ? true : 'mirror caches not synced'),
+    });
+
+  /** The hash key, retried until read or `signal` aborts (the term ended). */
+  async function readHashKey(signal: AbortSignal): Promise<Buffer | undefined> {
     const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
-    let hubSecret: Buffer | undefined;
     while (!signal.aborted) {
       try {
-        hubSecret = await ensureHashKey(rest, namespace);
-        break;
+        return await ensureHashKey(rest, namespace);
       } catch (err) {
         const retryInMs = backoff.next();
         log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
         await sleep(realClock, retryInMs, signal);
       }
     }
-    if (!hubSecret || signal.aborted) return;
-    const ref: { mirrors?: MirrorController } = {};
-    const clusters = new ClusterController({
+    return undefined;
+  }
+
+  function clusterControllerOfTerm(): ClusterController {
+    return new ClusterController({
       kubeConfig: config.kubeConfig,
       registry,
       localTarget: implicitLocal,
@@ -260,7 +370,7 @@ export function createHub(config: HubConfig): Hub {
       logger,
       metrics,
       pending,
-      holds: (cluster, name) => ref.mirrors?.clusterHolds(cluster, name),
+      holds: (cluster, name) => controller?.clusterHolds(cluster, name),
       onObserved: () => feed.changed(),
       ...(config.aws ? { aws: config.aws } : {}),
       eksSessions,
@@ -278,6 +388,9 @@ export function createHub(config: HubConfig): Hub {
         : {}),
       watchProgressDeadlineMs: config.watchProgressDeadlineMs,
     });
+  }
+
+  function mirrorController(hubSecret: Buffer): MirrorController {
     const c = new MirrorController({
       kubeConfig: config.kubeConfig,
       registry,
@@ -316,49 +429,7 @@ export function createHub(config: HubConfig): Hub {
         leaseNamespace: namespace,
       },
     });
-    ref.mirrors = c;
-    controller = c;
-    clusterController = clusters;
-    const stopController = () => {
-      void c.stop();
-      void clusters.stop();
-    };
-    signal.addEventListener('abort', stopController, { once: true });
-    try {
-      // MirrorClusters first: the mirrors' first plans see every registered cluster.
-      await clusters.start();
-      if (signal.aborted) return;
-      const dropped = eksSessions.dropUnclaimed();
-      if (dropped > 0) log.info({ sessions: dropped }, 'dropped the AWS sessions of clusters gone');
-      await c.start();
-      if (!signal.aborted) {
-        running = true;
-        feed.changed();
-        log.info('controllers running');
-        markStarted();
-        await new Promise<void>((resolve) => {
-          if (signal.aborted) resolve();
-          else signal.addEventListener('abort', () => resolve(), { once: true });
-        });
-      }
-    } catch (err) {
-      if (!signal.aborted) throw err;
-    } finally {
-      running = false;
-      feed.changed();
-      signal.removeEventListener('abort', stopController);
-      await c.stop();
-      await clusters.stop();
-      if (controller === c) controller = undefined;
-      if (clusterController === clusters) clusterController = undefined;
-      log.info('controllers stopped');
-    }
-  }
-
-  function track(p: Promise<void>): Promise<void> {
-    work.add(p);
-    void p.finally(() => work.delete(p)).catch(() => undefined);
-    return p;
+    return c;
   }
 
   async function preflight(): Promise<void> {
@@ -375,89 +446,6 @@ export function createHub(config: HubConfig): Hub {
     }
   }
 
-  async function doStart(): Promise<void> {
-    await preflight();
-    if (config.healthPort !== undefined) {
-      server = await startHealthServer({
-        port: config.healthPort,
-        ...(config.healthHost ? { host: config.healthHost } : {}),
-        registry: metrics.registry,
-        logger: log,
-      });
-      server.addReadinessCheck('leader-election', () => elector?.check() ?? true);
-      for (const [name, check] of Object.entries(config.readinessChecks ?? {}))
-        server.addReadinessCheck(name, check);
-      if (config.dashboard !== false) {
-        dashboard = serveDashboard({
-          server,
-          rest,
-          feed,
-          hub: { cluster: clusterName, version: config.version },
-          logger: log,
-          viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
-          identity: config.identity,
-          source: {
-            input: dashboardInput,
-            leader: () => running,
-            leaderUrl: async () => {
-              const holder = leaderIdentity;
-              if (!holder || holder === config.identity || running) return undefined;
-              return locateLeader?.(holder);
-            },
-          },
-          ...(config.dashboardAuthTtlMs !== undefined
-            ? { authTtlMs: config.dashboardAuthTtlMs }
-            : {}),
-        });
-      }
-      server.addReadinessCheck('caches', () => {
-        if (elector && !elector.isLeader()) return true; // standby: nothing to sync
-        if (!controller?.hasSynced()) return 'mirror caches not synced';
-        return clusterController?.hasSynced() ? true : 'MirrorCluster cache not synced';
-      });
-    }
-    const le = config.leaderElection;
-    if (le === false) {
-      const abort = new AbortController();
-      const p = track(
-        lead(abort.signal).catch((err: unknown) => log.error({ err }, 'controllers failed')),
-      );
-      stopLeading = async () => {
-        abort.abort();
-        await p;
-      };
-    } else {
-      const opts = le ?? HUB_DEFAULTS.leaderElection;
-      elector = createLeaderElector({
-        namespace,
-        name: le?.leaseName ?? DEFAULT_LEASE_NAME,
-        identity: config.identity,
-        kubeConfig: config.kubeConfig,
-        leaseDurationMs: opts.leaseDurationMs,
-        renewDeadlineMs: opts.renewDeadlineMs,
-        retryPeriodMs: opts.retryPeriodMs,
-        logger: log,
-        metrics,
-        onStartedLeading: (signal) => track(lead(signal)),
-        onNewLeader: (holder) => {
-          leaderIdentity = holder;
-          feed.changed();
-          if (holder !== undefined && holder !== config.identity) {
-            log.info({ leader: holder }, 'standing by');
-            markStarted();
-          }
-        },
-      });
-      elector.start();
-      stopLeading = async () => {
-        await elector?.stop();
-      };
-    }
-    await started;
-  }
-
-  let stopLeading: () => Promise<void> = async () => {};
-
   /** What the dashboard shows: the leader's caches; a standby says where the leader is. */
   function dashboardInput(): ViewInput | string {
     const mirrors = controller;
@@ -468,7 +456,7 @@ export function createHub(config: HubConfig): Hub {
       if (leader && leaderIdentity !== config.identity) {
         return (
           `this hub replica (${config.identity}) is standing by; the dashboard is served by the leader, ` +
-          `${leader}: kubectl -n ${namespace} port-forward pod/${leader} ${server?.port ?? 8080}`
+          `${leader}: kubectl -n ${namespace} port-forward pod/${leader} ${manager.port ?? 8080}`
         );
       }
       return 'the hub is starting: its caches are not synced yet';
@@ -485,29 +473,27 @@ export function createHub(config: HubConfig): Hub {
   return {
     registry,
     metrics,
+    manager,
     get port() {
-      return server?.port;
+      return manager.port;
     },
-    isLeader() {
-      if (elector) return elector.isLeader();
-      return running;
-    },
+    isLeader: () => manager.isLeader(),
     start() {
       if (stopped) return Promise.reject(new Error('hub: stopped'));
-      startPromise ??= doStart();
+      startPromise ??= (async () => {
+        await preflight();
+        if (stopped) return;
+        await manager.start();
+        // Leading with caches synced, or standing by behind another leader.
+        await manager.settled;
+      })();
       return startPromise;
     },
     stop() {
       stopPromise ??= (async () => {
         stopped = true;
-        markStarted(); // a start() still waiting returns
+        await manager.stop(); // a start() waiting for leadership returns
         await startPromise?.catch(() => undefined);
-        await stopLeading();
-        await Promise.all([...work]);
-        eksSessions.close();
-        dashboard?.close();
-        feed.close();
-        await server?.close();
         rest.close();
         log.info('hub stopped');
       })();
