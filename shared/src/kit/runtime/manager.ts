@@ -13,7 +13,8 @@
  *
  * A second manager in the same process (the agent half of standalone/) may follow this one's
  * election instead of running its own: one Lease, and both halves lead in the same pod.
- * Signals and the shutdown deadline stay with shutdown.ts; main.ts registers `stop` there.
+ * Every main.ts hands its process to runProcess: signals and the deadline (shutdown.ts) end it
+ * through the same stop.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -21,6 +22,7 @@ import type { KubeAccess } from '../k8s/access.js';
 import { createLeaderElector, type LeaderElector, type LeaseClient } from './leader.js';
 import type { ControllerMetrics } from './metrics.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './server.js';
+import { createShutdown, type Shutdown } from './shutdown.js';
 
 export interface Runnable {
   /** Names it in logs. */
@@ -310,4 +312,40 @@ function once(): (r: Runnable) => Promise<void> {
 
 export function createManager(opts: ManagerOptions = {}): Manager {
   return new Manager(opts);
+}
+
+export interface ProcessOptions {
+  logger: Logger;
+  /** Names the closer in shutdown's log. */
+  name: string;
+  /** Installed already when something must close before the process starts (default: new). */
+  shutdown?: Shutdown;
+  /** Also closed on shutdown, after `stop`. */
+  close?(): void;
+  /** The fatal line when start fails (default `start-up failed`). */
+  failure?: string;
+}
+
+/**
+ * The one shutdown path of every process: SIGTERM/SIGINT stop it within the shutdown deadline,
+ * and so does a failed start, which then exits 1. Resolves true once started.
+ */
+export async function runProcess(
+  proc: { start(): Promise<void>; stop(): Promise<void> },
+  opts: ProcessOptions,
+): Promise<boolean> {
+  const shutdown = opts.shutdown ?? createShutdown({ logger: opts.logger }).install();
+  shutdown.register(opts.name, async () => {
+    await proc.stop();
+    opts.close?.();
+  });
+  try {
+    await proc.start();
+    return true;
+  } catch (err) {
+    if (shutdown.shuttingDown) return false; // a signal came first: its shutdown exits
+    opts.logger.fatal({ err }, opts.failure ?? 'start-up failed');
+    await shutdown.shutdown('start-up failed');
+    process.exit(1);
+  }
 }
