@@ -16,18 +16,19 @@ import {
   type Logger,
   type Manager,
   type ReadinessCheck,
+  type Runnable,
 } from '@mirrorhub/shared/kit/runtime/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { ClusterRegistry } from './clusters/registry.js';
-import { localTarget } from './clusters/target.js';
+import { localTarget, type ClusterTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './controllers/cluster/controller.js';
 import { EksSessions } from './controllers/cluster/eks-sessions.js';
 import { PendingCleanups } from './controllers/cluster/pending.js';
 import { MirrorController } from './controllers/mirror/controller.js';
 import type { Tenancy } from './controllers/mirror/plan.js';
 import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
-import { createSigner } from '@mirrorhub/shared/mirror/signing';
+import { createSigner, type Signer } from '@mirrorhub/shared/mirror/signing';
 import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
 import { USER_AGENT } from '@mirrorhub/shared/api/contract';
@@ -172,66 +173,8 @@ export const HUB_DEFAULTS = {
 } as const;
 
 export function createHub(config: HubConfig): Hub {
-  const clusterName = config.clusterName ?? HUB_DEFAULTS.clusterName;
-  const namespace = config.namespace ?? HUB_DEFAULTS.namespace;
-  const agentNamespace = config.agentNamespace ?? HUB_DEFAULTS.agentNamespace;
-  const invalid = validateClusterName(clusterName);
-  if (invalid) throw new Error(`hub: ${invalid}`);
-  if (!config.identity) throw new Error('hub: identity must not be empty');
-  const signer = createSigner(
-    config.signingKey ?? '',
-    'hub: the signing key (MIRRORHUB_SIGNING_KEY_FILE)',
-  );
-  const remoteNamespaces = (config.remoteNamespaces ?? []).map((p, i) =>
-    compilePattern(p, `remoteNamespaces[${i}] (MIRRORHUB_REMOTE_NAMESPACES)`),
-  );
-  const badPattern = remoteNamespaces.find((m) => !m.ok);
-  if (badPattern && !badPattern.ok) throw new Error(`hub: ${badPattern.error}`);
-  const tenancy: Tenancy = {
-    remoteNamespaces,
-    requireAcceptance: config.requireAcceptance ?? false,
-  };
-
-  const logger =
-    config.logger ?? createLogger({ base: { component: 'hub', version: config.version } });
-  const log = childLogger(logger, { controller: 'hub', cluster: clusterName });
-  const metrics = createMetrics({ component: 'hub' });
-  metrics
-    .gauge('build_info', 'Version of the running hub (always 1).', ['version'])
-    .set({ version: config.version }, 1);
-  const implicitLocal = localTarget({
-    name: clusterName,
-    agentNamespace,
-    kubeConfig: config.kubeConfig,
-  });
-  const registry = new ClusterRegistry([implicitLocal]);
-  const pending = new PendingCleanups();
-  // AWS sessions to EKS clusters, kept by the process across leadership terms.
-  const eksSessions = new EksSessions();
-  const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub });
-  const feed = new DashboardFeed();
-  const recentEvents = new RecentEvents();
-  let dashboard: Dashboard | undefined;
-  let leaderIdentity: string | undefined;
-  const locateLeader: LeaderLocator | undefined =
-    config.dashboardLeader ??
-    (config.podName && config.healthPort
-      ? podLeaderLocator({
-          rest,
-          namespace,
-          selfPod: config.podName,
-          port: config.healthPort,
-        })
-      : undefined);
-
-  let running = false;
-  let hubSecret: Buffer | undefined;
-  let clusterController: ClusterController | undefined;
-  let controller: MirrorController | undefined;
-  let stopped = false;
-  let startPromise: Promise<void> | undefined;
-  let stopPromise: Promise<void> | undefined;
-
+  const p = hubParts(config);
+  const { log, metrics, feed } = p;
   const le = config.leaderElection;
   const election = le || HUB_DEFAULTS.leaderElection;
   const manager = createManager({
@@ -251,7 +194,7 @@ export function createHub(config: HubConfig): Hub {
       le === false
         ? undefined
         : {
-            namespace,
+            namespace: p.namespace,
             name: le?.leaseName ?? DEFAULT_LEASE_NAME,
             identity: config.identity,
             kubeConfig: config.kubeConfig,
@@ -260,137 +203,34 @@ export function createHub(config: HubConfig): Hub {
             retryPeriodMs: election.retryPeriodMs,
           },
     onNewLeader: (holder) => {
-      leaderIdentity = holder;
+      p.leaderIdentity = holder;
       feed.changed();
     },
     onLeading: (leading) => {
-      running = leading;
+      p.running = leading;
       feed.changed();
       log.info(leading ? 'controllers running' : 'controllers stopped');
     },
   });
 
-  // The peers, in start order; each stops before the ones above it.
+  // The hub's peers, in start order; each stops before the ones registered above it.
   manager
-    .add({
-      name: 'dashboard',
-      start() {
-        const server = manager.health;
-        if (!server || config.dashboard === false) return;
-        dashboard = serveDashboard({
-          server,
-          rest,
-          feed,
-          hub: { cluster: clusterName, version: config.version },
-          logger: log,
-          viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
-          identity: config.identity,
-          source: {
-            input: dashboardInput,
-            leader: () => running,
-            leaderUrl: async () => {
-              const holder = leaderIdentity;
-              if (!holder || holder === config.identity || running) return undefined;
-              return locateLeader?.(holder);
-            },
-          },
-          ...(config.dashboardAuthTtlMs !== undefined
-            ? { authTtlMs: config.dashboardAuthTtlMs }
-            : {}),
-        });
-      },
-      stop() {
-        dashboard?.close();
-        feed.close();
-      },
-    })
-    .add({ name: 'AWS sessions', start() {}, stop: () => eksSessions.close() })
+    .add(dashboardPeer(p, manager))
+    .add({ name: 'AWS sessions', start() {}, stop: () => p.eksSessions.close() })
     .add({
       name: 'hash key',
       needLeaderElection: true,
-      start: async (signal) => void (hubSecret = await readHashKey(signal)),
+      start: async (signal) => void (p.hubSecret = await readHashKey(p, signal)),
       stop() {},
     })
     // MirrorClusters first: the mirrors' first plans see every registered cluster.
-    .add({
-      name: 'MirrorCluster controller',
-      needLeaderElection: true,
-      async start(signal) {
-        const clusters = (clusterController = clusterControllerOfTerm());
-        await clusters.start();
-        if (signal.aborted) return;
-        const dropped = eksSessions.dropUnclaimed();
-        if (dropped > 0)
-          log.info({ sessions: dropped }, 'dropped the AWS sessions of clusters gone');
-      },
-      async stop() {
-        const clusters = clusterController;
-        await clusters?.stop();
-        if (clusterController === clusters) clusterController = undefined;
-      },
-      ready: () => (clusterController?.hasSynced() ? true : 'MirrorCluster cache not synced'),
-    })
-    .add({
-      name: 'mirror controller',
-      needLeaderElection: true,
-      async start() {
-        if (!hubSecret) throw new Error('hub: no hash key');
-        await (controller = mirrorController(hubSecret)).start();
-      },
-      async stop() {
-        const c = controller;
-        await c?.stop();
-        if (controller === c) controller = undefined;
-      },
-      ready: () => (controller?.hasSynced() ? true : 'mirror caches not synced'),
-    });
+    .add(clusterPeer(p))
+    .add(mirrorPeer(p, mirrorController));
 
-  /** The hash key, retried until read or `signal` aborts (the term ended). */
-  async function readHashKey(signal: AbortSignal): Promise<Buffer | undefined> {
-    const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
-    while (!signal.aborted) {
-      try {
-        return await ensureHashKey(rest, namespace);
-      } catch (err) {
-        const retryInMs = backoff.next();
-        log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
-        await sleep(realClock, retryInMs, signal);
-      }
-    }
-    return undefined;
-  }
-
-  function clusterControllerOfTerm(): ClusterController {
-    return new ClusterController({
-      kubeConfig: config.kubeConfig,
-      registry,
-      localTarget: implicitLocal,
-      hubClusterName: clusterName,
-      identity: config.identity,
-      logger,
-      metrics,
-      pending,
-      holds: (cluster, name) => controller?.clusterHolds(cluster, name),
-      onObserved: () => feed.changed(),
-      ...(config.aws ? { aws: config.aws } : {}),
-      eksSessions,
-      ...(config.clusterHealthIntervalMs !== undefined
-        ? { healthIntervalMs: config.clusterHealthIntervalMs }
-        : {}),
-      ...(config.agentHeartbeatGraceMs !== undefined
-        ? { heartbeatGraceMs: config.agentHeartbeatGraceMs }
-        : {}),
-      ...(config.agentHeartbeatReportMs !== undefined
-        ? { heartbeatReportMs: config.agentHeartbeatReportMs }
-        : {}),
-      ...(config.clusterRequestTimeoutMs !== undefined
-        ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
-        : {}),
-      watchProgressDeadlineMs: config.watchProgressDeadlineMs,
-    });
-  }
-
+  /** One term's mirror controller (its options are one block, rebuilt with the mirror path). */
   function mirrorController(hubSecret: Buffer): MirrorController {
+    const { registry, clusterName, signer, tenancy, logger, pending, recentEvents } = p;
+    const { namespace, agentNamespace } = p;
     const c = new MirrorController({
       kubeConfig: config.kubeConfig,
       registry,
@@ -432,46 +272,11 @@ export function createHub(config: HubConfig): Hub {
     return c;
   }
 
-  async function preflight(): Promise<void> {
-    try {
-      await rest.get(corePath('namespaces', undefined, namespace));
-    } catch (err) {
-      if (isNotFound(err)) {
-        throw new Error(
-          `hub: namespace "${namespace}" does not exist; create it (the hub keeps its Lease and hash key there)`,
-          { cause: err },
-        );
-      }
-      if (!isForbidden(err)) log.warn({ err: errorMessage(err) }, 'cannot check the hub namespace');
-    }
-  }
-
-  /** What the dashboard shows: the leader's caches; a standby says where the leader is. */
-  function dashboardInput(): ViewInput | string {
-    const mirrors = controller;
-    const clusters = clusterController;
-    if (!running || !mirrors || !clusters) {
-      // The identity is <pod name>_<random suffix> (config.ts).
-      const leader = leaderIdentity?.replace(/_[0-9a-f]{8}$/, '');
-      if (leader && leaderIdentity !== config.identity) {
-        return (
-          `this hub replica (${config.identity}) is standing by; the dashboard is served by the leader, ` +
-          `${leader}: kubectl -n ${namespace} port-forward pod/${leader} ${manager.port ?? 8080}`
-        );
-      }
-      return 'the hub is starting: its caches are not synced yet';
-    }
-    return {
-      now: Date.now(),
-      clusters: clusters.list(),
-      mirrors: mirrors.mirrors(),
-      deliveries: mirrors.deliveries(),
-      events: recentEvents.map,
-    };
-  }
-
+  let stopped = false;
+  let startPromise: Promise<void> | undefined;
+  let stopPromise: Promise<void> | undefined;
   return {
-    registry,
+    registry: p.registry,
     metrics,
     manager,
     get port() {
@@ -481,7 +286,7 @@ export function createHub(config: HubConfig): Hub {
     start() {
       if (stopped) return Promise.reject(new Error('hub: stopped'));
       startPromise ??= (async () => {
-        await preflight();
+        await preflight(p);
         if (stopped) return;
         await manager.start();
         // Leading with caches synced, or standing by behind another leader.
@@ -494,10 +299,260 @@ export function createHub(config: HubConfig): Hub {
         stopped = true;
         await manager.stop(); // a start() waiting for leadership returns
         await startPromise?.catch(() => undefined);
-        rest.close();
+        p.rest.close();
         log.info('hub stopped');
       })();
       return stopPromise;
     },
+  };
+}
+
+/** What lives as long as the Hub, and what the current term's controllers share with it. */
+interface HubParts {
+  config: HubConfig;
+  clusterName: string;
+  namespace: string;
+  agentNamespace: string;
+  signer: Signer;
+  tenancy: Tenancy;
+  logger: Logger;
+  log: Logger;
+  metrics: ControllerMetrics;
+  implicitLocal: ClusterTarget;
+  registry: ClusterRegistry;
+  pending: PendingCleanups;
+  /** AWS sessions to EKS clusters, kept by the process across leadership terms. */
+  eksSessions: EksSessions;
+  rest: RestClient;
+  feed: DashboardFeed;
+  recentEvents: RecentEvents;
+  /** The term's controllers, once started (undefined between terms). */
+  clusters?: ClusterController | undefined;
+  mirrors?: MirrorController | undefined;
+  hubSecret?: Buffer | undefined;
+  running: boolean;
+  leaderIdentity?: string | undefined;
+}
+
+/** Checks the configuration (throwing what to fix) and makes what outlives every term. */
+function hubParts(config: HubConfig): HubParts {
+  const clusterName = config.clusterName ?? HUB_DEFAULTS.clusterName;
+  const namespace = config.namespace ?? HUB_DEFAULTS.namespace;
+  const agentNamespace = config.agentNamespace ?? HUB_DEFAULTS.agentNamespace;
+  const invalid = validateClusterName(clusterName);
+  if (invalid) throw new Error(`hub: ${invalid}`);
+  if (!config.identity) throw new Error('hub: identity must not be empty');
+  const signer = createSigner(
+    config.signingKey ?? '',
+    'hub: the signing key (MIRRORHUB_SIGNING_KEY_FILE)',
+  );
+  const remoteNamespaces = (config.remoteNamespaces ?? []).map((p, i) =>
+    compilePattern(p, `remoteNamespaces[${i}] (MIRRORHUB_REMOTE_NAMESPACES)`),
+  );
+  const badPattern = remoteNamespaces.find((m) => !m.ok);
+  if (badPattern && !badPattern.ok) throw new Error(`hub: ${badPattern.error}`);
+  const tenancy: Tenancy = {
+    remoteNamespaces,
+    requireAcceptance: config.requireAcceptance ?? false,
+  };
+
+  const logger =
+    config.logger ?? createLogger({ base: { component: 'hub', version: config.version } });
+  const log = childLogger(logger, { controller: 'hub', cluster: clusterName });
+  const metrics = createMetrics({ component: 'hub' });
+  metrics
+    .gauge('build_info', 'Version of the running hub (always 1).', ['version'])
+    .set({ version: config.version }, 1);
+  const implicitLocal = localTarget({
+    name: clusterName,
+    agentNamespace,
+    kubeConfig: config.kubeConfig,
+  });
+  return {
+    config,
+    clusterName,
+    namespace,
+    agentNamespace,
+    signer,
+    tenancy,
+    logger,
+    log,
+    metrics,
+    implicitLocal,
+    registry: new ClusterRegistry([implicitLocal]),
+    pending: new PendingCleanups(),
+    eksSessions: new EksSessions(),
+    rest: new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub }),
+    feed: new DashboardFeed(),
+    recentEvents: new RecentEvents(),
+    running: false,
+  };
+}
+
+/** The hub's namespace must exist: its Lease and hash key live there. */
+async function preflight({ rest, namespace, log }: HubParts): Promise<void> {
+  try {
+    await rest.get(corePath('namespaces', undefined, namespace));
+  } catch (err) {
+    if (isNotFound(err)) {
+      throw new Error(
+        `hub: namespace "${namespace}" does not exist; create it (the hub keeps its Lease and hash key there)`,
+        { cause: err },
+      );
+    }
+    if (!isForbidden(err)) log.warn({ err: errorMessage(err) }, 'cannot check the hub namespace');
+  }
+}
+
+/** The hash key, retried until read or `signal` aborts (the term ended). */
+async function readHashKey(p: HubParts, signal: AbortSignal): Promise<Buffer | undefined> {
+  const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+  while (!signal.aborted) {
+    try {
+      return await ensureHashKey(p.rest, p.namespace);
+    } catch (err) {
+      const retryInMs = backoff.next();
+      p.log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
+      await sleep(realClock, retryInMs, signal);
+    }
+  }
+  return undefined;
+}
+
+/** The page and API on the health port (when there is one), for as long as the hub runs. */
+function dashboardPeer(p: HubParts, manager: Manager): Runnable {
+  const { config, rest, feed, log, metrics, namespace } = p;
+  const locateLeader: LeaderLocator | undefined =
+    config.dashboardLeader ??
+    (config.podName && config.healthPort
+      ? podLeaderLocator({
+          rest,
+          namespace,
+          selfPod: config.podName,
+          port: config.healthPort,
+        })
+      : undefined);
+  let dashboard: Dashboard | undefined;
+  return {
+    name: 'dashboard',
+    start() {
+      const server = manager.health;
+      if (!server || config.dashboard === false) return;
+      dashboard = serveDashboard({
+        server,
+        rest,
+        feed,
+        hub: { cluster: p.clusterName, version: config.version },
+        logger: log,
+        viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
+        identity: config.identity,
+        source: {
+          input: () => dashboardInput(p, manager),
+          leader: () => p.running,
+          leaderUrl: async () => {
+            const holder = p.leaderIdentity;
+            if (!holder || holder === config.identity || p.running) return undefined;
+            return locateLeader?.(holder);
+          },
+        },
+        ...(config.dashboardAuthTtlMs !== undefined
+          ? { authTtlMs: config.dashboardAuthTtlMs }
+          : {}),
+      });
+    },
+    stop() {
+      dashboard?.close();
+      feed.close();
+    },
+  };
+}
+
+/** What the dashboard shows: the leader's caches; a standby says where the leader is. */
+function dashboardInput(p: HubParts, manager: Manager): ViewInput | string {
+  const { mirrors, clusters, config } = p;
+  if (!p.running || !mirrors || !clusters) {
+    // The identity is <pod name>_<random suffix> (config.ts).
+    const leader = p.leaderIdentity?.replace(/_[0-9a-f]{8}$/, '');
+    if (leader && p.leaderIdentity !== config.identity) {
+      return (
+        `this hub replica (${config.identity}) is standing by; the dashboard is served by the leader, ` +
+        `${leader}: kubectl -n ${p.namespace} port-forward pod/${leader} ${manager.port ?? 8080}`
+      );
+    }
+    return 'the hub is starting: its caches are not synced yet';
+  }
+  return {
+    now: Date.now(),
+    clusters: clusters.list(),
+    mirrors: mirrors.mirrors(),
+    deliveries: mirrors.deliveries(),
+    events: p.recentEvents.map,
+  };
+}
+
+/** The MirrorCluster controller of each term: registers the clusters the mirrors deliver to. */
+function clusterPeer(p: HubParts): Runnable {
+  const { config } = p;
+  return {
+    name: 'MirrorCluster controller',
+    needLeaderElection: true,
+    async start(signal) {
+      const clusters = (p.clusters = new ClusterController({
+        kubeConfig: config.kubeConfig,
+        registry: p.registry,
+        localTarget: p.implicitLocal,
+        hubClusterName: p.clusterName,
+        identity: config.identity,
+        logger: p.logger,
+        metrics: p.metrics,
+        pending: p.pending,
+        holds: (cluster, name) => p.mirrors?.clusterHolds(cluster, name),
+        onObserved: () => p.feed.changed(),
+        ...(config.aws ? { aws: config.aws } : {}),
+        eksSessions: p.eksSessions,
+        ...(config.clusterHealthIntervalMs !== undefined
+          ? { healthIntervalMs: config.clusterHealthIntervalMs }
+          : {}),
+        ...(config.agentHeartbeatGraceMs !== undefined
+          ? { heartbeatGraceMs: config.agentHeartbeatGraceMs }
+          : {}),
+        ...(config.agentHeartbeatReportMs !== undefined
+          ? { heartbeatReportMs: config.agentHeartbeatReportMs }
+          : {}),
+        ...(config.clusterRequestTimeoutMs !== undefined
+          ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
+          : {}),
+        watchProgressDeadlineMs: config.watchProgressDeadlineMs,
+      }));
+      await clusters.start();
+      if (signal.aborted) return;
+      const dropped = p.eksSessions.dropUnclaimed();
+      if (dropped > 0)
+        p.log.info({ sessions: dropped }, 'dropped the AWS sessions of clusters gone');
+    },
+    async stop() {
+      const clusters = p.clusters;
+      await clusters?.stop();
+      if (p.clusters === clusters) p.clusters = undefined;
+    },
+    ready: () => (p.clusters?.hasSynced() ? true : 'MirrorCluster cache not synced'),
+  };
+}
+
+/** The mirror controller of each term, made with the hash key the term read. */
+function mirrorPeer(p: HubParts, make: (hubSecret: Buffer) => MirrorController): Runnable {
+  return {
+    name: 'mirror controller',
+    needLeaderElection: true,
+    async start() {
+      if (!p.hubSecret) throw new Error('hub: no hash key');
+      await (p.mirrors = make(p.hubSecret)).start();
+    },
+    async stop() {
+      const mirrors = p.mirrors;
+      await mirrors?.stop();
+      if (p.mirrors === mirrors) p.mirrors = undefined;
+    },
+    ready: () => (p.mirrors?.hasSynced() ? true : 'mirror caches not synced'),
   };
 }
