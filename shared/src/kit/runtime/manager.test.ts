@@ -214,4 +214,40 @@ describe('Manager', () => {
       await m.stop();
     }
   });
+
+  it("begins a new term for both when the follower's leader-only work fails", async () => {
+    const lease = memoryLease();
+    const log: string[] = [];
+    let failAgent: ((err: unknown) => void) | undefined;
+    const hub = createManager({ leaderElection: election(lease, 'pod-0') }).add(
+      recorder('hub controllers', log, { leader: true }),
+    );
+    const agent = createManager({ leaderElection: { follow: hub } }).add({
+      name: 'agent controllers',
+      needLeaderElection: true,
+      start: (_signal, fail) => {
+        log.push('start agent controllers');
+        failAgent = fail;
+      },
+      stop: () => void log.push('stop agent controllers'),
+    });
+    try {
+      await agent.start();
+      await hub.start();
+      await eventually(() => failAgent !== undefined);
+      failAgent?.(new Error('reconciles stopped'));
+      const starts = (name: string) => log.filter((l) => l === `start ${name}`).length;
+      await eventually(() => starts('hub controllers') === 2 && starts('agent controllers') === 2);
+      // The halves start side by side; the failure stopped both before the second term.
+      expect(log.slice(0, 4).sort()).toEqual([
+        'start agent controllers',
+        'start hub controllers',
+        'stop agent controllers',
+        'stop hub controllers',
+      ]);
+    } finally {
+      await hub.stop();
+      await agent.stop();
+    }
+  });
 });

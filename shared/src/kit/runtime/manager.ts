@@ -76,13 +76,15 @@ export class Manager {
   private readonly lifetime = new AbortController();
   private elector: LeaderElector | undefined;
   private server: HealthServer | undefined;
-  private term: { signal: AbortSignal; work: Set<Promise<void>> } | undefined;
+  private term:
+    { signal: AbortSignal; work: Set<Promise<void>>; fail: (err: unknown) => void } | undefined;
+  /** Terms under way here, a follower's too: stop() waits for them before the caches stop. */
+  private readonly terms = new Set<Promise<void>>();
   private leading = false;
   private started: Runnable[] = [];
   private startingAlways: Runnable | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
-  private noElection: Promise<void> | undefined;
   private settle!: () => void;
   /** Resolves once leading with every leader-only runnable running, standing by, or stopped. */
   readonly settled = new Promise<void>((resolve) => (this.settle = resolve));
@@ -195,16 +197,19 @@ export class Manager {
       });
       this.elector.start();
     } else {
-      this.noElection = this.lead(this.lifetime.signal).catch((err: unknown) =>
+      void this.lead(this.lifetime.signal).catch((err: unknown) =>
         this.log?.error({ err }, 'controllers failed'),
       );
     }
   }
 
-  /** A manager following this one leads in this one's terms, joining one under way. */
+  /**
+   * A manager following this one leads in this one's terms, joining one under way. Its
+   * failure ends the term for both, so that both begin again together.
+   */
   private addFollower(f: Manager): void {
     this.followers.add(f);
-    if (this.term) this.term.work.add(f.lead(this.term.signal));
+    if (this.term) this.term.work.add(f.lead(this.term.signal).catch(this.term.fail));
   }
 
   private removeFollower(f: Manager): void {
@@ -215,7 +220,14 @@ export class Manager {
    * One term: the leader-only runnables in order, then (once `signal` aborts) stopped last
    * first; followers lead alongside. Rejects when a runnable failed, so the elector steps down.
    */
-  private async lead(outer: AbortSignal): Promise<void> {
+  private lead(outer: AbortSignal): Promise<void> {
+    const term = this.runTerm(outer);
+    this.terms.add(term);
+    void term.finally(() => this.terms.delete(term)).catch(() => undefined);
+    return term;
+  }
+
+  private async runTerm(outer: AbortSignal): Promise<void> {
     const abort = new AbortController();
     const signal = abort.signal;
     const end = () => abort.abort();
@@ -228,8 +240,8 @@ export class Manager {
       end();
     };
     const work = new Set<Promise<void>>();
-    this.term = { signal, work };
-    for (const f of this.followers) work.add(f.lead(signal));
+    this.term = { signal, work, fail };
+    for (const f of this.followers) work.add(f.lead(signal).catch(fail));
     const started: Runnable[] = [];
     const stop = once();
     let starting: Runnable | undefined;
@@ -263,10 +275,8 @@ export class Manager {
       const ran = started.length > 0;
       await this.stopAll(started, stop);
       this.leading = false;
-      const followed = await Promise.allSettled(work);
+      await Promise.all(work);
       if (ran) this.opts.onLeading?.(false);
-      const failed = followed.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failure === undefined && failed && !stopped.aborted) failure = failed.reason;
     }
     if (failure !== undefined && !stopped.aborted) throw failure;
   }
@@ -294,7 +304,7 @@ export class Manager {
     if (pending) void stop(pending).catch(() => undefined);
     await this.startPromise?.catch(() => undefined);
     await this.elector?.stop();
-    await this.noElection;
+    await Promise.allSettled([...this.terms]);
     await this.stopAll(this.started, stop);
     await this.server?.close();
   }
