@@ -195,8 +195,8 @@ export function createAgent(config: AgentConfig, options: AgentOptions = {}): Ag
       name: 'delivery controller',
       needLeaderElection: true,
       start(signal, fail) {
-        run = controller.run(signal);
-        run.catch(fail);
+        // A failure ends the term (fail); stop only waits for the reconciles to wind down.
+        run = controller.run(signal).catch(fail);
       },
       stop: () => run,
     });
