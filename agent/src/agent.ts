@@ -1,17 +1,14 @@
-// One agent: the delivery controller, its heartbeat, and (optionally) leader election and the
-// health/metrics server, wired for one cluster. No globals: several agents can run in one
-// process (integration tests do), each with its own metrics registry.
+// One agent: the delivery controller and its heartbeat, registered with a Manager
+// (shared/kit/runtime/manager.ts) that wires the health/metrics server, readiness, leader
+// election (optional) and the ordered stop. No globals: several agents can run in one process
+// (integration tests do), each with its own metrics registry.
 
 import { hostname } from 'node:os';
 import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import { childLogger, createLogger, type Logger } from '@mirrorhub/shared/kit/runtime/log';
 import { createMetrics, type Registry } from '@mirrorhub/shared/kit/runtime/metrics';
-import { startHealthServer, type HealthServer } from '@mirrorhub/shared/kit/runtime/server';
-import {
-  createLeaderElector,
-  restLeaseClient,
-  type LeaderElector,
-} from '@mirrorhub/shared/kit/runtime/leader';
+import { restLeaseClient } from '@mirrorhub/shared/kit/runtime/leader';
+import { createManager, type Manager } from '@mirrorhub/shared/kit/runtime/manager';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { parsePolicy, type PolicySpec } from '@mirrorhub/agent/policy';
 import { createVerifier } from '@mirrorhub/shared/mirror/signing';
@@ -94,7 +91,15 @@ export interface Agent {
   idle(): Promise<void>;
 }
 
-export function createAgent(config: AgentConfig): Agent {
+export interface AgentOptions {
+  /**
+   * Lead whenever this manager leads, instead of electing on `leaderElection`'s own Lease: the
+   * agent half of standalone/ follows the hub's election, one per process.
+   */
+  follow?: Manager | undefined;
+}
+
+export function createAgent(config: AgentConfig, options: AgentOptions = {}): Agent {
   const identity = config.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
   const log = childLogger(config.logger ?? createLogger(), {
     component: 'agent',
@@ -145,61 +150,68 @@ export function createAgent(config: AgentConfig): Agent {
             logger: log,
           });
 
-  let server: HealthServer | undefined;
-  let elector: LeaderElector | undefined;
+  let heartbeatOfTerm: Heartbeat | undefined;
+  let run: Promise<void> = Promise.resolve();
+  const le = config.leaderElection;
+  const manager = createManager({
+    logger: log,
+    metrics,
+    ...(config.healthPort !== undefined
+      ? { health: { port: config.healthPort, registry: metrics.registry } }
+      : {}),
+    leaderElection: options.follow
+      ? { follow: options.follow }
+      : le
+        ? {
+            client: restLeaseClient(rest),
+            namespace: config.namespace,
+            name: le.leaseName,
+            identity,
+            leaseDurationMs: le.leaseDurationMs,
+            renewDeadlineMs: le.renewDeadlineMs,
+            retryPeriodMs: le.retryPeriodMs,
+          }
+        : undefined,
+  });
+  // The caches run always (a standby is warm); heartbeat and reconciles only while leading.
+  manager
+    .add({
+      name: 'delivery caches',
+      start: () => controller.start(),
+      // Also ends a start() still waiting for caches (their `synced` rejects).
+      stop: () => controller.stop(),
+      ready: () => controller.hasSynced() || 'caches not synced',
+    })
+    .add({
+      name: 'heartbeat',
+      needLeaderElection: true,
+      async start() {
+        heartbeatOfTerm = heartbeat?.();
+        await heartbeatOfTerm?.start();
+      },
+      stop: () => heartbeatOfTerm?.stop(),
+    })
+    .add({
+      name: 'delivery controller',
+      needLeaderElection: true,
+      start(signal, fail) {
+        // A failure ends the term (fail); stop only waits for the reconciles to wind down.
+        run = controller.run(signal).catch(fail);
+      },
+      stop: () => run,
+    });
+
   let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
-  const running = new AbortController();
-  let runDone: Promise<void> = Promise.resolve();
-
-  /** One term of work: heartbeat + controller until `signal` aborts. */
-  async function work(signal: AbortSignal): Promise<void> {
-    const hb = heartbeat?.();
-    await hb?.start();
-    try {
-      await controller.run(signal);
-    } finally {
-      await hb?.stop();
-    }
-  }
 
   async function start(): Promise<void> {
-    if (config.healthPort !== undefined) {
-      server = await startHealthServer({
-        port: config.healthPort,
-        registry: metrics.registry,
-        logger: log,
-      });
-      server.addReadinessCheck('caches', () => controller.hasSynced() || 'caches not synced');
-    }
-    await controller.start();
-    if (running.signal.aborted) return;
-    if (config.leaderElection) {
-      const le = config.leaderElection;
-      elector = createLeaderElector({
-        client: restLeaseClient(rest),
-        namespace: config.namespace,
-        name: le.leaseName,
-        identity,
-        leaseDurationMs: le.leaseDurationMs,
-        renewDeadlineMs: le.renewDeadlineMs,
-        retryPeriodMs: le.retryPeriodMs,
-        logger: log,
-        metrics,
-        onStartedLeading: (signal) => work(signal),
-      });
-      const e = elector;
-      server?.addReadinessCheck('leader-election', () => e.check());
-      elector.start();
-    } else {
-      runDone = work(running.signal);
-    }
+    await manager.start();
     log.info(
       {
         namespace: config.namespace,
         version: config.version,
         identity,
-        port: server?.port,
+        port: manager.port,
         policy: policy.summary,
         trustedKeys: verifier.keyIds,
       },
@@ -208,13 +220,8 @@ export function createAgent(config: AgentConfig): Agent {
   }
 
   async function stop(): Promise<void> {
-    running.abort();
-    await elector?.stop();
-    await runDone;
-    // Also ends a start() still waiting for caches (their `synced` rejects).
-    await controller.stop();
+    await manager.stop();
     await starting?.catch(() => undefined);
-    await server?.close();
     rest.close();
     log.info('agent stopped');
   }
@@ -230,7 +237,7 @@ export function createAgent(config: AgentConfig): Agent {
     },
     registry: metrics.registry,
     get port() {
-      return server?.port;
+      return manager.port;
     },
     ready: () => controller.hasSynced(),
     idle: () => controller.idle(),

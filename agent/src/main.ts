@@ -19,7 +19,7 @@
 //                                       (default: streams of one HTTP/2 connection, k8s/h2.ts)
 
 import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/kit/runtime/log';
-import { createShutdown } from '@mirrorhub/shared/kit/runtime/shutdown';
+import { runProcess } from '@mirrorhub/shared/kit/runtime/manager';
 import { createAgent } from './agent.js';
 import { exposedGc } from './compact.js';
 import { readConfig, type MainConfig } from './config.js';
@@ -46,16 +46,7 @@ async function main(): Promise<void> {
   }
   const { kubeconfigPath: _path, ...agentConfig } = config;
   const agent = createAgent({ ...agentConfig, kubeConfig, logger: log, gc: exposedGc() });
-  const shutdown = createShutdown({ logger: log }).install();
-  shutdown.register('agent', () => agent.stop());
-  try {
-    await agent.start();
-  } catch (err) {
-    if (shutdown.shuttingDown) return;
-    log.fatal({ err }, 'agent failed to start');
-    await agent.stop().catch(() => undefined);
-    process.exit(1);
-  }
+  await runProcess(agent, { logger: log, name: 'agent', failure: 'agent failed to start' });
 }
 
 void main();

@@ -1,34 +1,34 @@
-// The hub as a library: createHub(config) wires the cluster registry, leader election, the
-// hash key, the mirror controller and the health/metrics server. main.ts is a thin shell around
-// it, and tests run several hubs in one process (no globals: logger, metrics registry, clients
-// and caches all belong to one Hub).
+// The hub as a library: createHub(config) registers the hub's peers (dashboard, hash key,
+// MirrorCluster and mirror controllers) with a Manager (shared/kit/runtime/manager.ts), which
+// wires the health/metrics server, readiness, leader election and the ordered stop. main.ts is
+// a thin shell around it, and tests run several hubs in one process (no globals: logger,
+// metrics registry, clients and caches all belong to one Hub).
 import {
   Backoff,
   childLogger,
-  createLeaderElector,
   createLogger,
+  createManager,
   createMetrics,
   errorMessage,
   realClock,
   sleep,
-  startHealthServer,
   type ControllerMetrics,
-  type HealthServer,
-  type LeaderElector,
   type Logger,
+  type Manager,
   type ReadinessCheck,
+  type Runnable,
 } from '@mirrorhub/shared/kit/runtime/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { ClusterRegistry } from './clusters/registry.js';
-import { localTarget } from './clusters/target.js';
+import { localTarget, type ClusterTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './clusters/controller.js';
 import { EksSessions } from './clusters/eks-sessions.js';
 import { PendingCleanups } from './clusters/pending.js';
 import { MirrorController } from './mirrors/controller.js';
 import type { Tenancy } from './mirrors/destinations/clusters/plan.js';
 import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
-import { createSigner } from '@mirrorhub/shared/mirror/signing';
+import { createSigner, type Signer } from '@mirrorhub/shared/mirror/signing';
 import { ensureHashKey } from './hashkey.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
 import { USER_AGENT } from '@mirrorhub/shared/api/contract';
@@ -155,6 +155,8 @@ export interface Hub {
   start(): Promise<void>;
   /** Stops the controllers and releases the Lease. Idempotent. */
   stop(): Promise<void>;
+  /** Runs the hub's controllers; the agent half of standalone/ follows its election. */
+  readonly manager: Manager;
   /** The clusters the hub delivers to: its own, and one per MirrorCluster while leading. */
   readonly registry: ClusterRegistry;
   isLeader(): boolean;
@@ -171,113 +173,64 @@ export const HUB_DEFAULTS = {
 } as const;
 
 export function createHub(config: HubConfig): Hub {
-  const clusterName = config.clusterName ?? HUB_DEFAULTS.clusterName;
-  const namespace = config.namespace ?? HUB_DEFAULTS.namespace;
-  const agentNamespace = config.agentNamespace ?? HUB_DEFAULTS.agentNamespace;
-  const invalid = validateClusterName(clusterName);
-  if (invalid) throw new Error(`hub: ${invalid}`);
-  if (!config.identity) throw new Error('hub: identity must not be empty');
-  const signer = createSigner(
-    config.signingKey ?? '',
-    'hub: the signing key (MIRRORHUB_SIGNING_KEY_FILE)',
-  );
-  const remoteNamespaces = (config.remoteNamespaces ?? []).map((p, i) =>
-    compilePattern(p, `remoteNamespaces[${i}] (MIRRORHUB_REMOTE_NAMESPACES)`),
-  );
-  const badPattern = remoteNamespaces.find((m) => !m.ok);
-  if (badPattern && !badPattern.ok) throw new Error(`hub: ${badPattern.error}`);
-  const tenancy: Tenancy = {
-    remoteNamespaces,
-    requireAcceptance: config.requireAcceptance ?? false,
-  };
-
-  const logger =
-    config.logger ?? createLogger({ base: { component: 'hub', version: config.version } });
-  const log = childLogger(logger, { controller: 'hub', cluster: clusterName });
-  const metrics = createMetrics({ component: 'hub' });
-  metrics
-    .gauge('build_info', 'Version of the running hub (always 1).', ['version'])
-    .set({ version: config.version }, 1);
-  const implicitLocal = localTarget({
-    name: clusterName,
-    agentNamespace,
-    kubeConfig: config.kubeConfig,
+  const p = hubParts(config);
+  const { log, metrics, feed } = p;
+  const le = config.leaderElection;
+  const election = le || HUB_DEFAULTS.leaderElection;
+  const manager = createManager({
+    logger: log,
+    metrics,
+    ...(config.healthPort !== undefined
+      ? {
+          health: {
+            port: config.healthPort,
+            ...(config.healthHost ? { host: config.healthHost } : {}),
+            registry: metrics.registry,
+          },
+        }
+      : {}),
+    ...(config.readinessChecks ? { readinessChecks: config.readinessChecks } : {}),
+    leaderElection:
+      le === false
+        ? undefined
+        : {
+            namespace: p.namespace,
+            name: le?.leaseName ?? DEFAULT_LEASE_NAME,
+            identity: config.identity,
+            kubeConfig: config.kubeConfig,
+            leaseDurationMs: election.leaseDurationMs,
+            renewDeadlineMs: election.renewDeadlineMs,
+            retryPeriodMs: election.retryPeriodMs,
+          },
+    onNewLeader: (holder) => {
+      p.leaderIdentity = holder;
+      feed.changed();
+    },
+    onLeading: (leading) => {
+      p.running = leading;
+      feed.changed();
+      log.info(leading ? 'controllers running' : 'controllers stopped');
+    },
   });
-  const registry = new ClusterRegistry([implicitLocal]);
-  const pending = new PendingCleanups();
-  // AWS sessions to EKS clusters, kept by the process across leadership terms.
-  const eksSessions = new EksSessions();
-  const rest = new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub });
-  const feed = new DashboardFeed();
-  const recentEvents = new RecentEvents();
-  let dashboard: Dashboard | undefined;
-  let leaderIdentity: string | undefined;
-  const locateLeader: LeaderLocator | undefined =
-    config.dashboardLeader ??
-    (config.podName && config.healthPort
-      ? podLeaderLocator({
-          rest,
-          namespace,
-          selfPod: config.podName,
-          port: config.healthPort,
-        })
-      : undefined);
 
-  let server: HealthServer | undefined;
-  let elector: LeaderElector | undefined;
-  let controller: MirrorController | undefined;
-  let clusterController: ClusterController | undefined;
-  let running = false;
-  const work = new Set<Promise<void>>();
-  let startPromise: Promise<void> | undefined;
-  let stopPromise: Promise<void> | undefined;
-  let stopped = false;
-  let markStarted!: () => void;
-  const started = new Promise<void>((resolve) => (markStarted = resolve));
+  // The hub's peers, in start order; each stops before the ones registered above it.
+  manager
+    .add(dashboardPeer(p, manager))
+    .add({ name: 'AWS sessions', start() {}, stop: () => p.eksSessions.close() })
+    .add({
+      name: 'hash key',
+      needLeaderElection: true,
+      start: async (signal) => void (p.hubSecret = await readHashKey(p, signal)),
+      stop() {},
+    })
+    // MirrorClusters first: the mirrors' first plans see every registered cluster.
+    .add(clusterPeer(p))
+    .add(mirrorPeer(p, mirrorController));
 
-  /** Leader work: hash key, controllers, until `signal` aborts. */
-  async function lead(signal: AbortSignal): Promise<void> {
-    const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
-    let hubSecret: Buffer | undefined;
-    while (!signal.aborted) {
-      try {
-        hubSecret = await ensureHashKey(rest, namespace);
-        break;
-      } catch (err) {
-        const retryInMs = backoff.next();
-        log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
-        await sleep(realClock, retryInMs, signal);
-      }
-    }
-    if (!hubSecret || signal.aborted) return;
-    const ref: { mirrors?: MirrorController } = {};
-    const clusters = new ClusterController({
-      kubeConfig: config.kubeConfig,
-      registry,
-      localTarget: implicitLocal,
-      hubClusterName: clusterName,
-      identity: config.identity,
-      logger,
-      metrics,
-      pending,
-      holds: (cluster, name) => ref.mirrors?.clusterHolds(cluster, name),
-      onObserved: () => feed.changed(),
-      ...(config.aws ? { aws: config.aws } : {}),
-      eksSessions,
-      ...(config.clusterHealthIntervalMs !== undefined
-        ? { healthIntervalMs: config.clusterHealthIntervalMs }
-        : {}),
-      ...(config.agentHeartbeatGraceMs !== undefined
-        ? { heartbeatGraceMs: config.agentHeartbeatGraceMs }
-        : {}),
-      ...(config.agentHeartbeatReportMs !== undefined
-        ? { heartbeatReportMs: config.agentHeartbeatReportMs }
-        : {}),
-      ...(config.clusterRequestTimeoutMs !== undefined
-        ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
-        : {}),
-      watchProgressDeadlineMs: config.watchProgressDeadlineMs,
-    });
+  /** One term's mirror controller (its options are one block, rebuilt with the mirror path). */
+  function mirrorController(hubSecret: Buffer): MirrorController {
+    const { registry, clusterName, signer, tenancy, logger, pending, recentEvents } = p;
+    const { namespace, agentNamespace } = p;
     const c = new MirrorController({
       kubeConfig: config.kubeConfig,
       registry,
@@ -316,202 +269,290 @@ export function createHub(config: HubConfig): Hub {
         leaseNamespace: namespace,
       },
     });
-    ref.mirrors = c;
-    controller = c;
-    clusterController = clusters;
-    const stopController = () => {
-      void c.stop();
-      void clusters.stop();
-    };
-    signal.addEventListener('abort', stopController, { once: true });
-    try {
-      // MirrorClusters first: the mirrors' first plans see every registered cluster.
-      await clusters.start();
-      if (signal.aborted) return;
-      const dropped = eksSessions.dropUnclaimed();
-      if (dropped > 0) log.info({ sessions: dropped }, 'dropped the AWS sessions of clusters gone');
-      await c.start();
-      if (!signal.aborted) {
-        running = true;
-        feed.changed();
-        log.info('controllers running');
-        markStarted();
-        await new Promise<void>((resolve) => {
-          if (signal.aborted) resolve();
-          else signal.addEventListener('abort', () => resolve(), { once: true });
-        });
-      }
-    } catch (err) {
-      if (!signal.aborted) throw err;
-    } finally {
-      running = false;
-      feed.changed();
-      signal.removeEventListener('abort', stopController);
-      await c.stop();
-      await clusters.stop();
-      if (controller === c) controller = undefined;
-      if (clusterController === clusters) clusterController = undefined;
-      log.info('controllers stopped');
-    }
+    return c;
   }
 
-  function track(p: Promise<void>): Promise<void> {
-    work.add(p);
-    void p.finally(() => work.delete(p)).catch(() => undefined);
-    return p;
-  }
-
-  async function preflight(): Promise<void> {
-    try {
-      await rest.get(corePath('namespaces', undefined, namespace));
-    } catch (err) {
-      if (isNotFound(err)) {
-        throw new Error(
-          `hub: namespace "${namespace}" does not exist; create it (the hub keeps its Lease and hash key there)`,
-          { cause: err },
-        );
-      }
-      if (!isForbidden(err)) log.warn({ err: errorMessage(err) }, 'cannot check the hub namespace');
-    }
-  }
-
-  async function doStart(): Promise<void> {
-    await preflight();
-    if (config.healthPort !== undefined) {
-      server = await startHealthServer({
-        port: config.healthPort,
-        ...(config.healthHost ? { host: config.healthHost } : {}),
-        registry: metrics.registry,
-        logger: log,
-      });
-      server.addReadinessCheck('leader-election', () => elector?.check() ?? true);
-      for (const [name, check] of Object.entries(config.readinessChecks ?? {}))
-        server.addReadinessCheck(name, check);
-      if (config.dashboard !== false) {
-        dashboard = serveDashboard({
-          server,
-          rest,
-          feed,
-          hub: { cluster: clusterName, version: config.version },
-          logger: log,
-          viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
-          identity: config.identity,
-          source: {
-            input: dashboardInput,
-            leader: () => running,
-            leaderUrl: async () => {
-              const holder = leaderIdentity;
-              if (!holder || holder === config.identity || running) return undefined;
-              return locateLeader?.(holder);
-            },
-          },
-          ...(config.dashboardAuthTtlMs !== undefined
-            ? { authTtlMs: config.dashboardAuthTtlMs }
-            : {}),
-        });
-      }
-      server.addReadinessCheck('caches', () => {
-        if (elector && !elector.isLeader()) return true; // standby: nothing to sync
-        if (!controller?.hasSynced()) return 'mirror caches not synced';
-        return clusterController?.hasSynced() ? true : 'MirrorCluster cache not synced';
-      });
-    }
-    const le = config.leaderElection;
-    if (le === false) {
-      const abort = new AbortController();
-      const p = track(
-        lead(abort.signal).catch((err: unknown) => log.error({ err }, 'controllers failed')),
-      );
-      stopLeading = async () => {
-        abort.abort();
-        await p;
-      };
-    } else {
-      const opts = le ?? HUB_DEFAULTS.leaderElection;
-      elector = createLeaderElector({
-        namespace,
-        name: le?.leaseName ?? DEFAULT_LEASE_NAME,
-        identity: config.identity,
-        kubeConfig: config.kubeConfig,
-        leaseDurationMs: opts.leaseDurationMs,
-        renewDeadlineMs: opts.renewDeadlineMs,
-        retryPeriodMs: opts.retryPeriodMs,
-        logger: log,
-        metrics,
-        onStartedLeading: (signal) => track(lead(signal)),
-        onNewLeader: (holder) => {
-          leaderIdentity = holder;
-          feed.changed();
-          if (holder !== undefined && holder !== config.identity) {
-            log.info({ leader: holder }, 'standing by');
-            markStarted();
-          }
-        },
-      });
-      elector.start();
-      stopLeading = async () => {
-        await elector?.stop();
-      };
-    }
-    await started;
-  }
-
-  let stopLeading: () => Promise<void> = async () => {};
-
-  /** What the dashboard shows: the leader's caches; a standby says where the leader is. */
-  function dashboardInput(): ViewInput | string {
-    const mirrors = controller;
-    const clusters = clusterController;
-    if (!running || !mirrors || !clusters) {
-      // The identity is <pod name>_<random suffix> (config.ts).
-      const leader = leaderIdentity?.replace(/_[0-9a-f]{8}$/, '');
-      if (leader && leaderIdentity !== config.identity) {
-        return (
-          `this hub replica (${config.identity}) is standing by; the dashboard is served by the leader, ` +
-          `${leader}: kubectl -n ${namespace} port-forward pod/${leader} ${server?.port ?? 8080}`
-        );
-      }
-      return 'the hub is starting: its caches are not synced yet';
-    }
-    return {
-      now: Date.now(),
-      clusters: clusters.list(),
-      mirrors: mirrors.mirrors(),
-      deliveries: mirrors.deliveries(),
-      events: recentEvents.map,
-    };
-  }
-
+  let stopped = false;
+  let startPromise: Promise<void> | undefined;
+  let stopPromise: Promise<void> | undefined;
   return {
-    registry,
+    registry: p.registry,
     metrics,
+    manager,
     get port() {
-      return server?.port;
+      return manager.port;
     },
-    isLeader() {
-      if (elector) return elector.isLeader();
-      return running;
-    },
+    isLeader: () => manager.isLeader(),
     start() {
       if (stopped) return Promise.reject(new Error('hub: stopped'));
-      startPromise ??= doStart();
+      startPromise ??= (async () => {
+        await preflight(p);
+        if (stopped) return;
+        await manager.start();
+        // Leading with caches synced, or standing by behind another leader.
+        await manager.settled;
+      })();
       return startPromise;
     },
     stop() {
       stopPromise ??= (async () => {
         stopped = true;
-        markStarted(); // a start() still waiting returns
+        await manager.stop(); // a start() waiting for leadership returns
         await startPromise?.catch(() => undefined);
-        await stopLeading();
-        await Promise.all([...work]);
-        eksSessions.close();
-        dashboard?.close();
-        feed.close();
-        await server?.close();
-        rest.close();
+        p.rest.close();
         log.info('hub stopped');
       })();
       return stopPromise;
     },
+  };
+}
+
+/** What lives as long as the Hub, and what the current term's controllers share with it. */
+interface HubParts {
+  config: HubConfig;
+  clusterName: string;
+  namespace: string;
+  agentNamespace: string;
+  signer: Signer;
+  tenancy: Tenancy;
+  logger: Logger;
+  log: Logger;
+  metrics: ControllerMetrics;
+  implicitLocal: ClusterTarget;
+  registry: ClusterRegistry;
+  pending: PendingCleanups;
+  /** AWS sessions to EKS clusters, kept by the process across leadership terms. */
+  eksSessions: EksSessions;
+  rest: RestClient;
+  feed: DashboardFeed;
+  recentEvents: RecentEvents;
+  /** The term's controllers, once started (undefined between terms). */
+  clusters?: ClusterController | undefined;
+  mirrors?: MirrorController | undefined;
+  hubSecret?: Buffer | undefined;
+  running: boolean;
+  leaderIdentity?: string | undefined;
+}
+
+/** Checks the configuration (throwing what to fix) and makes what outlives every term. */
+function hubParts(config: HubConfig): HubParts {
+  const clusterName = config.clusterName ?? HUB_DEFAULTS.clusterName;
+  const namespace = config.namespace ?? HUB_DEFAULTS.namespace;
+  const agentNamespace = config.agentNamespace ?? HUB_DEFAULTS.agentNamespace;
+  const invalid = validateClusterName(clusterName);
+  if (invalid) throw new Error(`hub: ${invalid}`);
+  if (!config.identity) throw new Error('hub: identity must not be empty');
+  const signer = createSigner(
+    config.signingKey ?? '',
+    'hub: the signing key (MIRRORHUB_SIGNING_KEY_FILE)',
+  );
+  const remoteNamespaces = (config.remoteNamespaces ?? []).map((p, i) =>
+    compilePattern(p, `remoteNamespaces[${i}] (MIRRORHUB_REMOTE_NAMESPACES)`),
+  );
+  const badPattern = remoteNamespaces.find((m) => !m.ok);
+  if (badPattern && !badPattern.ok) throw new Error(`hub: ${badPattern.error}`);
+  const tenancy: Tenancy = {
+    remoteNamespaces,
+    requireAcceptance: config.requireAcceptance ?? false,
+  };
+
+  const logger =
+    config.logger ?? createLogger({ base: { component: 'hub', version: config.version } });
+  const log = childLogger(logger, { controller: 'hub', cluster: clusterName });
+  const metrics = createMetrics({ component: 'hub' });
+  metrics
+    .gauge('build_info', 'Version of the running hub (always 1).', ['version'])
+    .set({ version: config.version }, 1);
+  const implicitLocal = localTarget({
+    name: clusterName,
+    agentNamespace,
+    kubeConfig: config.kubeConfig,
+  });
+  return {
+    config,
+    clusterName,
+    namespace,
+    agentNamespace,
+    signer,
+    tenancy,
+    logger,
+    log,
+    metrics,
+    implicitLocal,
+    registry: new ClusterRegistry([implicitLocal]),
+    pending: new PendingCleanups(),
+    eksSessions: new EksSessions(),
+    rest: new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub }),
+    feed: new DashboardFeed(),
+    recentEvents: new RecentEvents(),
+    running: false,
+  };
+}
+
+/** The hub's namespace must exist: its Lease and hash key live there. */
+async function preflight({ rest, namespace, log }: HubParts): Promise<void> {
+  try {
+    await rest.get(corePath('namespaces', undefined, namespace));
+  } catch (err) {
+    if (isNotFound(err)) {
+      throw new Error(
+        `hub: namespace "${namespace}" does not exist; create it (the hub keeps its Lease and hash key there)`,
+        { cause: err },
+      );
+    }
+    if (!isForbidden(err)) log.warn({ err: errorMessage(err) }, 'cannot check the hub namespace');
+  }
+}
+
+/** The hash key, retried until read or `signal` aborts (the term ended). */
+async function readHashKey(p: HubParts, signal: AbortSignal): Promise<Buffer | undefined> {
+  const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+  while (!signal.aborted) {
+    try {
+      return await ensureHashKey(p.rest, p.namespace);
+    } catch (err) {
+      const retryInMs = backoff.next();
+      p.log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
+      await sleep(realClock, retryInMs, signal);
+    }
+  }
+  return undefined;
+}
+
+/** The page and API on the health port (when there is one), for as long as the hub runs. */
+function dashboardPeer(p: HubParts, manager: Manager): Runnable {
+  const { config, rest, feed, log, metrics, namespace } = p;
+  const locateLeader: LeaderLocator | undefined =
+    config.dashboardLeader ??
+    (config.podName && config.healthPort
+      ? podLeaderLocator({
+          rest,
+          namespace,
+          selfPod: config.podName,
+          port: config.healthPort,
+        })
+      : undefined);
+  let dashboard: Dashboard | undefined;
+  return {
+    name: 'dashboard',
+    start() {
+      const server = manager.health;
+      if (!server || config.dashboard === false) return;
+      dashboard = serveDashboard({
+        server,
+        rest,
+        feed,
+        hub: { cluster: p.clusterName, version: config.version },
+        logger: log,
+        viewers: metrics.gauge('dashboard_viewers', 'Dashboards open (event streams).'),
+        identity: config.identity,
+        source: {
+          input: () => dashboardInput(p, manager),
+          leader: () => p.running,
+          leaderUrl: async () => {
+            const holder = p.leaderIdentity;
+            if (!holder || holder === config.identity || p.running) return undefined;
+            return locateLeader?.(holder);
+          },
+        },
+        ...(config.dashboardAuthTtlMs !== undefined
+          ? { authTtlMs: config.dashboardAuthTtlMs }
+          : {}),
+      });
+    },
+    stop() {
+      dashboard?.close();
+      feed.close();
+    },
+  };
+}
+
+/** What the dashboard shows: the leader's caches; a standby says where the leader is. */
+function dashboardInput(p: HubParts, manager: Manager): ViewInput | string {
+  const { mirrors, clusters, config } = p;
+  if (!p.running || !mirrors || !clusters) {
+    // The identity is <pod name>_<random suffix> (config.ts).
+    const leader = p.leaderIdentity?.replace(/_[0-9a-f]{8}$/, '');
+    if (leader && p.leaderIdentity !== config.identity) {
+      return (
+        `this hub replica (${config.identity}) is standing by; the dashboard is served by the leader, ` +
+        `${leader}: kubectl -n ${p.namespace} port-forward pod/${leader} ${manager.port ?? 8080}`
+      );
+    }
+    return 'the hub is starting: its caches are not synced yet';
+  }
+  return {
+    now: Date.now(),
+    clusters: clusters.list(),
+    mirrors: mirrors.mirrors(),
+    deliveries: mirrors.deliveries(),
+    events: p.recentEvents.map,
+  };
+}
+
+/** The MirrorCluster controller of each term: registers the clusters the mirrors deliver to. */
+function clusterPeer(p: HubParts): Runnable {
+  const { config } = p;
+  return {
+    name: 'MirrorCluster controller',
+    needLeaderElection: true,
+    async start(signal) {
+      const clusters = (p.clusters = new ClusterController({
+        kubeConfig: config.kubeConfig,
+        registry: p.registry,
+        localTarget: p.implicitLocal,
+        hubClusterName: p.clusterName,
+        identity: config.identity,
+        logger: p.logger,
+        metrics: p.metrics,
+        pending: p.pending,
+        holds: (cluster, name) => p.mirrors?.clusterHolds(cluster, name),
+        onObserved: () => p.feed.changed(),
+        ...(config.aws ? { aws: config.aws } : {}),
+        eksSessions: p.eksSessions,
+        ...(config.clusterHealthIntervalMs !== undefined
+          ? { healthIntervalMs: config.clusterHealthIntervalMs }
+          : {}),
+        ...(config.agentHeartbeatGraceMs !== undefined
+          ? { heartbeatGraceMs: config.agentHeartbeatGraceMs }
+          : {}),
+        ...(config.agentHeartbeatReportMs !== undefined
+          ? { heartbeatReportMs: config.agentHeartbeatReportMs }
+          : {}),
+        ...(config.clusterRequestTimeoutMs !== undefined
+          ? { requestTimeoutMs: config.clusterRequestTimeoutMs }
+          : {}),
+        watchProgressDeadlineMs: config.watchProgressDeadlineMs,
+      }));
+      await clusters.start();
+      if (signal.aborted) return;
+      const dropped = p.eksSessions.dropUnclaimed();
+      if (dropped > 0)
+        p.log.info({ sessions: dropped }, 'dropped the AWS sessions of clusters gone');
+    },
+    async stop() {
+      const clusters = p.clusters;
+      await clusters?.stop();
+      if (p.clusters === clusters) p.clusters = undefined;
+    },
+    ready: () => (p.clusters?.hasSynced() ? true : 'MirrorCluster cache not synced'),
+  };
+}
+
+/** The mirror controller of each term, made with the hash key the term read. */
+function mirrorPeer(p: HubParts, make: (hubSecret: Buffer) => MirrorController): Runnable {
+  return {
+    name: 'mirror controller',
+    needLeaderElection: true,
+    async start() {
+      if (!p.hubSecret) throw new Error('hub: no hash key');
+      await (p.mirrors = make(p.hubSecret)).start();
+    },
+    async stop() {
+      const mirrors = p.mirrors;
+      await mirrors?.stop();
+      if (p.mirrors === mirrors) p.mirrors = undefined;
+    },
+    ready: () => (p.mirrors?.hasSynced() ? true : 'mirror caches not synced'),
   };
 }

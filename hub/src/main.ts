@@ -5,9 +5,9 @@ import { loadKubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { configureHttp2, http2FromEnv } from '@mirrorhub/shared/kit/k8s/h2';
 import {
   createLogger,
-  createShutdown,
   logConfigFromEnv,
   processVersion,
+  runProcess,
 } from '@mirrorhub/shared/kit/runtime/index';
 import { configFromEnv } from './config.js';
 import { createHub } from './hub.js';
@@ -36,8 +36,6 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const hub = createHub({ ...config, kubeConfig, version: v, logger });
-  const shutdown = createShutdown({ logger }).install();
-  shutdown.register('hub', () => hub.stop());
   logger.info(
     {
       cluster: config.clusterName,
@@ -47,13 +45,7 @@ async function main(): Promise<void> {
     },
     'starting',
   );
-  try {
-    await hub.start();
-  } catch (err) {
-    logger.fatal({ err }, 'start-up failed');
-    await shutdown.shutdown('start-up failed');
-    process.exit(1);
-  }
+  if (!(await runProcess(hub, { logger, name: 'hub' }))) return;
   logger.info({ port: hub.port, leader: hub.isLeader() }, 'hub started');
 }
 

@@ -9,8 +9,9 @@
 //   MIRRORHUB_HUB_PUBLIC_KEYS  the public half of the hub's signing key: the agent trusts
 //                              exactly the hub it shares the process with
 //   MIRRORHUB_LEADER_ELECTION  the hub's setting: with leader election (the default) the agent
-//                              half elects on its own Lease (mirrorhub-agent-leader) as a
-//                              separate agent with replicaCount > 1 does
+//                              half runs only while leading, as a separate agent with
+//                              replicaCount > 1 does; createStandalone makes that the hub's
+//                              election (one Lease per process), not a second one
 //
 // and two of its own:
 //

@@ -11,6 +11,7 @@ import {
   createShutdown,
   logConfigFromEnv,
   processVersion,
+  runProcess,
 } from '@mirrorhub/shared/kit/runtime/index';
 import { standaloneConfigFromEnv } from './config.js';
 import { createStandalone } from './standalone.js';
@@ -66,10 +67,6 @@ async function main(): Promise<void> {
       gc: exposedGc(),
     },
   });
-  shutdown.register('standalone', async () => {
-    await standalone.stop();
-    agentAccess?.close();
-  });
   logger.info(
     {
       cluster: config.hub.clusterName,
@@ -80,14 +77,8 @@ async function main(): Promise<void> {
     },
     'starting hub and agent in one process',
   );
-  try {
-    await standalone.start();
-  } catch (err) {
-    if (shutdown.shuttingDown) return;
-    logger.fatal({ err }, 'start-up failed');
-    await shutdown.shutdown('start-up failed');
-    process.exit(1);
-  }
+  const close = () => agentAccess?.close();
+  if (!(await runProcess(standalone, { logger, name: 'standalone', shutdown, close }))) return;
   logger.info(
     {
       port: standalone.hub.port,

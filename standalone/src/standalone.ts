@@ -46,7 +46,6 @@ export function checkPairing(hub: HubConfig, agent: AgentConfig): void {
 
 export function createStandalone(config: StandaloneConfig): Standalone {
   checkPairing(config.hub, config.agent);
-  const agent = createAgent(config.agent);
   const hub = createHub({
     ...config.hub,
     readinessChecks: {
@@ -54,6 +53,11 @@ export function createStandalone(config: StandaloneConfig): Standalone {
       'local-agent': () => agent.ready() || "the in-process agent's caches are not synced",
     },
   });
+  // One election for the process: when both halves would elect, the agent half leads exactly
+  // while the hub does, on the hub's Lease, so the pod that plans deliveries also applies them
+  // and a second Lease adds nothing.
+  const oneElection = !!config.agent.leaderElection && config.hub.leaderElection !== false;
+  const agent = createAgent(config.agent, oneElection ? { follow: hub.manager } : {});
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
