@@ -509,7 +509,7 @@ function renderVault(r: VaultBenchResult, command: string): DocSection {
     notes.push(
       '',
       `The hub's \`detect\` count (${f(op('detect'))}/min) is not requests: the wire carried ${f(wire['mounts'])}/min to sys/internal/ui/mounts. ` +
-        "The hub counts a `detect` on every poll of a source without `kvVersion`, also when the mount's KV version comes from its cache (hub/src/controllers/vault/sources.ts, `read()`).",
+        "The hub counts a `detect` on every poll of a source without `kvVersion`, also when the mount's KV version comes from its cache (the hub's Vault source poller, `read()`).",
     );
   }
   if ((wire['data'] ?? 0) > 0) {
@@ -692,7 +692,7 @@ function renderSigning(r: SigningBenchResult, command: string): DocSection {
       },
     ]),
     method: methodOf(title, [
-      `Setup: the functions of shared/src/mirror (signing.ts, policy.ts) on a delivery like the hub writes (a ClusterSecretMirror of a ~${(r.payloadBytes / 1024).toFixed(1)} KB kubernetes.io/tls payload), median of 5 rounds of ${r.iterations}; no cluster. ` +
+      `Setup: the functions of shared/src/mirror/signing.ts and agent/src/policy.ts on a delivery like the hub writes (a ClusterSecretMirror of a ~${(r.payloadBytes / 1024).toFixed(1)} KB kubernetes.io/tls payload), median of 5 rounds of ${r.iterations}; no cluster. ` +
         'The engine and multi-cluster figures are measured with signing and the policy on (their hub and agent run as the charts run them); ' +
         "the ValidatingAdmissionPolicies are not in those figures: the bench's processes use the kit's admin credentials, which the policies do not bind.",
       '',
