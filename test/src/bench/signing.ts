@@ -1,8 +1,8 @@
 // What the trust boundary costs per delivery, without a cluster: the hub signs a MirrorDelivery
 // and its payload for every cluster on every plan, the agent verifies both on every reconcile and
 // checks its policy once per delivery and once per namespace. Timed with the real functions of
-// shared/src/mirror (signing.ts, policy.ts) on a realistic delivery: a ~4 KB kubernetes.io/tls
-// payload and a spec like the hub writes.
+// shared/src/mirror/signing.ts and agent/src/policy.ts on a realistic delivery: a ~4 KB
+// kubernetes.io/tls payload and a spec like the hub writes.
 import { generateKeyPairSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
