@@ -1,5 +1,5 @@
 // The hub as a library: createHub(config) registers the hub's peers (dashboard, hash key,
-// MirrorCluster and mirror controllers) with a Manager (shared/kit/runtime/manager.ts), which
+// MirrorCluster controller, Vault connections, mirror controller) with a Manager (shared/kit/runtime/manager.ts), which
 // wires the health/metrics server, readiness, leader election and the ordered stop. main.ts is
 // a thin shell around it, and tests run several hubs in one process (no globals: logger,
 // metrics registry, clients and caches all belong to one Hub).
@@ -26,6 +26,7 @@ import { ClusterController, type HubAwsConfig } from './clusters/controller.js';
 import { EksSessions } from './clusters/eks-sessions.js';
 import { PendingCleanups } from './clusters/pending.js';
 import { MirrorController } from './mirrors/controller.js';
+import { VaultConnections, vaultRequests } from './vault/connections.js';
 import type { Tenancy } from './mirrors/destinations/clusters/plan.js';
 import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
 import { createSigner, type Signer } from '@mirrorhub/shared/mirror/signing';
@@ -225,12 +226,16 @@ export function createHub(config: HubConfig): Hub {
     })
     // MirrorClusters first: the mirrors' first plans see every registered cluster.
     .add(clusterPeer(p))
+    .add(vaultPeer(p))
     .add(mirrorPeer(p, mirrorController));
 
   /** One term's mirror controller (its options are one block, rebuilt with the mirror path). */
-  function mirrorController(hubSecret: Buffer): MirrorController {
+  function mirrorController(
+    hubSecret: Buffer,
+    vaultConnections: VaultConnections,
+  ): MirrorController {
     const { registry, clusterName, signer, tenancy, logger, pending, recentEvents } = p;
-    const { namespace, agentNamespace } = p;
+    const { namespace } = p;
     const c = new MirrorController({
       kubeConfig: config.kubeConfig,
       registry,
@@ -260,14 +265,8 @@ export function createHub(config: HubConfig): Hub {
           message: e.message,
           time: new Date().toISOString(),
         }),
-      vault: {
-        serviceAccount: config.serviceAccount,
-        tenantServiceAccountTokens: config.vaultServiceAccountTokens,
-        ownNamespaces: [namespace, agentNamespace],
-        requestTimeoutMs: config.vaultRequestTimeoutMs,
-        retryInitialMs: config.vaultRetryInitialMs,
-        leaseNamespace: namespace,
-      },
+      vaultConnections,
+      vault: { retryInitialMs: config.vaultRetryInitialMs, leaseNamespace: namespace },
     });
     return c;
   }
@@ -329,6 +328,7 @@ interface HubParts {
   /** The term's controllers, once started (undefined between terms). */
   clusters?: ClusterController | undefined;
   mirrors?: MirrorController | undefined;
+  vault?: VaultConnections | undefined;
   hubSecret?: Buffer | undefined;
   running: boolean;
   leaderIdentity?: string | undefined;
@@ -539,14 +539,48 @@ function clusterPeer(p: HubParts): Runnable {
   };
 }
 
+/** The VaultConnections and ClusterVaultConnections of each term: clients and Ready status. */
+function vaultPeer(p: HubParts): Runnable {
+  const { config } = p;
+  return {
+    name: 'Vault connections',
+    needLeaderElection: true,
+    async start() {
+      const vault = (p.vault = new VaultConnections({
+        kubeConfig: config.kubeConfig,
+        watchProgressDeadlineMs: config.watchProgressDeadlineMs,
+        serviceAccount: config.serviceAccount,
+        tenantServiceAccountTokens: config.vaultServiceAccountTokens,
+        ownNamespaces: [p.namespace, p.agentNamespace],
+        requestTimeoutMs: config.vaultRequestTimeoutMs,
+        identity: config.identity,
+        logger: p.logger,
+        metrics: p.metrics,
+        requests: vaultRequests(p.metrics),
+        onChange: (connKey) => p.mirrors?.vaultConnectionChanged(connKey),
+      }));
+      await vault.start();
+    },
+    async stop() {
+      const vault = p.vault;
+      await vault?.stop();
+      if (p.vault === vault) p.vault = undefined;
+    },
+  };
+}
+
 /** The mirror controller of each term, made with the hash key the term read. */
-function mirrorPeer(p: HubParts, make: (hubSecret: Buffer) => MirrorController): Runnable {
+function mirrorPeer(
+  p: HubParts,
+  make: (hubSecret: Buffer, vault: VaultConnections) => MirrorController,
+): Runnable {
   return {
     name: 'mirror controller',
     needLeaderElection: true,
     async start() {
       if (!p.hubSecret) throw new Error('hub: no hash key');
-      await (p.mirrors = make(p.hubSecret)).start();
+      if (!p.vault) throw new Error('hub: no Vault connections');
+      await (p.mirrors = make(p.hubSecret, p.vault)).start();
     },
     async stop() {
       const mirrors = p.mirrors;

@@ -48,7 +48,7 @@ import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 import type { ClusterRegistry } from '../clusters/registry.js';
 import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../names.js';
-import type { ServiceAccountRef } from '../vault/connections.js';
+import type { VaultConnections } from '../vault/connections.js';
 import type { Tenancy } from './destinations/clusters/plan.js';
 import type {
   CleanupContext,
@@ -59,7 +59,7 @@ import type {
   Report,
   SourceKind,
 } from './kinds.js';
-import { createKinds, type Kinds } from './registry.js';
+import { createKinds, type Kinds, type VaultOptions } from './registry.js';
 import { identityOf, statusCoalesceMs, statusWriteDelay } from './status.js';
 
 const CONTROLLER = 'mirror';
@@ -102,20 +102,10 @@ export interface MirrorControllerOptions {
    * statusWriteDelay and statusCoalesceMs).
    */
   statusCoalesceMs?: number;
-  /** Vault sources: the hub's own ServiceAccount, whether it may request tenants' tokens. */
-  vault?:
-    | {
-        serviceAccount?: ServiceAccountRef | undefined;
-        tenantServiceAccountTokens?: boolean | undefined;
-        /** The namespaces of mirrorhub's own ServiceAccounts (VaultConnectionsOptions). */
-        ownNamespaces?: readonly string[] | undefined;
-        requestTimeoutMs?: number | undefined;
-        /** First retry of a failed Vault poll (default 1 s). */
-        retryInitialMs?: number | undefined;
-        /** Where dynamic sources' leases are kept (Secret mirrorhub-leases): the hub's namespace. */
-        leaseNamespace?: string | undefined;
-      }
-    | undefined;
+  /** The Vault connections (a controller of its own, started beside this one). */
+  vaultConnections: VaultConnections;
+  /** Vault sources: retries, and where dynamic sources' leases are kept. */
+  vault?: VaultOptions | undefined;
   /** A mirror's finalizer was released while `cluster` may still hold delivery `name`. */
   onCleanupAbandoned?(cluster: string, name: string, mirrorKey: string, reason: string): void;
   /** A mirror or a delivery changed in the caches (the dashboard's live feed). */
@@ -190,7 +180,7 @@ export class MirrorController {
       kubeConfig: kc,
       rest: this.rest,
       watchProgressDeadlineMs: opts.watchProgressDeadlineMs,
-      identity: opts.identity,
+      vaultConnections: opts.vaultConnections,
       logger: this.log,
       rootLogger: opts.logger,
       metrics: m,
@@ -251,7 +241,6 @@ export class MirrorController {
       });
     }
     this.kinds.clusters.setResyncPeriod(this.freshness.ms);
-    await this.kinds.vaultConnections.start();
     await Promise.all([...this.sources, ...this.destinations].map((k) => k.start?.()));
     await this.reconciler.synced();
     if (this.stopped) return;
@@ -275,10 +264,7 @@ export class MirrorController {
   private async shutdown(): Promise<void> {
     this.stopped = true;
     await this.reconciler.stop(); // and the mirror watches
-    await Promise.all([
-      ...[...this.sources, ...this.destinations].map((k) => k.stop()),
-      this.kinds.vaultConnections.stop(),
-    ]);
+    await Promise.all([...this.sources, ...this.destinations].map((k) => k.stop()));
     this.rest.close();
   }
 
@@ -303,6 +289,11 @@ export class MirrorController {
    */
   clusterHolds(cluster: string, name: string): boolean | undefined {
     return this.kinds.clusters.holds(cluster, name);
+  }
+
+  /** A Vault connection changed: its pollers read afresh; the mirrors using it are reconciled. */
+  vaultConnectionChanged(connKey: string): void {
+    if (!this.stopped) this.kinds.vaultConnectionChanged(connKey);
   }
 
   /** Wait until nothing is queued or in flight (tests). */

@@ -4,7 +4,7 @@ import type { AnyMirror } from '@mirrorhub/shared/api/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import type { Clock, ControllerMetrics, Logger } from '@mirrorhub/shared/kit/runtime/index';
-import { VaultConnections, type ServiceAccountRef } from '../vault/connections.js';
+import { vaultRequests, type VaultConnections } from '../vault/connections.js';
 import type { DestinationKind, SourceKind } from './kinds.js';
 import { KubernetesSources } from './sources/kubernetes/index.js';
 import { VaultKvSources } from './sources/vault/index.js';
@@ -16,11 +16,6 @@ import {
 import { VaultDestination } from './destinations/vault/index.js';
 
 export interface VaultOptions {
-  serviceAccount?: ServiceAccountRef | undefined;
-  tenantServiceAccountTokens?: boolean | undefined;
-  /** The namespaces of mirrorhub's own ServiceAccounts (VaultConnectionsOptions). */
-  ownNamespaces?: readonly string[] | undefined;
-  requestTimeoutMs?: number | undefined;
   /** First retry of a failed Vault poll (default 1 s). */
   retryInitialMs?: number | undefined;
   /** Where dynamic sources' leases are kept (Secret mirrorhub-leases): the hub's namespace. */
@@ -31,7 +26,8 @@ export interface KindsOptions {
   kubeConfig: KubeAccess;
   rest: RestClient;
   watchProgressDeadlineMs?: number | undefined;
-  identity: string;
+  /** The Vault connections every Vault kind goes through (a controller of its own). */
+  vaultConnections: VaultConnections;
   /** The mirror controller's logger; `rootLogger` for the controllers with their own name. */
   logger: Logger;
   rootLogger: Logger;
@@ -57,41 +53,15 @@ export interface Kinds {
   destinations: readonly DestinationKind[];
   /** The clusters' deliveries (the dashboard, the MirrorCluster controller ask them). */
   clusters: ClusterDestinations;
-  /** The Vault connections every Vault kind goes through. */
-  vaultConnections: VaultConnections;
+  /** A Vault connection changed: its pollers read afresh; the mirrors using it are reconciled. */
+  vaultConnectionChanged(connKey: string): void;
 }
 
 export function createKinds(o: KindsOptions): Kinds {
   const log = o.logger;
-  const requests = o.metrics.counter(
-    'vault_requests_total',
-    'Requests to Vault / OpenBao by operation (login, detect, metadata, read; inspect, write, ' +
-      'remove for Vault destinations; issue, renew, revoke for dynamic sources) and outcome.',
-    ['operation', 'outcome'],
-  );
+  const requests = vaultRequests(o.metrics);
   const vault = o.vault ?? {};
-  const vaultConnections = new VaultConnections({
-    kubeConfig: o.kubeConfig,
-    watchProgressDeadlineMs: o.watchProgressDeadlineMs,
-    serviceAccount: vault.serviceAccount,
-    tenantServiceAccountTokens: vault.tenantServiceAccountTokens,
-    ownNamespaces: vault.ownNamespaces,
-    requestTimeoutMs: vault.requestTimeoutMs,
-    identity: o.identity,
-    logger: o.rootLogger,
-    metrics: o.metrics,
-    requests,
-    clock: o.clock,
-    // A connection changed: its pollers read afresh; the mirrors using it are reconciled.
-    onChange: (connKey) => {
-      kv.connectionChanged(connKey);
-      for (const m of o.mirrors()) {
-        if (m.spec.source.kind === 'Vault' || m.spec.destination.vault || m.status?.vault) {
-          o.enqueue(o.keyOf(m));
-        }
-      }
-    },
-  });
+  const vaultConnections = o.vaultConnections;
   const onChange = (keys: readonly string[]) => {
     for (const k of keys) o.enqueue(k);
   };
@@ -142,6 +112,13 @@ export function createKinds(o: KindsOptions): Kinds {
       }),
     ],
     clusters,
-    vaultConnections,
+    vaultConnectionChanged: (connKey) => {
+      kv.connectionChanged(connKey);
+      for (const m of o.mirrors()) {
+        if (m.spec.source.kind === 'Vault' || m.spec.destination.vault || m.status?.vault) {
+          o.enqueue(o.keyOf(m));
+        }
+      }
+    },
   };
 }

@@ -109,6 +109,16 @@ export interface VaultConnectionsOptions {
   clock?: Clock | undefined;
 }
 
+/** mirrorhub_vault_requests_total: every request to Vault by operation and outcome. */
+export function vaultRequests(metrics: ControllerMetrics): Counter<'operation' | 'outcome'> {
+  return metrics.counter(
+    'vault_requests_total',
+    'Requests to Vault / OpenBao by operation (login, detect, metadata, read; inspect, write, ' +
+      'remove for Vault destinations; issue, renew, revoke for dynamic sources) and outcome.',
+    ['operation', 'outcome'],
+  );
+}
+
 function keyOfObject(obj: AnyConnection): string {
   return obj.kind === 'ClusterVaultConnection' || !obj.metadata.namespace
     ? `ClusterVaultConnection/${obj.metadata.name ?? ''}`
