@@ -1,5 +1,5 @@
 // One agent: the delivery controller and its heartbeat, registered with a Manager
-// (shared/kit/runtime/manager.ts) that wires the health/metrics server, readiness, leader
+// (shared/kit/controller/manager.ts) that wires the health/metrics server, readiness, leader
 // election (optional) and the ordered stop. No globals: several agents can run in one process
 // (integration tests do), each with its own metrics registry.
 
@@ -7,8 +7,8 @@ import { hostname } from 'node:os';
 import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import { childLogger, createLogger, type Logger } from '@mirrorhub/shared/kit/runtime/log';
 import { createMetrics, type Registry } from '@mirrorhub/shared/kit/runtime/metrics';
-import { restLeaseClient } from '@mirrorhub/shared/kit/runtime/leader';
-import { createManager, type Manager } from '@mirrorhub/shared/kit/runtime/manager';
+import { restLeaseClient } from '@mirrorhub/shared/kit/controller/leader';
+import { createManager, type Manager } from '@mirrorhub/shared/kit/controller/manager';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { parsePolicy, type PolicySpec } from '@mirrorhub/agent/policy';
 import { createVerifier } from '@mirrorhub/shared/mirror/signing';

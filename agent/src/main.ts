@@ -19,7 +19,7 @@
 //                                       (default: streams of one HTTP/2 connection, k8s/h2.ts)
 
 import { createLogger, logConfigFromEnv, type Logger } from '@mirrorhub/shared/kit/runtime/log';
-import { runProcess } from '@mirrorhub/shared/kit/runtime/manager';
+import { runProcess } from '@mirrorhub/shared/kit/controller/manager';
 import { createAgent } from './agent.js';
 import { exposedGc } from './compact.js';
 import { readConfig, type MainConfig } from './config.js';

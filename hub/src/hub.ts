@@ -1,5 +1,5 @@
 // The hub as a library: createHub(config) registers the hub's peers (dashboard, hash key,
-// MirrorCluster controller, Vault connections, mirror controller) with a Manager (shared/kit/runtime/manager.ts), which
+// MirrorCluster controller, Vault connections, mirror controller) with a Manager (shared/kit/controller/manager.ts), which
 // wires the health/metrics server, readiness, leader election and the ordered stop. main.ts is
 // a thin shell around it, and tests run several hubs in one process (no globals: logger,
 // metrics registry, clients and caches all belong to one Hub).
@@ -7,17 +7,15 @@ import {
   Backoff,
   childLogger,
   createLogger,
-  createManager,
   createMetrics,
   errorMessage,
   realClock,
   sleep,
   type ControllerMetrics,
   type Logger,
-  type Manager,
   type ReadinessCheck,
-  type Runnable,
 } from '@mirrorhub/shared/kit/runtime/index';
+import { createManager, type Manager, type Runnable } from '@mirrorhub/shared/kit/controller/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { corePath, isForbidden, isNotFound, RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { ClusterRegistry } from './clusters/registry.js';

@@ -7,8 +7,8 @@ import {
   createLogger,
   logConfigFromEnv,
   processVersion,
-  runProcess,
 } from '@mirrorhub/shared/kit/runtime/index';
+import { runProcess } from '@mirrorhub/shared/kit/controller/index';
 import { configFromEnv } from './config.js';
 import { createHub } from './hub.js';
 

@@ -11,8 +11,8 @@ import {
   createShutdown,
   logConfigFromEnv,
   processVersion,
-  runProcess,
 } from '@mirrorhub/shared/kit/runtime/index';
+import { runProcess } from '@mirrorhub/shared/kit/controller/index';
 import { standaloneConfigFromEnv } from './config.js';
 import { createStandalone } from './standalone.js';
 

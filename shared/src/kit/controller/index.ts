@@ -6,6 +6,8 @@
 // - ShortestPeriod: how often the caches take a fresh look (freshness.ts)
 export * from './events.js';
 export * from './freshness.js';
+export * from './leader.js';
+export * from './manager.js';
 export * from './observe.js';
 export * from './overlay.js';
 export * from './patch.js';

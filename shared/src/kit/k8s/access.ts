@@ -3,7 +3,7 @@
 // Why: importing client-node loads its whole generated API (every group, every model) into
 // resident memory before anything has been done, most of what the agent's and the hub's memory
 // targets allow (docs/BENCHMARKS.md, Start-up memory). The REST client (rest.ts), Events
-// (events.ts), the list/watch transport (listwatch.ts) and leader election (runtime/leader.ts)
+// (events.ts), the list/watch transport (listwatch.ts) and leader election (controller/leader.ts)
 // need just two things from a kubeconfig: the server URL and the TLS and auth options of one
 // request. `KubeAccess` is that subset. client-node's KubeConfig already satisfies it, so code
 // that has one passes it as is.

@@ -27,11 +27,11 @@ import type { V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeAccess } from '../k8s/access.js';
 import { groupPath, isNotFound, microTime, RestClient } from '../k8s/rest.js';
-import { jitterUp } from './backoff.js';
-import { realClock, sleep, type Clock } from './clock.js';
-import { errorMessage, httpStatusOf } from './errors.js';
-import type { ControllerMetrics } from './metrics.js';
-import type { CheckResult } from './server.js';
+import { jitterUp } from '../runtime/backoff.js';
+import { realClock, sleep, type Clock } from '../runtime/clock.js';
+import { errorMessage, httpStatusOf } from '../runtime/errors.js';
+import type { ControllerMetrics } from '../runtime/metrics.js';
+import type { CheckResult } from '../runtime/server.js';
 
 /** A coordination.k8s.io/v1 Lease as it is on the wire (MicroTimes are RFC 3339 strings). */
 export interface Lease {

@@ -20,9 +20,9 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeAccess } from '../k8s/access.js';
 import { createLeaderElector, type LeaderElector, type LeaseClient } from './leader.js';
-import type { ControllerMetrics } from './metrics.js';
-import { startHealthServer, type HealthServer, type ReadinessCheck } from './server.js';
-import { createShutdown, type Shutdown } from './shutdown.js';
+import type { ControllerMetrics } from '../runtime/metrics.js';
+import { startHealthServer, type HealthServer, type ReadinessCheck } from '../runtime/server.js';
+import { createShutdown, type Shutdown } from '../runtime/shutdown.js';
 
 export interface Runnable {
   /** Names it in logs. */
