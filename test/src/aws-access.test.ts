@@ -29,7 +29,7 @@ import {
   mintEksToken,
   type AwsCredentials,
 } from '@mirrorhub/hub/clusters/aws/eks-token';
-import { kubeConfigForCluster } from '@mirrorhub/shared/testing/index';
+import { kubeConfigForCluster } from '@mirrorhub/infra/aws/eks-kubeconfig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const AGENT_NS = 'mirrorhub-system';

@@ -29,7 +29,7 @@ import {
   type EksClusterAccessOptions,
 } from '@mirrorhub/hub/clusters/aws/cluster-access';
 import { decodeEksToken } from '@mirrorhub/hub/clusters/aws/eks-token';
-import { eksKubeConfig } from '@mirrorhub/shared/testing/index';
+import { eksKubeConfig } from '@mirrorhub/infra/aws/eks-kubeconfig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const AGENT_NS = 'mirrorhub-system';

@@ -50,7 +50,7 @@ import {
 } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import { mintEksToken, type AwsCredentials } from '@mirrorhub/hub/clusters/aws/eks-token';
-import { kubeConfigForCluster } from '@mirrorhub/shared/testing/index';
+import { kubeConfigForCluster } from '@mirrorhub/infra/aws/eks-kubeconfig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 
