@@ -5,9 +5,9 @@
 // content, and a deleted Retain mirror's delivery would bring its copies back for good.
 //
 // So each delivery carries spec.sequence, signed with the rest of the spec and higher on every
-// change the hub writes (hub/src/controllers/delivery/plan.ts, deliverySequence), and the agent
-// remembers, per delivery name, the newest sequence it applied and the object (uid) that carried
-// it. It refuses:
+// change the hub writes (hub/src/mirrors/destinations/clusters/delivery.ts, deliverySequence),
+// and the agent remembers, per delivery name, the newest sequence it applied and the object (uid)
+// that carried it. It refuses:
 // - a sequence older than the newest it applied under the name;
 // - on a new object under the name (the one it applied was deleted, or deleted and replayed),
 //   a sequence not newer than that: so a deleted delivery's last word cannot come back.
