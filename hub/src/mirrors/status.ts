@@ -47,6 +47,8 @@ export const REASON = {
   conflict: 'Conflict',
   syncFailed: 'SyncFailed',
   policyDenied: 'PolicyDenied',
+  /** A deleted mirror's Vault secret or lease could not be removed within the cleanup grace. */
+  vaultCleanupAbandoned: 'VaultCleanupAbandoned',
 } as const;
 
 /** Longest status.message and clusters[].message (the CRD's maxLength). */

@@ -11,6 +11,7 @@ import {
 import type { Counter, Logger } from '@mirrorhub/shared/kit/runtime/index';
 import type { VaultConnections } from '../../../vault/connections.js';
 import { cleanupFailureReport } from '../../cleanup.js';
+import { REASON } from '../../status.js';
 import type {
   CleanupContext,
   CleanupReport,
@@ -127,7 +128,7 @@ export class VaultDestination implements DestinationKind<VaultPlan> {
     if (!r.ok) {
       const what = `Vault ${record.path}`;
       return cleanupFailureReport(
-        { what, error: r.error, reason: 'VaultCleanupAbandoned' },
+        { what, error: r.error, reason: REASON.vaultCleanupAbandoned },
         ctx,
         this.opts.logger,
       );

@@ -6,6 +6,7 @@ import type { Clock, Counter, Logger } from '@mirrorhub/shared/kit/runtime/index
 import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import type { VaultConnections } from '../../../vault/connections.js';
 import { cleanupFailureReport } from '../../cleanup.js';
+import { REASON } from '../../status.js';
 import type {
   CleanupContext,
   MirrorContext,
@@ -15,9 +16,6 @@ import type {
 } from '../../kinds.js';
 import { DynamicSources } from './leases.js';
 import { LeaseStore } from './store.js';
-
-/** The Event when a deleted mirror's lease could not be revoked within the cleanup grace. */
-export const ABANDONED = 'VaultCleanupAbandoned';
 
 export interface VaultDynamicSourcesOptions {
   connections: VaultConnections;
@@ -93,7 +91,11 @@ export class VaultDynamicSources implements SourceKind {
     const failure =
       error === undefined
         ? undefined
-        : { what: `Vault ${ctx.mirror.spec.source.vault?.path ?? ''}`, error, reason: ABANDONED };
+        : {
+            what: `Vault ${ctx.mirror.spec.source.vault?.path ?? ''}`,
+            error,
+            reason: REASON.vaultCleanupAbandoned,
+          };
     return cleanupFailureReport(failure, ctx, this.opts.logger);
   }
 
