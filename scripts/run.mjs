@@ -13,7 +13,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -168,6 +168,7 @@ function vitest(label, cmd, args, env = process.env) {
     { cwd: root, stdio: 'inherit', env },
   );
   let counts;
+  const failures = [];
   try {
     const r = JSON.parse(readFileSync(report, 'utf8'));
     counts = {
@@ -175,6 +176,16 @@ function vitest(label, cmd, args, env = process.env) {
       failed: r.numFailedTests,
       skipped: r.numPendingTests + r.numTodoTests,
     };
+    // What failed, by file and name, with the first line of its message: CI shows the end of
+    // the output, so the closing lines must say which tests to look at.
+    for (const file of r.testResults ?? []) {
+      const where = relative(root, file.name);
+      const failed = (file.assertionResults ?? []).filter((t) => t.status === 'failed');
+      for (const t of failed)
+        failures.push(`${where} > ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
+      if (failed.length === 0 && file.status === 'failed')
+        failures.push(`${where}: ${firstLine(file.message)}`);
+    }
   } catch {
     // no report
   }
@@ -183,7 +194,11 @@ function vitest(label, cmd, args, env = process.env) {
   console.error(
     `mirrorhub: ${label}: ${counts ? `${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped` : 'no report'}${ok ? '' : ` (exit ${res.status ?? res.signal ?? res.error?.message})`}`,
   );
-  return { counts, ok };
+  return { counts, ok, label, failures };
+}
+
+function firstLine(text) {
+  return (text ?? '').split('\n').find((l) => l.trim() !== '') ?? '(no message)';
 }
 
 const task = process.argv[2];
@@ -257,6 +272,8 @@ switch (task) {
       );
     }
     // The plain closing line CI reads, summed over every run: "N passed, N failed, N skipped".
+    for (const r of runs)
+      for (const f of r.failures) console.log(`mirrorhub: FAILED (${r.label}) ${f}`);
     const sum = (k) => runs.reduce((n, r) => n + (r.counts?.[k] ?? 0), 0);
     if (runs.some((r) => r.counts))
       console.log(`${sum('passed')} passed, ${sum('failed')} failed, ${sum('skipped')} skipped`);
