@@ -6,6 +6,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { startKit, type Kit } from './index.js';
 
+// Each test starts a real API server and etcd: on a loaded 2-core machine that takes longer than
+// the unit project's default timeout, as the other kit tests' beforeAll hooks allow for.
+const KIT_START_MS = 180_000;
+
 describe('the kit with MIRRORHUB_KIT_PROFILING', () => {
   let kit: Kit | undefined;
   const before = process.env.MIRRORHUB_KIT_PROFILING;
@@ -14,7 +18,7 @@ describe('the kit with MIRRORHUB_KIT_PROFILING', () => {
     kit = undefined;
     if (before === undefined) delete process.env.MIRRORHUB_KIT_PROFILING;
     else process.env.MIRRORHUB_KIT_PROFILING = before;
-  });
+  }, 30_000);
 
   const pprofIndex = async (setting: string | undefined) => {
     if (setting === undefined) delete process.env.MIRRORHUB_KIT_PROFILING;
@@ -35,11 +39,19 @@ describe('the kit with MIRRORHUB_KIT_PROFILING', () => {
     return status === 200 ? 'served' : `refused ${status}`;
   };
 
-  it('serves /debug/pprof/ when set to 1', async () => {
-    expect(await pprofIndex('1')).toBe('served');
-  });
+  it(
+    'serves /debug/pprof/ when set to 1',
+    async () => {
+      expect(await pprofIndex('1')).toBe('served');
+    },
+    KIT_START_MS,
+  );
 
-  it('serves no profiles otherwise', async () => {
-    expect(await pprofIndex(undefined)).toBe('refused 404');
-  });
+  it(
+    'serves no profiles otherwise',
+    async () => {
+      expect(await pprofIndex(undefined)).toBe('refused 404');
+    },
+    KIT_START_MS,
+  );
 });
