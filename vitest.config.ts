@@ -9,7 +9,15 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['{shared,hub,agent,standalone,infra}/src/**/*.test.ts'] },
+        test: {
+          name: 'unit',
+          include: ['{shared,hub,agent,standalone,infra}/src/**/*.test.ts'],
+          // Some unit tests start processes (the kit's services, a build lock's second process):
+          // they take a second or two, and several times that when CI loads both cores. A
+          // timeout only ends a hung test; it is not a speed check.
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
       },
       {
         extends: true,
