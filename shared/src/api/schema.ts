@@ -444,6 +444,14 @@ const vaultPathProperties = (what: string): Record<string, Schema> => ({
   ),
 });
 
+/**
+ * How a Kubernetes Secret's values are stored in a Vault KV secret: mirrorhub's plain text, or
+ * KTS mirrors' encoding, so a fleet that still runs KTS on some clusters reads and writes the same
+ * secrets during a cluster-by-cluster migration.
+ */
+const vaultEncoding = (description: string): Schema =>
+  stringEnum('VaultValueEncoding', description, ['Plain', 'Base64']);
+
 const vaultDynamic = object(
   'VaultDynamicSource',
   "The path issues leased credentials (the database secrets engine's <mount>/creds/<role>, or any " +
@@ -481,6 +489,13 @@ const vaultSource = object(
   {
     connectionRef: vaultConnectionRef,
     ...vaultPathProperties('source'),
+    encoding: vaultEncoding(
+      'How the values are stored in Vault. Plain (default): each value is the text of the ' +
+        "copy's value. Base64: each value is the base64 of the copy's bytes, as KTS mirrors " +
+        'writes a Secret to Vault; each is decoded into the copy, and a value that is not valid ' +
+        'base64 puts the mirror in Error, with the copies kept as they are. For a fleet that ' +
+        'still has clusters running KTS mirrors. KV only: not for a dynamic source.',
+    ),
     dynamic: vaultDynamic,
   },
   {
@@ -489,6 +504,11 @@ const vaultSource = object(
       {
         rule: '!has(self.dynamic) || !has(self.kvVersion)',
         message: 'kvVersion is for KV secrets; a dynamic source has none',
+      },
+      {
+        rule: '!has(self.dynamic) || !has(self.encoding)',
+        message:
+          'encoding is for KV secrets (how KTS mirrors stores values); a dynamic source returns its credentials as they are',
       },
     ],
   },
@@ -511,6 +531,13 @@ const vaultDestination = object(
         'ClusterVaultConnection (ClusterSecretMirror only).',
     },
     ...vaultPathProperties('destination'),
+    encoding: vaultEncoding(
+      'How the values are written to Vault. Plain (default): each value as text (a value that ' +
+        'is not UTF-8 puts the mirror in Error). Base64: each value as the base64 of the ' +
+        "source's bytes, exactly as KTS mirrors writes a Secret to Vault, so clusters still " +
+        'running KTS read it (binary values included). For a fleet that still has clusters ' +
+        'running KTS mirrors. The owner mark stays plain text.',
+    ),
   },
   { required: ['connectionRef', 'path'] },
 );

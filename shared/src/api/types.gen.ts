@@ -310,6 +310,15 @@ export interface VaultSource {
   kvVersion?: number;
 
   /**
+   * How the values are stored in Vault. Plain (default): each value is the text of the copy's
+   * value. Base64: each value is the base64 of the copy's bytes, as KTS mirrors writes a Secret to
+   * Vault; each is decoded into the copy, and a value that is not valid base64 puts the mirror in
+   * Error, with the copies kept as they are. For a fleet that still has clusters running KTS
+   * mirrors. KV only: not for a dynamic source.
+   */
+  encoding?: VaultValueEncoding;
+
+  /**
    * The path issues leased credentials (the database secrets engine's <mount>/creds/<role>, or any
    * engine whose response carries a lease): the hub reads it once, then at every poll renews the
    * lease instead of asking for new credentials, so the copies stay the same. When renewal cannot
@@ -337,6 +346,16 @@ export interface VaultConnectionReference {
 /** VaultConnection or ClusterVaultConnection. */
 export type VaultConnectionKind = 'VaultConnection' | 'ClusterVaultConnection';
 export const VAULT_CONNECTION_KIND_VALUES = ['VaultConnection', 'ClusterVaultConnection'] as const;
+
+/**
+ * How the values are stored in Vault. Plain (default): each value is the text of the copy's value.
+ * Base64: each value is the base64 of the copy's bytes, as KTS mirrors writes a Secret to Vault;
+ * each is decoded into the copy, and a value that is not valid base64 puts the mirror in Error,
+ * with the copies kept as they are. For a fleet that still has clusters running KTS mirrors. KV
+ * only: not for a dynamic source.
+ */
+export type VaultValueEncoding = 'Plain' | 'Base64';
+export const VAULT_VALUE_ENCODING_VALUES = ['Plain', 'Base64'] as const;
 
 /**
  * The path issues leased credentials (the database secrets engine's <mount>/creds/<role>, or any
@@ -502,6 +521,15 @@ export interface VaultDestination {
 
   /** KV version of the mount (1 or 2). Default: detected from the mount's options. */
   kvVersion?: number;
+
+  /**
+   * How the values are written to Vault. Plain (default): each value as text (a value that is not
+   * UTF-8 puts the mirror in Error). Base64: each value as the base64 of the source's bytes,
+   * exactly as KTS mirrors writes a Secret to Vault, so clusters still running KTS read it (binary
+   * values included). For a fleet that still has clusters running KTS mirrors. The owner mark stays
+   * plain text.
+   */
+  encoding?: VaultValueEncoding;
 }
 
 /**

@@ -266,6 +266,70 @@ describe('vaultData', () => {
   });
 });
 
+describe('destination.vault.encoding Base64 (KTS mirrors’ encoding)', () => {
+  const kts = (): AnyMirror =>
+    mirror({
+      destination: {
+        vault: {
+          connectionRef: { kind: 'ClusterVaultConnection', name: 'vault' },
+          path: dest.path,
+          encoding: 'Base64',
+        },
+      },
+    });
+  const binary = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x0a]);
+  const source: SourceObservation = {
+    state: 'found',
+    object: {
+      type: 'Opaque',
+      data: { 'keystore.p12': binary.toString('base64'), 'tls.crt': b64('CERT\n') },
+    },
+  };
+  const encoded = { 'keystore.p12': binary.toString('base64'), 'tls.crt': b64('CERT\n') };
+
+  it('writes every value as the base64 of its bytes, binary values included', () => {
+    expect(
+      vaultData(
+        kts(),
+        { kind: 'Secret', name: 'tls', namespace: 'certs' },
+        (source as Extract<SourceObservation, { state: 'found' }>).object,
+      ),
+    ).toEqual({ data: encoded, warnings: [] });
+    const p = planVaultDestination(
+      input({
+        mirror: kts(),
+        observation: source,
+        target: { state: 'absent', version: 0, kvVersion: 2 },
+      }),
+    );
+    expect(p.invalid).toBeUndefined();
+    expect(p.write).toEqual({ data: encoded, cas: 0 });
+  });
+
+  it('a ConfigMap’s text is written as the base64 of its UTF-8 bytes', () => {
+    expect(
+      vaultData(kts(), { kind: 'ConfigMap', name: 'cm', namespace: 'certs' }, { data: { a: 'é' } }),
+    ).toEqual({ data: { a: b64('é') }, warnings: [] });
+  });
+
+  it('compares with Vault in the same encoding: unchanged, it writes nothing', () => {
+    const p = planVaultDestination(
+      input({ mirror: kts(), observation: source, target: target({ data: encoded }) }),
+    );
+    expect(p.write).toBeUndefined();
+    expect(p.status.phase).toBe('Active');
+    // What Plain would write (the text) is not what a KTS reader expects: rewritten.
+    const plain = planVaultDestination(
+      input({
+        mirror: kts(),
+        observation: source,
+        target: target({ data: { 'tls.crt': 'CERT\n' } }),
+      }),
+    );
+    expect(plain.write?.data).toEqual(encoded);
+  });
+});
+
 describe('staleWrite', () => {
   const record = { connectionRef: dest.connection, path: 'secret/old/tls' };
   it('names the secret an earlier destination wrote, under deletePolicy Delete only', () => {

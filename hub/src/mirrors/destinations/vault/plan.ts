@@ -11,9 +11,11 @@
 //   marked by another mirror is never taken over.
 // - A write happens only when the data differs from what Vault holds, with check-and-set on the
 //   version that was read (KV v2), so a concurrent writer is never clobbered.
-// - Values are text: a source value that is not valid UTF-8 (a binary keystore) cannot be a
-//   Vault string without an encoding the consumer would have to know; the mirror says so (Error)
-//   and writes nothing.
+// - Values are text (encoding Plain): a source value that is not valid UTF-8 (a binary keystore)
+//   cannot be a Vault string without an encoding the consumer would have to know; the mirror says
+//   so (Error) and writes nothing. Encoding Base64 is that encoding, KTS mirrors' own: every value
+//   is the base64 of the source's bytes, binary or not, so clusters still running KTS read it.
+//   What Vault holds is compared in the same encoding, so an unchanged source writes nothing.
 // - A missing or unreadable source writes nothing and keeps what Vault holds.
 import {
   LIMITS,
@@ -114,13 +116,25 @@ export interface VaultDestinationPlan {
   events: PlannedEvent[];
 }
 
-/** The source's data as Vault strings, or why it cannot be (never a value in the message). */
+/**
+ * The source's data as Vault strings in destination.vault.encoding, or why it cannot be (never a
+ * value in the message).
+ */
 export function vaultData(
   mirror: AnyMirror,
   source: ResolvedSource,
   object: Parameters<typeof shapeSource>[1],
 ): { data: Record<string, string>; warnings: string[] } | { error: string } {
   const shaped = shapeSource(targetKindOf(source), object, mirror.spec.template);
+  if (mirror.spec.destination.vault?.encoding === 'Base64') {
+    // Re-encoded from the bytes: standard base64 with padding, as Go writes a []byte (KTS), and
+    // the same string for the same bytes at every poll.
+    const data: Record<string, string> = {};
+    for (const [key, b64] of Object.entries(shaped.data)) {
+      data[key] = Buffer.from(b64, 'base64').toString('base64');
+    }
+    return { data, warnings: shaped.warnings };
+  }
   const decoder = new TextDecoder('utf-8', { fatal: true });
   const data: Record<string, string> = {};
   const binary: string[] = [];

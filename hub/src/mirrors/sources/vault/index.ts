@@ -10,7 +10,7 @@ import type {
   SourceKind,
   SourceReading,
 } from '../../kinds.js';
-import { VaultSources } from './poller.js';
+import { VaultSources, type KvSourceRef } from './poller.js';
 
 export interface VaultKvSourcesOptions {
   connections: VaultConnections;
@@ -49,12 +49,9 @@ export class VaultKvSources implements SourceKind {
       return { state: 'observed', observation: { state: 'missing' }, refusal };
     }
     const policies = mirrorPolicies(ctx.mirror.spec);
-    this.poller.set(
-      ctx.key,
-      policies.suspend ? undefined : vault,
-      policies.pollPeriodSeconds * 1000,
-    );
-    const seen = this.poller.get(vault);
+    const kv: KvSourceRef = { ...vault, encoding: ctx.mirror.spec.source.vault?.encoding };
+    this.poller.set(ctx.key, policies.suspend ? undefined : kv, policies.pollPeriodSeconds * 1000);
+    const seen = this.poller.get(kv);
     // Not polled yet: the first poll enqueues this mirror again (suspended: planned as missing).
     if (seen.state === 'unknown') {
       return policies.suspend

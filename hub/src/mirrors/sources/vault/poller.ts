@@ -12,7 +12,9 @@
 //
 // The observation is the plan's SourceObservation: a found source is a synthetic Secret (type
 // Opaque, values base64), so shaping, hashing, payloads and fan-out are the Kubernetes path's.
-import type { VaultSourceRef } from '@mirrorhub/shared/api/index';
+// source.vault.encoding says how Vault holds the values (KTS mirrors' Base64, or plain text); it
+// is part of the poller's key, so two mirrors that read one path differently never share a poller.
+import type { VaultSourceRef, VaultValueEncoding } from '@mirrorhub/shared/api/index';
 import {
   realClock,
   type Clock,
@@ -37,7 +39,10 @@ import {
   pollPeriod,
   retryDelay,
 } from '../../../vault/decide.js';
-import { fingerprint, secretOf } from './observation.js';
+import { EncodingError, fingerprint, secretOf } from './observation.js';
+
+/** A KV source as polled: where it is and how its values are encoded (default Plain). */
+export type KvSourceRef = VaultSourceRef & { encoding?: VaultValueEncoding | undefined };
 
 export interface VaultSourcesOptions {
   connections: Pick<VaultConnections, 'client' | 'loginFailed' | 'observed'>;
@@ -54,7 +59,7 @@ export interface VaultSourcesOptions {
 
 interface Entry {
   key: string;
-  source: VaultSourceRef;
+  source: KvSourceRef;
   mirrors: Map<string, number>;
   observation?: SourceObservation;
   /** Fingerprint of the observation the mirrors were last told about. */
@@ -72,8 +77,8 @@ interface Entry {
   stopped: boolean;
 }
 
-export function vaultSourceKey(s: VaultSourceRef): string {
-  return `${connectionKey(s.connection)}|${s.path}|${s.kvVersion ?? ''}`;
+export function vaultSourceKey(s: KvSourceRef): string {
+  return `${connectionKey(s.connection)}|${s.path}|${s.kvVersion ?? ''}|${s.encoding ?? 'Plain'}`;
 }
 
 export class VaultSources {
@@ -91,7 +96,7 @@ export class VaultSources {
   }
 
   /** Mirror `mirrorKey` reads `source` every `periodMs` (undefined: nothing). */
-  set(mirrorKey: string, source: VaultSourceRef | undefined, periodMs = 300_000): void {
+  set(mirrorKey: string, source: KvSourceRef | undefined, periodMs = 300_000): void {
     if (this.stopped) return;
     const next = source ? vaultSourceKey(source) : undefined;
     const current = this.byMirror.get(mirrorKey);
@@ -123,7 +128,7 @@ export class VaultSources {
   }
 
   /** What the mirror's source looks like; `unknown` until its first poll ended. */
-  get(source: VaultSourceRef): SourceObservation | { state: 'unknown' } {
+  get(source: KvSourceRef): SourceObservation | { state: 'unknown' } {
     return this.entries.get(vaultSourceKey(source))?.observation ?? { state: 'unknown' };
   }
 
@@ -284,8 +289,11 @@ export class VaultSources {
         return { state: 'missing' };
       }
       this.count('read', 'ok');
-      e.version = current;
-      return { state: 'found', object: secretOf(data.body.data.data) };
+      const decoded = this.decode(e, data.body.data.data);
+      // Data the encoding cannot read: read again at the next poll rather than trust the version.
+      if (decoded.state === 'found') e.version = current;
+      else delete e.version;
+      return decoded;
     }
     let res;
     try {
@@ -305,14 +313,29 @@ export class VaultSources {
     this.count('read', 'ok');
     // A KV v1 secret mirrorhub wrote carries its owner mark as a data key: not data to copy.
     const { [OWNER_DATA_KEY]: _owner, ...stored } = res.body?.data ?? {};
-    const object = secretOf(stored);
+    const decoded = this.decode(e, stored);
     // Same content as before: keep the very object, so nothing downstream sees a change.
     if (
+      decoded.state === 'found' &&
       e.observation?.state === 'found' &&
-      fingerprint(e.observation) === fingerprint({ state: 'found', object })
+      fingerprint(e.observation) === fingerprint(decoded)
     ) {
       return e.observation;
     }
-    return { state: 'found', object };
+    return decoded;
+  }
+
+  /**
+   * The data as the mirrors see it, in the source's encoding. Data the encoding cannot read puts
+   * the mirrors in Error (denied: no retry helps until the data or the spec changes) and keeps
+   * their copies; the connection itself is fine.
+   */
+  private decode(e: Entry, raw: Record<string, unknown>): SourceObservation {
+    try {
+      return { state: 'found', object: secretOf(raw, e.source.encoding) };
+    } catch (err) {
+      if (!(err instanceof EncodingError)) throw err;
+      return { state: 'unreadable', error: err.message, denied: true };
+    }
   }
 }
