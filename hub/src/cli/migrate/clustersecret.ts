@@ -72,11 +72,15 @@ function translateOne(cs: ClusterSecret, inv: Inventory, opts: Options, out: Tra
   const onPurpose = new Map<string, string>();
   if ('valueFrom' in data) {
     if (Object.keys(data).length > 1) {
-      return void refuse('data.valueFrom sits beside other keys, which ClusterSecret itself refuses');
+      return void refuse(
+        'data.valueFrom sits beside other keys, which ClusterSecret itself refuses',
+      );
     }
     const r = data.valueFrom?.secretKeyRef;
     if (!r?.name || !r.namespace) {
-      return void refuse('data.valueFrom.secretKeyRef needs both name and namespace (ClusterSecret cannot read it either)');
+      return void refuse(
+        'data.valueFrom.secretKeyRef needs both name and namespace (ClusterSecret cannot read it either)',
+      );
     }
     source = { kind: 'Secret', namespace: r.namespace, name: r.name };
     if (r.keys) template['keys'] = r.keys.map((k): KeyMapping => ({ from: k }));
@@ -112,7 +116,10 @@ function translateOne(cs: ClusterSecret, inv: Inventory, opts: Options, out: Tra
       copy.annotations?.[CLUSTER_SECRET.createdBy] !== undefined ||
       copy.labels?.[CLUSTER_SECRET.label] !== undefined;
     if (owners.some((o) => o.name !== name)) {
-      return { ours: false, why: `owned by ClusterSecret ${owners[0]!.name}, another ClusterSecret` };
+      return {
+        ours: false,
+        why: `owned by ClusterSecret ${owners[0]!.name}, another ClusterSecret`,
+      };
     }
     if (marked || owners.length > 0) return { ours: true };
     return { ours: false, why: 'not a ClusterSecret copy (no clustersecret.io mark)' };

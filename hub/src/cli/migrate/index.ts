@@ -73,23 +73,32 @@ async function listIfServed<T>(rest: RestClient, path: string): Promise<T[] | un
 export async function gatherInventory(rest: RestClient, server: string): Promise<Inventory> {
   let what = 'listing namespaces';
   try {
-    const namespaces = (await listAll<Listed>(rest, corePath('namespaces'), ACCEPT_METADATA_LIST)).map(
-      (n) => ({ name: n.metadata.name, labels: n.metadata.labels }),
-    );
+    const namespaces = (
+      await listAll<Listed>(rest, corePath('namespaces'), ACCEPT_METADATA_LIST)
+    ).map((n) => ({ name: n.metadata.name, labels: n.metadata.labels }));
     what = 'listing Secrets in all namespaces (metadata only)';
     const secrets = await listAll<Listed>(rest, corePath('secrets'), ACCEPT_METADATA_LIST);
     what = 'listing ConfigMaps in all namespaces (metadata only)';
     const configMaps = await listAll<Listed>(rest, corePath('configmaps'), ACCEPT_METADATA_LIST);
     what = 'listing ClusterSecrets (clustersecret.io/v1)';
     const clusterSecrets =
-      (await listIfServed<ClusterSecret>(rest, groupPath('clustersecret.io', 'v1', 'clustersecrets'))) ?? [];
+      (await listIfServed<ClusterSecret>(
+        rest,
+        groupPath('clustersecret.io', 'v1', 'clustersecrets'),
+      )) ?? [];
     what = 'listing KTS SecretMirrors (mirrors.kts.studio)';
     const v2 =
-      (await listIfServed<KtsMirror>(rest, groupPath('mirrors.kts.studio', 'v1alpha2', 'secretmirrors'))) ?? [];
+      (await listIfServed<KtsMirror>(
+        rest,
+        groupPath('mirrors.kts.studio', 'v1alpha2', 'secretmirrors'),
+      )) ?? [];
     // Where both versions are served they are the same objects: v1alpha1 only adds what v1alpha2
     // did not list (a CRD serving v1alpha1 alone).
     const v1 =
-      (await listIfServed<KtsMirror>(rest, groupPath('mirrors.kts.studio', 'v1alpha1', 'secretmirrors'))) ?? [];
+      (await listIfServed<KtsMirror>(
+        rest,
+        groupPath('mirrors.kts.studio', 'v1alpha1', 'secretmirrors'),
+      )) ?? [];
     const seen = new Set(v2.map((m) => `${m.metadata.namespace}/${m.metadata.name}`));
     const ktsMirrors = [
       ...v2.map((m) => ({ ...m, apiVersion: m.apiVersion ?? 'mirrors.kts.studio/v1alpha2' })),
@@ -142,7 +151,10 @@ export async function runMigrate(args: MigrateArgs, io: Io): Promise<number> {
 
 /** Prints (or writes) what convert() made of `inv`; the exit code. */
 export function emitMigration(inv: Inventory, args: MigrateArgs, io: Io): number {
-  const t = convert(inv, { agentNamespace: args.agentNamespace, sourceNamespace: args.sourceNamespace });
+  const t = convert(inv, {
+    agentNamespace: args.agentNamespace,
+    sourceNamespace: args.sourceNamespace,
+  });
   for (const r of t.refusals) {
     io.stderr.write(`cannot translate ${r.object} (${r.tool}): ${r.reason}\n`);
   }
@@ -158,7 +170,9 @@ export function emitMigration(inv: Inventory, args: MigrateArgs, io: Io): number
     for (const n of t.notes) io.stderr.write(`note: ${n}\n`);
   }
   if (t.rules.length === 0 && t.refusals.length === 0) {
-    io.stderr.write('nothing to migrate: no reflector or kubed annotations, ClusterSecrets or KTS SecretMirrors found\n');
+    io.stderr.write(
+      'nothing to migrate: no reflector or kubed annotations, ClusterSecrets or KTS SecretMirrors found\n',
+    );
   }
   if (t.refusals.length > 0 && !args.continueOnRefusal) {
     io.stderr.write(

@@ -50,10 +50,14 @@ export function normalizeKts(m: KtsMirror): KtsMirror {
   };
 }
 
-type Conn = { ok: true; ref: { kind: 'VaultConnection'; name: string } } | { ok: false; reason: string };
+type Conn =
+  { ok: true; ref: { kind: 'VaultConnection'; name: string } } | { ok: false; reason: string };
 
 /** Vault path `<mount>/data/<path>` as mirrorhub's `<mount>/<path>` (KV v2), or why not. */
-function kvPath(raw: string | undefined, field: string): { ok: true; path: string } | { ok: false; reason: string } {
+function kvPath(
+  raw: string | undefined,
+  field: string,
+): { ok: true; path: string } | { ok: false; reason: string } {
   const p = (raw ?? '').replace(/^\/+/, '');
   const m = /^([^/]+)\/data\/(.+)$/.exec(p);
   if (!m) {
@@ -92,7 +96,9 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
       } catch {
         return { ok: false, reason: `${field}.addr ${JSON.stringify(v.addr)} is not a URL` };
       }
-      const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) || url.hostname.startsWith('127.');
+      const loopback =
+        ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) ||
+        url.hostname.startsWith('127.');
       if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
         return {
           ok: false,
@@ -113,13 +119,18 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
           appRole: {
             mountPath: approle.appRolePath || 'approle',
             roleIdSecretRef: { name: approle.secretRef.name, key: approle.roleIDKey || 'role-id' },
-            secretIdSecretRef: { name: approle.secretRef.name, key: approle.secretIDKey || 'secret-id' },
+            secretIdSecretRef: {
+              name: approle.secretRef.name,
+              key: approle.secretIDKey || 'secret-id',
+            },
           },
         };
       } else if (token?.secretRef?.name) {
         const bad = foreign(token.secretRef.namespace);
         if (bad) return { ok: false, reason: bad };
-        auth = { token: { secretRef: { name: token.secretRef.name, key: token.tokenKey || 'token' } } };
+        auth = {
+          token: { secretRef: { name: token.secretRef.name, key: token.tokenKey || 'token' } },
+        };
       } else {
         return {
           ok: false,
@@ -153,7 +164,10 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
       const c = connection(spec.source?.vault, 'source.vault', 'vault');
       if (!c.ok) return refuse(c.reason);
       // KTS stores values base64-encoded: read them as KTS wrote them.
-      source = { kind: 'Vault', vault: { connectionRef: c.ref, path: path.path, kvVersion: 2, encoding: 'Base64' } };
+      source = {
+        kind: 'Vault',
+        vault: { connectionRef: c.ref, path: path.path, kvVersion: 2, encoding: 'Base64' },
+      };
     } else {
       return refuse(`source.type ${JSON.stringify(spec.source?.type)} is neither secret nor vault`);
     }
@@ -169,11 +183,17 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
     if (dstType === 'vault') {
       const path = kvPath(spec.destination?.vault?.path, 'destination.vault');
       if (!path.ok) return refuse(path.reason);
-      const c = connection(spec.destination?.vault, 'destination.vault', srcType === 'vault' ? 'vault-destination' : 'vault');
+      const c = connection(
+        spec.destination?.vault,
+        'destination.vault',
+        srcType === 'vault' ? 'vault-destination' : 'vault',
+      );
       if (!c.ok) return refuse(c.reason);
       mirror['spec'] = compact({
         source,
-        destination: { vault: { connectionRef: c.ref, path: path.path, kvVersion: 2, encoding: 'Base64' } },
+        destination: {
+          vault: { connectionRef: c.ref, path: path.path, kvVersion: 2, encoding: 'Base64' },
+        },
         // KTS never deletes what it wrote to Vault.
         deletePolicy: 'Retain',
         pollPeriodSeconds,
@@ -198,11 +218,14 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
       continue;
     }
     if (dstType !== 'namespaces') {
-      return refuse(`destination.type ${JSON.stringify(spec.destination?.type)} is neither namespaces nor vault`);
+      return refuse(
+        `destination.type ${JSON.stringify(spec.destination?.type)} is neither namespaces nor vault`,
+      );
     }
     if (!copyName) return refuse('source.name is empty: KTS names the copies after it');
     const patterns = spec.destination?.namespaces ?? [];
-    if (patterns.length === 0) return refuse('destination.namespaces is empty: it selects no namespace');
+    if (patterns.length === 0)
+      return refuse('destination.namespaces is empty: it selects no namespace');
     const rewritten: string[] = [];
     for (const p of patterns) {
       const r = rewritePattern(p, 'substring');
@@ -217,7 +240,9 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
       if (v !== undefined && v.split('/')[0] === ns) return { ours: true };
       return {
         ours: false,
-        why: v ? `KTS copy owned by ${v}, a mirror of another namespace` : 'not a KTS copy (no owned-by annotation)',
+        why: v
+          ? `KTS copy owned by ${v}, a mirror of another namespace`
+          : 'not a KTS copy (no owned-by annotation)',
       };
     };
     const sourceNs = srcType === 'secret' ? ns : '';
@@ -250,7 +275,9 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
       pollPeriodSeconds,
     });
     if (spec.pollPeriodSeconds !== undefined && spec.pollPeriodSeconds < 10) {
-      out.notes.push(`${object}: pollPeriodSeconds ${spec.pollPeriodSeconds} raised to mirrorhub's minimum 10`);
+      out.notes.push(
+        `${object}: pollPeriodSeconds ${spec.pollPeriodSeconds} raised to mirrorhub's minimum 10`,
+      );
     }
     out.objects.push(...pending, mirror);
   }

@@ -151,11 +151,7 @@ export const sorted = (xs: Iterable<string>): string[] => [...new Set(xs)].sort(
  * The system namespaces `dest` would select (by name for patterns, by the cluster's labels for a
  * selector): excluding them keeps the mirror Active instead of Degraded by PolicyDenied.
  */
-export function systemExclusions(
-  dest: MirrorDestination,
-  inv: Inventory,
-  opts: Options,
-): string[] {
+export function systemExclusions(dest: MirrorDestination, inv: Inventory, opts: Options): string[] {
   const out: string[] = [];
   const selector = dest.namespaceSelector
     ? compileLabelSelector(dest.namespaceSelector, 'namespaceSelector')
@@ -326,7 +322,7 @@ export function buildRule(
       ...system.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')),
     ]);
     out.notes.push(
-      `${input.mirror}: excludeNamespaces ${system.join(', ')}: mirrorhub never writes to its system namespaces, and selecting them would leave the mirror Degraded (${input.object} copies there today where it selects them)`,
+      `${input.mirror}: excludeNamespaces ${system.join(', ')}: mirrorhub never writes to its system namespaces, and selecting them would leave the mirror Degraded (${input.object} copies there today)`,
     );
   }
   const after = selectedByMirror(input.destination, inv, input.source, input.targetName);

@@ -23,7 +23,9 @@ export function planRules(rules: readonly Rule[], inv: Inventory): RulePlan[] {
   return rules.map((rule) => {
     const items: readonly Listed[] = rule.kind === 'ConfigMap' ? inv.configMaps : inv.secrets;
     const named = new Map(
-      items.filter((o) => o.metadata.name === rule.targetName).map((o) => [o.metadata.namespace ?? '', o]),
+      items
+        .filter((o) => o.metadata.name === rule.targetName)
+        .map((o) => [o.metadata.namespace ?? '', o]),
     );
     const copies: PlannedCopy[] = rule.after.map((namespace) => {
       const existing = named.get(namespace);
@@ -59,10 +61,14 @@ export function renderPlan(plans: readonly RulePlan[]): string {
     lines.push(...selectionLines(rule).map((l) => `  ${l}`));
     if (copies.length === 0) lines.push('  no copies');
     for (const c of copies) {
-      lines.push(`  ${c.action.padEnd(11)} ${c.namespace}/${rule.targetName}${c.why ? `  (${c.why})` : ''}`);
+      lines.push(
+        `  ${c.action.padEnd(11)} ${c.namespace}/${rule.targetName}${c.why ? `  (${c.why})` : ''}`,
+      );
     }
     for (const o of outside) {
-      lines.push(`  ${'stays'.padEnd(11)} ${o.namespace}/${rule.targetName}  (${o.why}; mirrorhub does not touch it)`);
+      lines.push(
+        `  ${'stays'.padEnd(11)} ${o.namespace}/${rule.targetName}  (${o.why}; mirrorhub does not touch it)`,
+      );
     }
     lines.push('');
   }

@@ -80,7 +80,8 @@ function sideDestination(s: Side): SideDest {
   if (namespaces.length > 0) dest.namespaces = namespaces;
   if (s.selector.trim() !== '') {
     const parsed = parseSelectorString(s.selector);
-    if (!parsed.ok) return { ok: false, reason: `selector ${JSON.stringify(s.selector)}: ${parsed.reason}` };
+    if (!parsed.ok)
+      return { ok: false, reason: `selector ${JSON.stringify(s.selector)}: ${parsed.reason}` };
     dest.namespaceSelector = parsed.selector;
   }
   return { ok: true, dest };
@@ -105,7 +106,8 @@ function autoDestination(allowed: Side, auto: Side, inv: Inventory): SideDest {
       const kept = (literal as string[]).filter((n) =>
         sideSelects(other, inv.namespaces.find((x) => x.name === n) ?? { name: n }),
       );
-      if (kept.length === 0) return { ok: false, reason: 'the allowed and auto lists have no namespace in common' };
+      if (kept.length === 0)
+        return { ok: false, reason: 'the allowed and auto lists have no namespace in common' };
       return { ok: true, dest: { namespaces: kept.map(exactPattern) } };
     }
   }
@@ -142,7 +144,9 @@ function translateSource(
   const name = src.metadata.name;
   const object = ref(kind, src.metadata);
   if (!truthy(a[REFLECTOR.allowed])) {
-    out.notes.push(`${object}: reflection-allowed is not "true": reflector copies nothing, nothing to translate`);
+    out.notes.push(
+      `${object}: reflection-allowed is not "true": reflector copies nothing, nothing to translate`,
+    );
     return;
   }
   const allowed: Side = {
@@ -206,7 +210,9 @@ function translateSource(
   if (autoOn || sameName.length > 0) {
     emit(kind, ns, name, name, dest, before, object, mark, inv, opts, out);
   } else if (manual.size === 0) {
-    out.notes.push(`${object}: reflection allowed, but neither auto-enabled nor reflected anywhere: nothing to translate`);
+    out.notes.push(
+      `${object}: reflection allowed, but neither auto-enabled nor reflected anywhere: nothing to translate`,
+    );
   }
   for (const [copyName, namespaces] of manual) {
     out.notes.push(
