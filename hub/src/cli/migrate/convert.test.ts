@@ -283,6 +283,29 @@ describe('convert: each input shape -> its mirrorhub objects', () => {
       ['app-team-c', 'team-a', 'team-b'],
     ],
     [
+      'KTS: Go syntax (a POSIX class, an inline flag) is RE2 syntax',
+      {
+        ktsMirrors: [
+          {
+            apiVersion: 'mirrors.kts.studio/v1alpha2',
+            metadata: { name: 'm', namespace: 'src' },
+            spec: {
+              source: { name: 'tls' },
+              destination: { namespaces: ['^[[:alpha:]]+$', '(?i)^PROD$'] },
+            },
+          } as KtsMirror,
+        ],
+      },
+      [
+        mirror('src', 'm', {
+          source: { kind: 'Secret', name: 'tls' },
+          destination: { namespaces: ['.*(?:^[[:alpha:]]+$).*', '.*(?:(?i)^PROD$).*'] },
+          deletePolicy: 'Delete',
+        }),
+      ],
+      ['default', 'prod'],
+    ],
+    [
       'KTS v1alpha1: namespaceRegex',
       {
         ktsMirrors: [
@@ -539,6 +562,21 @@ describe('convert: each untranslatable input -> its named refusal', () => {
       },
       'KTS SecretMirror src/m',
       /not a KV v2 data path/,
+    ],
+    [
+      'one source annotated for reflector and kubed: the second is refused',
+      {
+        secrets: [
+          secret('src', 'tls', {
+            [`${R}/reflection-allowed`]: 'true',
+            [`${R}/reflection-auto-enabled`]: 'true',
+            [`${R}/reflection-allowed-namespaces`]: 'prod',
+            'kubed.appscode.com/sync': 'team=a',
+          }),
+        ],
+      },
+      'Secret src/tls',
+      /would become SecretMirror src\/tls, which Secret src\/tls \(reflector\) already becomes/,
     ],
     [
       'KTS: a lookbehind',

@@ -33,7 +33,41 @@ export function convert(inv: Inventory, opts: Options): Translation {
   translateKubed(inv, opts, out);
   translateClusterSecrets(inv, opts, out);
   translateKts(inv, opts, out);
-  return out;
+  return withoutDuplicates(out);
+}
+
+/**
+ * Two rules that became the same object (one source annotated for both reflector and kubed, a
+ * KTS mirror named like a reflector source): the first stays, the second is refused, since
+ * applying both would silently keep only one.
+ */
+function withoutDuplicates(t: Translation): Translation {
+  const key = (o: Record<string, unknown>) => {
+    const m = (o['metadata'] ?? {}) as { name?: string; namespace?: string };
+    return `${String(o['kind'])} ${m.namespace ? `${m.namespace}/` : ''}${m.name}`;
+  };
+  const firstRule = new Map<string, (typeof t.rules)[number]>();
+  const rules = t.rules.filter((r) => {
+    const first = firstRule.get(r.mirror);
+    if (!first) {
+      firstRule.set(r.mirror, r);
+      return true;
+    }
+    t.refusals.push({
+      tool: r.tool,
+      object: r.object,
+      reason: `it would become ${r.mirror}, which ${first.object} (${first.tool}) already becomes: two rules copy into the same mirror; keep one of them (remove the other tool's annotations or object), then migrate again`,
+    });
+    return false;
+  });
+  const seen = new Set<string>();
+  const objects = t.objects.filter((o) => {
+    const k = key(o);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+  return { ...t, rules, objects };
 }
 
 // ---- reading the cluster ----------------------------------------------------------------------
@@ -176,7 +210,7 @@ export function emitMigration(inv: Inventory, args: MigrateArgs, io: Io): number
   }
   if (t.refusals.length > 0 && !args.continueOnRefusal) {
     io.stderr.write(
-      `error: ${t.refusals.length} rule(s) cannot be translated (listed above); nothing was ${args.plan ? 'planned as final' : 'written'}: fix them, or pass --continue to emit the rest\n`,
+      `error: ${t.refusals.length} rule(s) cannot be translated (listed above)${args.plan ? ', and the plan leaves them out' : '; nothing was written'}: fix them, or pass --continue to emit the rest\n`,
     );
     return 1;
   }

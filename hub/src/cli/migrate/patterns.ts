@@ -105,10 +105,13 @@ function isMatchAll(p: string): boolean {
 export function oldToolSelects(p: string, anchoring: Anchoring, name: string): boolean {
   if (p === '') return anchoring !== 'leftmost-full';
   let re: RegExp | undefined;
-  try {
-    re = new RegExp(anchoring === 'prefix' ? `^(?:${p})` : p, 'u');
-  } catch {
-    re = undefined;
+  // Go's regexp is RE2: JavaScript would misread its syntax (POSIX classes, (?i)).
+  if (anchoring !== 'substring') {
+    try {
+      re = new RegExp(anchoring === 'prefix' ? `^(?:${p})` : p, 'u');
+    } catch {
+      re = undefined;
+    }
   }
   if (re && anchoring === 'leftmost-full') {
     const m = re.exec(name);
