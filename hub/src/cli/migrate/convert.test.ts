@@ -326,6 +326,26 @@ describe('convert: each input shape -> its mirrorhub objects', () => {
       ['team-a'],
     ],
     [
+      'KTS v1alpha1 without namespaceRegex: every namespace, as KTS converts it',
+      {
+        ktsMirrors: [
+          {
+            apiVersion: 'mirrors.kts.studio/v1alpha1',
+            metadata: { name: 'old', namespace: 'src' },
+            spec: { source: { name: 'tls' }, destination: { namespace: 'prod' } },
+          } as KtsMirror,
+        ],
+      },
+      [
+        mirror('src', 'old', {
+          source: { kind: 'Secret', name: 'tls' },
+          destination: { namespaces: ['.*'], excludeNamespaces: SYSTEM },
+          deletePolicy: 'Delete',
+        }),
+      ],
+      ['app-team-c', 'default', 'prod', 'team-a', 'team-b'],
+    ],
+    [
       'KTS: Vault source (approle) to namespaces',
       {
         ktsMirrors: [

@@ -18,6 +18,7 @@ import {
   type KtsMirror,
   type Listed,
   type Options,
+  type Tool,
   type Translation,
 } from './model.js';
 import { planRules, renderPlan, selectionLines } from './plan.js';
@@ -33,8 +34,30 @@ export function convert(inv: Inventory, opts: Options): Translation {
   translateKubed(inv, opts, out);
   translateClusterSecrets(inv, opts, out);
   translateKts(inv, opts, out);
+  const tools = new Set(out.rules.map((r) => r.tool));
+  for (const [tool, note] of TOOL_NOTES) if (tools.has(tool)) out.notes.push(note);
   return withoutDuplicates(out);
 }
+
+/** What changes on purpose, once per tool that had a rule. */
+const TOOL_NOTES: [Tool, string][] = [
+  [
+    'reflector',
+    "reflector: mirrorhub keeps the copies when the source is deleted or loses its annotations (reflector deleted them); deleting the SecretMirror (deletePolicy Delete) removes them. mirrorhub also copies the source's labels and annotations (reflector copied data and type only)",
+  ],
+  [
+    'kubed',
+    "kubed: mirrorhub keeps the copies when the source is deleted or loses its sync annotation (kubed deleted them); deleting the SecretMirror (deletePolicy Delete) removes them. kubed overwrote any object of the copy's name; mirrorhub leaves an unmarked one alone and reports a Conflict",
+  ],
+  [
+    'ClusterSecret',
+    "ClusterSecret: deleting the ClusterSecretMirror removes the copies, as deleting the ClusterSecret did. With valueFrom, mirrorhub also copies the referenced Secret's labels and annotations (ClusterSecret copied its own)",
+  ],
+  [
+    'KTS',
+    'KTS: namespace patterns were unanchored substring matches; mirrorhub anchors them, so each was rewritten as .*(?:pattern).* to select the same namespaces',
+  ],
+];
 
 /**
  * Two rules that became the same object (one source annotated for both reflector and kubed, a

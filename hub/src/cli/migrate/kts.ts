@@ -44,7 +44,9 @@ export function normalizeKts(m: KtsMirror): KtsMirror {
       source: { type: 'secret', name: m.spec?.source?.name ?? '' },
       destination: {
         type: 'namespaces',
-        namespaces: d.namespaceRegex ? [d.namespaceRegex] : [],
+        // As KTS's conversion: always one pattern, "" (every namespace) when unset; a v1alpha1
+        // destination.namespace is not carried over by it either.
+        namespaces: [d.namespaceRegex ?? ''],
       },
     },
   };
