@@ -1,7 +1,8 @@
 // `mirrorhub` / `kubectl mirrorhub`: the hub dashboard's overview and "where is it" in a
 // terminal. Arguments -> gather (the hub cluster with the user's kubeconfig, or the hub's
-// dashboard API) -> view.ts -> a table or JSON. Exit codes: 0 done, 1 failed (the message says
-// what to do), 2 wrong usage.
+// dashboard API) -> view.ts -> a table or JSON. `migrate` (migrate/) turns another tool's rules
+// into mirrorhub objects. Exit codes: 0 done, 1 failed (the message says what to do; for migrate
+// also: a rule cannot be translated), 2 wrong usage.
 import { fs, util } from '@mirrorhub/shared/kit/runtime/builtins';
 import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { errorMessage } from '@mirrorhub/shared/kit/runtime/errors';
