@@ -364,7 +364,7 @@ describe('mirrorhub migrate', () => {
       expect(r.code).toBe(1);
       expect(r.stdout).toBe('');
       expect(r.stderr).toContain(
-        'cannot translate Secret src/k-remote (kubed): sync-contexts eu, us name contexts of kubed',
+        "cannot translate Secret src/k-remote (kubed): sync-contexts eu, us: these name contexts of kubed's own kubeconfig file",
       );
       expect(r.stderr).toMatch(/error: 1 rule\(s\) cannot be translated .* pass --continue/);
       expect(r.stderr).not.toContain('cannot translate ClusterSecret');
@@ -499,6 +499,45 @@ describe('mirrorhub migrate', () => {
       expect(inline).toContain(`after (mirrorhub): ${others.join(', ')}`);
     });
 
+    it('--kubed-context maps sync-contexts to MirrorClusters: nothing is refused', async () => {
+      const r = await cli([
+        'migrate',
+        '--kubeconfig',
+        kubeconfig,
+        '--kubed-context',
+        'eu=eu-1',
+        '--kubed-context',
+        'us=us-1/apps',
+      ]);
+      expect(r.stderr).not.toContain('cannot translate');
+      expect(r.code).toBe(0);
+      const objects = loadAllYaml(r.stdout) as {
+        kind: string;
+        metadata: { name: string };
+        spec: unknown;
+      }[];
+      expect(objects.filter((o) => o.metadata.name.startsWith('kubed-'))).toEqual([
+        {
+          apiVersion: 'mirrorhub.io/v1alpha1',
+          kind: 'ClusterSecretMirror',
+          metadata: { name: 'kubed-src-k-remote-apps' },
+          spec: {
+            source: { kind: 'Secret', namespace: 'src', name: 'k-remote' },
+            destination: { clusters: { names: ['us-1'] }, namespaces: ['apps'] },
+          },
+        },
+        {
+          apiVersion: 'mirrorhub.io/v1alpha1',
+          kind: 'ClusterSecretMirror',
+          metadata: { name: 'kubed-src-k-remote-src' },
+          spec: {
+            source: { kind: 'Secret', namespace: 'src', name: 'k-remote' },
+            destination: { clusters: { names: ['eu-1'] }, namespaces: ['src'] },
+          },
+        },
+      ]);
+    });
+
     it('--out writes one file per object that kubectl applies to the mirrorhub CRDs, and never overwrites', async () => {
       const dir = join(await mkdtemp(join(tmpdir(), 'mirrorhub-migrate-')), 'out');
       const r = await cli(['migrate', '--kubeconfig', kubeconfig, '--continue', '--out', dir]);
@@ -577,7 +616,9 @@ describe('mirrorhub migrate', () => {
         ]),
       );
       expect(block('SecretMirror src/kts-publish')).toEqual(
-        expect.arrayContaining(['writes Vault secret/published/kts-tls; no copies in namespaces']),
+        expect.arrayContaining([
+          "writes Vault secret/published/kts-tls; no copies in this cluster's namespaces",
+        ]),
       );
       expect(r.stderr).toContain('cannot translate Secret src/k-remote (kubed)');
     });

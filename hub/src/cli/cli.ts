@@ -76,6 +76,10 @@ Flags of migrate (it reads the cluster of --kubeconfig/--context, writes nothing
       --continue            emit what can be translated even when some rules cannot (exit 0)
       --source-namespace NS where a ClusterSecret's inline data becomes a source Secret
                             (default: ${DEFAULT_AGENT_NAMESPACE})
+      --kubed-context CONTEXT=CLUSTER[/NAMESPACE]
+                            the MirrorCluster a context of kubed's sync-contexts reaches, and
+                            the namespace that context names (default: the source's); repeat
+                            for each context
 
 Examples:
   kubectl mirrorhub status
@@ -110,6 +114,7 @@ export interface Args {
   plan: boolean;
   continueOnRefusal: boolean;
   sourceNamespace: string;
+  kubedContexts: Map<string, { cluster: string; namespace?: string }>;
 }
 
 const OPTIONS = {
@@ -126,6 +131,7 @@ const OPTIONS = {
   plan: { type: 'boolean' },
   continue: { type: 'boolean' },
   'source-namespace': { type: 'string' },
+  'kubed-context': { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -155,6 +161,7 @@ export function parseCommandLine(argv: readonly string[], env: Io['env']): Args 
     plan: v.plan === true,
     continueOnRefusal: v.continue === true,
     sourceNamespace: v['source-namespace'] ?? DEFAULT_AGENT_NAMESPACE,
+    kubedContexts: new Map(),
   };
   if (help || version) return args;
   if (command === undefined) throw new UsageError('no command given');
@@ -177,7 +184,7 @@ export function parseCommandLine(argv: readonly string[], env: Io['env']): Args 
   }
   args.command = command;
   if (command !== 'migrate') {
-    for (const flag of ['out', 'plan', 'continue', 'source-namespace'] as const) {
+    for (const flag of ['out', 'plan', 'continue', 'source-namespace', 'kubed-context'] as const) {
       if (v[flag] !== undefined) throw new UsageError(`--${flag} applies to migrate only`);
     }
   }
@@ -200,6 +207,21 @@ export function parseCommandLine(argv: readonly string[], env: Io['env']): Args 
   set('token', nonEmpty('--token', v.token) ?? (env['MIRRORHUB_TOKEN'] || undefined));
   set('out', nonEmpty('--out', v.out));
   nonEmpty('--source-namespace', v['source-namespace']);
+  for (const mapping of v['kubed-context'] ?? []) {
+    const m =
+      /^([^=]+)=([a-z0-9]([-a-z0-9.]*[a-z0-9])?)(?:\/([a-z0-9]([-a-z0-9]*[a-z0-9])?))?$/.exec(
+        mapping,
+      );
+    if (!m) {
+      throw new UsageError(
+        `--kubed-context ${JSON.stringify(mapping)}: use CONTEXT=MIRRORCLUSTER or CONTEXT=MIRRORCLUSTER/NAMESPACE`,
+      );
+    }
+    if (args.kubedContexts.has(m[1]!)) {
+      throw new UsageError(`--kubed-context: context ${m[1]} is mapped twice`);
+    }
+    args.kubedContexts.set(m[1]!, { cluster: m[2]!, ...(m[4] ? { namespace: m[4] } : {}) });
+  }
   if (args.out && args.plan) {
     throw new UsageError('--out and --plan exclude each other: --plan writes nothing');
   }

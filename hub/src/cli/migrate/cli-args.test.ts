@@ -19,7 +19,22 @@ describe('mirrorhub migrate: the command line', () => {
     });
   });
 
+  it('reads --kubed-context mappings', () => {
+    const args = parseCommandLine(
+      ['migrate', '--kubed-context', 'eu=eu-1', '--kubed-context', 'prod-ctx=us-1/apps'],
+      {},
+    );
+    expect([...args.kubedContexts]).toEqual([
+      ['eu', { cluster: 'eu-1' }],
+      ['prod-ctx', { cluster: 'us-1', namespace: 'apps' }],
+    ]);
+  });
+
   it.each<[string[], RegExp]>([
+    [['migrate', '--kubed-context', 'eu'], /use CONTEXT=MIRRORCLUSTER/],
+    [['migrate', '--kubed-context', 'eu=EU'], /use CONTEXT=MIRRORCLUSTER/],
+    [['migrate', '--kubed-context', 'eu=a', '--kubed-context', 'eu=b'], /mapped twice/],
+    [['status', '--kubed-context', 'eu=a'], /applies to migrate only/],
     [['migrate', 'x'], /migrate takes no arguments/],
     [['migrate', '-n', 'a'], /--namespace does not apply to migrate/],
     [['migrate', '-o', 'json'], /--output does not apply to migrate/],

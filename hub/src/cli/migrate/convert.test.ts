@@ -512,7 +512,7 @@ describe('convert: each untranslatable input -> its named refusal', () => {
       'kubed: sync-contexts',
       { secrets: [secret('src', 'db', { 'kubed.appscode.com/sync-contexts': 'prod,stage' })] },
       'Secret src/db',
-      /sync-contexts prod, stage .*MirrorCluster/,
+      /sync-contexts prod, stage: .*--kubed-context CONTEXT=MIRRORCLUSTER/,
     ],
     [
       'kubed: a Gt selector',
@@ -609,6 +609,61 @@ describe('convert: each untranslatable input -> its named refusal', () => {
     expect(t.refusals).toHaveLength(1);
     expect(t.refusals[0]!.object).toBe(object);
     expect(t.refusals[0]!.reason).toMatch(reason);
+  });
+});
+
+describe('kubed sync-contexts mapped with --kubed-context', () => {
+  it('one ClusterSecretMirror per target namespace, to exactly the mapped clusters', () => {
+    const inv = inventory({
+      secrets: [secret('src', 'db', { 'kubed.appscode.com/sync-contexts': 'eu, us,apps' })],
+    });
+    const t = convert(inv, {
+      ...OPTS,
+      kubedContexts: new Map([
+        ['eu', { cluster: 'eu-1' }],
+        ['us', { cluster: 'us-1' }],
+        ['apps', { cluster: 'eu-1', namespace: 'apps' }],
+      ]),
+    });
+    expect(t.refusals).toEqual([]);
+    expect(t.objects).toEqual([
+      {
+        apiVersion: 'mirrorhub.io/v1alpha1',
+        kind: 'ClusterSecretMirror',
+        metadata: { name: 'kubed-src-db-apps' },
+        spec: {
+          source: { kind: 'Secret', namespace: 'src', name: 'db' },
+          destination: { clusters: { names: ['eu-1'] }, namespaces: ['apps'] },
+        },
+      },
+      {
+        apiVersion: 'mirrorhub.io/v1alpha1',
+        kind: 'ClusterSecretMirror',
+        metadata: { name: 'kubed-src-db-src' },
+        spec: {
+          source: { kind: 'Secret', namespace: 'src', name: 'db' },
+          destination: { clusters: { names: ['eu-1', 'us-1'] }, namespaces: ['src'] },
+        },
+      },
+    ]);
+    expect(t.rules.map((r) => r.elsewhere)).toEqual([
+      'namespace apps of clusters eu-1',
+      'namespace src of clusters eu-1, us-1',
+    ]);
+  });
+
+  it('refuses the contexts it was not told about', () => {
+    const inv = inventory({
+      secrets: [secret('src', 'db', { 'kubed.appscode.com/sync-contexts': 'eu,us' })],
+    });
+    const t = convert(inv, { ...OPTS, kubedContexts: new Map([['eu', { cluster: 'eu-1' }]]) });
+    expect(t.objects).toEqual([]);
+    expect(t.refusals).toEqual([
+      expect.objectContaining({
+        object: 'Secret src/db',
+        reason: expect.stringMatching(/^sync-contexts us: /),
+      }),
+    ]);
   });
 });
 

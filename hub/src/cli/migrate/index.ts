@@ -185,6 +185,7 @@ export interface MigrateArgs {
   continueOnRefusal: boolean;
   sourceNamespace: string;
   agentNamespace: string;
+  kubedContexts?: Options['kubedContexts'];
 }
 
 interface Io {
@@ -211,6 +212,7 @@ export function emitMigration(inv: Inventory, args: MigrateArgs, io: Io): number
   const t = convert(inv, {
     agentNamespace: args.agentNamespace,
     sourceNamespace: args.sourceNamespace,
+    kubedContexts: args.kubedContexts,
   });
   for (const r of t.refusals) {
     io.stderr.write(`cannot translate ${r.object} (${r.tool}): ${r.reason}\n`);
@@ -220,7 +222,7 @@ export function emitMigration(inv: Inventory, args: MigrateArgs, io: Io): number
     for (const n of t.notes) io.stdout.write(`note: ${n}\n`);
   } else {
     for (const rule of t.rules) {
-      if (rule.vault) continue;
+      if (rule.elsewhere) continue;
       io.stderr.write(`${rule.mirror} (from ${rule.object}):\n`);
       for (const l of selectionLines(rule)) io.stderr.write(`  ${l}\n`);
     }

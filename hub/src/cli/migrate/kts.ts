@@ -210,7 +210,7 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
         before: [],
         after: [],
         dropped: [],
-        vault: path.path,
+        elsewhere: `Vault ${path.path}`,
         mark: () => ({ ours: false, why: 'a Vault destination has no copies in namespaces' }),
       });
       out.notes.push(

@@ -13,11 +13,13 @@ import {
   parseSelectorString,
   ref,
   selectorMatches,
+  sorted,
   type Inventory,
   type MarkCheck,
   type Options,
   type Translation,
 } from './model.js';
+import { exactPattern } from './patterns.js';
 
 export const KUBED = {
   sync: 'kubed.appscode.com/sync',
@@ -27,6 +29,94 @@ export const KUBED = {
   originNamespace: 'kubed.appscode.com/origin.namespace',
   originCluster: 'kubed.appscode.com/origin.cluster',
 } as const;
+
+/** Whether a copy carries kubed's origin labels naming ns/name. */
+function kubedMark(ns: string, name: string): MarkCheck {
+  return (copy) => {
+    const l = copy.labels ?? {};
+    if (l[KUBED.originName] === name && l[KUBED.originNamespace] === ns) return { ours: true };
+    return {
+      ours: false,
+      why:
+        l[KUBED.originName] !== undefined
+          ? `kubed copy of ${l[KUBED.originNamespace] ?? '?'}/${l[KUBED.originName]}, another source`
+          : 'not a kubed copy (no origin labels)',
+    };
+  };
+}
+
+/**
+ * sync-contexts: kubed copies into the namespace of each named context of its own kubeconfig file
+ * (the source's namespace when the context names none), in other clusters. This cluster does not
+ * hold that file, so the user maps each context to a MirrorCluster (--kubed-context); then one
+ * ClusterSecretMirror per target namespace delivers to exactly those clusters (a namespaced
+ * SecretMirror reaches other clusters only where the hub's tenancy allows it). Unmapped contexts
+ * are refused.
+ */
+function translateContexts(
+  kind: 'Secret' | 'ConfigMap',
+  ns: string,
+  name: string,
+  object: string,
+  contexts: string[],
+  opts: Options,
+  out: Translation,
+): void {
+  const map = opts.kubedContexts ?? new Map<string, { cluster: string; namespace?: string }>();
+  const unmapped = contexts.filter((c) => !map.has(c));
+  if (unmapped.length > 0) {
+    out.refusals.push({
+      tool: 'kubed',
+      object,
+      reason: `sync-contexts ${unmapped.join(', ')}: these name contexts of kubed's own kubeconfig file, which this cluster does not hold, so migrate cannot tell which cluster and namespace each reaches; register each cluster as a MirrorCluster and pass --kubed-context CONTEXT=MIRRORCLUSTER[/NAMESPACE] (the namespace of the context, else ${ns}) for each`,
+    });
+    return;
+  }
+  const byNamespace = new Map<string, string[]>();
+  for (const c of contexts) {
+    const m = map.get(c)!;
+    const target = m.namespace || ns;
+    byNamespace.set(target, [...(byNamespace.get(target) ?? []), m.cluster]);
+  }
+  for (const [target, clusters] of [...byNamespace].sort(([a], [b]) => a.localeCompare(b))) {
+    const names = sorted(clusters);
+    if (names.length !== clusters.length) {
+      out.refusals.push({
+        tool: 'kubed',
+        object,
+        reason: `sync-contexts map two contexts to one MirrorCluster and namespace (${target}): kubed itself refuses contexts that reach the same cluster`,
+      });
+      continue;
+    }
+    const mirrorName =
+      byNamespace.size === 1 ? `kubed-${ns}-${name}` : `kubed-${ns}-${name}-${target}`;
+    out.rules.push({
+      tool: 'kubed',
+      object: `${object} (sync-contexts)`,
+      mirror: `ClusterSecretMirror ${mirrorName}`,
+      kind,
+      source: { namespace: ns, name },
+      targetName: name,
+      before: [],
+      after: [],
+      dropped: [],
+      elsewhere: `namespace ${target} of clusters ${names.join(', ')}`,
+      mark: kubedMark(ns, name),
+    });
+    out.notes.push(
+      `${object}: sync-contexts become ClusterSecretMirror ${mirrorName}, delivering to the MirrorClusters ${names.join(', ')} (register them before applying)`,
+    );
+    out.objects.push({
+      apiVersion: API_VERSION,
+      kind: 'ClusterSecretMirror',
+      metadata: { name: mirrorName.slice(0, 253) },
+      spec: {
+        source: { kind, namespace: ns, name },
+        destination: { clusters: { names }, namespaces: [exactPattern(target)] },
+      },
+    });
+  }
+}
 
 export function translateKubed(inv: Inventory, opts: Options, out: Translation): void {
   for (const [kind, items] of [
@@ -44,30 +134,14 @@ export function translateKubed(inv: Inventory, opts: Options, out: Translation):
       const ns = src.metadata.namespace ?? '';
       const name = src.metadata.name;
       const object = ref(kind, src.metadata);
-      if (contexts.length > 0) {
-        out.refusals.push({
-          tool: 'kubed',
-          object,
-          reason: `sync-contexts ${contexts.join(', ')} name contexts of kubed's own kubeconfig file, which this cluster does not hold: migrate cannot tell which cluster and namespace each one is; register each cluster as a MirrorCluster and add a SecretMirror with destination.clusters.names and the context's namespace (else ${ns}), then remove sync-contexts`,
-        });
-      }
+      if (contexts.length > 0) translateContexts(kind, ns, name, object, contexts, opts, out);
       if (sync === undefined) continue;
       const parsed = parseSelectorString(sync === 'true' ? '' : sync);
       if (!parsed.ok) {
         out.refusals.push({ tool: 'kubed', object, reason: `sync selector: ${parsed.reason}` });
         continue;
       }
-      const mark: MarkCheck = (copy) => {
-        const l = copy.labels ?? {};
-        if (l[KUBED.originName] === name && l[KUBED.originNamespace] === ns) return { ours: true };
-        return {
-          ours: false,
-          why:
-            l[KUBED.originName] !== undefined
-              ? `kubed copy of ${l[KUBED.originNamespace] ?? '?'}/${l[KUBED.originName]}, another source`
-              : 'not a kubed copy (no origin labels)',
-        };
-      };
+      const mark = kubedMark(ns, name);
       const dest: MirrorDestination = { namespaceSelector: parsed.selector };
       const before = inv.namespaces
         .filter((n) => n.name !== ns && selectorMatches(parsed.selector, n.labels))

@@ -83,6 +83,11 @@ export interface Options {
   agentNamespace: string;
   /** Where a ClusterSecret's inline data becomes a source Secret. */
   sourceNamespace: string;
+  /**
+   * kubed's sync-contexts, as the user maps them (--kubed-context CONTEXT=CLUSTER[/NAMESPACE]):
+   * the MirrorCluster each context reaches, and the namespace its kubeconfig context names.
+   */
+  kubedContexts?: ReadonlyMap<string, { cluster: string; namespace?: string | undefined }>;
 }
 
 export interface Refusal {
@@ -110,8 +115,11 @@ export interface Rule {
   after: string[];
   /** In before, not in after, on purpose: each with why. */
   dropped: { namespace: string; why: string }[];
-  /** Where the rule writes instead of namespaces (a Vault path), if so. */
-  vault?: string;
+  /**
+   * Where the rule writes instead of this cluster's namespaces, in words (a Vault path, other
+   * clusters' namespaces), if so: those copies are not visible from here.
+   */
+  elsewhere?: string;
   mark: MarkCheck;
 }
 

@@ -53,8 +53,8 @@ export function renderPlan(plans: readonly RulePlan[]): string {
   const lines: string[] = [];
   for (const { rule, copies, outside } of plans) {
     lines.push(`${rule.mirror}  (from ${rule.object}, ${rule.tool})`);
-    if (rule.vault) {
-      lines.push(`  writes Vault ${rule.vault}; no copies in namespaces`);
+    if (rule.elsewhere) {
+      lines.push(`  writes ${rule.elsewhere}; no copies in this cluster's namespaces`);
       lines.push('');
       continue;
     }
