@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
+  ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   loadAllYaml,
@@ -24,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureKubeBinaries, startKit, type Kit } from '@mirrorhub/infra/kit/index';
 
 import { applyCrd, installCrds } from './support/crds.js';
+import { eventually } from './support/eventually.js';
 
 const exec = promisify(execFile);
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -109,7 +111,7 @@ const KTS_VAULT = `
                             tokenKey: {type: string}
                             secretRef: {type: object, properties: {name: {type: string}, namespace: {type: string}}}`;
 
-const KTS_CRD = loadYaml<V1CustomResourceDefinition>(`
+const KTS_CRD_YAML = `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -160,7 +162,15 @@ spec:
               deletePolicy: {type: string}
               pollPeriodSeconds: {type: integer, format: int64}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`);
+`;
+const KTS_CRD = loadYaml<V1CustomResourceDefinition>(KTS_CRD_YAML);
+/** The same CRD as an older KTS installed it: v1alpha1 only. */
+const KTS_V1ALPHA1_CRD = loadYaml<V1CustomResourceDefinition>(
+  KTS_CRD_YAML.slice(0, KTS_CRD_YAML.indexOf('  - name: v1alpha2')).replace(
+    'storage: false',
+    'storage: true',
+  ),
+);
 
 const NAMESPACES: Record<string, Record<string, string>> = {
   src: {},
@@ -213,6 +223,50 @@ describe('mirrorhub migrate', () => {
     const r = await cli(['migrate', '--kubeconfig', kubeconfig]);
     expect(r).toMatchObject({ code: 0, stdout: '' });
     expect(r.stderr).toContain('nothing to migrate');
+  });
+
+  it('reads KTS v1alpha1 where the CRD serves only it, as KTS converts it', async () => {
+    await applyCrd(kc, KTS_V1ALPHA1_CRD);
+    await custom().createNamespacedCustomObject({
+      group: 'mirrors.kts.studio',
+      version: 'v1alpha1',
+      namespace: 'src',
+      plural: 'secretmirrors',
+      body: {
+        apiVersion: 'mirrors.kts.studio/v1alpha1',
+        kind: 'SecretMirror',
+        metadata: { name: 'kts-old', namespace: 'src' },
+        spec: { source: { name: 'kts-old' }, destination: { namespaceRegex: '^prod$' } },
+      },
+    });
+    const r = await cli(['migrate', '--kubeconfig', kubeconfig]);
+    expect(r.code).toBe(0);
+    expect(loadAllYaml(r.stdout)).toEqual([
+      {
+        apiVersion: 'mirrorhub.io/v1alpha1',
+        kind: 'SecretMirror',
+        metadata: { name: 'kts-old', namespace: 'src' },
+        spec: {
+          source: { kind: 'Secret', name: 'kts-old' },
+          destination: { namespaces: ['.*(?:^prod$).*'] },
+          deletePolicy: 'Delete',
+        },
+      },
+    ]);
+    expect(r.stderr).toContain('before (KTS): prod\n  after (mirrorhub): prod\n  same namespaces');
+
+    // The full CRD (v1alpha2 stored) replaces it for the tests below.
+    const api = kc.makeApiClient(ApiextensionsV1Api);
+    await api.deleteCustomResourceDefinition({ name: KTS_CRD.metadata!.name! });
+    await eventually(async () => {
+      try {
+        await api.readCustomResourceDefinition({ name: KTS_CRD.metadata!.name! });
+      } catch (err) {
+        if ((err as { code?: number }).code === 404) return;
+        throw err;
+      }
+      throw new Error('the v1alpha1-only CRD is still being deleted');
+    });
   });
 
   describe('with every tool', () => {

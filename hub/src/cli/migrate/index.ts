@@ -143,26 +143,23 @@ export async function gatherInventory(rest: RestClient, server: string): Promise
         rest,
         groupPath('clustersecret.io', 'v1', 'clustersecrets'),
       )) ?? [];
-    what = 'listing KTS SecretMirrors (mirrors.kts.studio)';
-    const v2 =
-      (await listIfServed<KtsMirror>(
-        rest,
-        groupPath('mirrors.kts.studio', 'v1alpha2', 'secretmirrors'),
-      )) ?? [];
-    // Where both versions are served they are the same objects: v1alpha1 only adds what v1alpha2
-    // did not list (a CRD serving v1alpha1 alone).
-    const v1 =
-      (await listIfServed<KtsMirror>(
-        rest,
-        groupPath('mirrors.kts.studio', 'v1alpha1', 'secretmirrors'),
-      )) ?? [];
-    const seen = new Set(v2.map((m) => `${m.metadata.namespace}/${m.metadata.name}`));
-    const ktsMirrors = [
-      ...v2.map((m) => ({ ...m, apiVersion: m.apiVersion ?? 'mirrors.kts.studio/v1alpha2' })),
-      ...v1
-        .filter((m) => !seen.has(`${m.metadata.namespace}/${m.metadata.name}`))
-        .map((m) => ({ ...m, apiVersion: m.apiVersion ?? 'mirrors.kts.studio/v1alpha1' })),
-    ];
+    what = 'listing KTS SecretMirrors (mirrors.kts.studio/v1alpha2)';
+    const v2 = await listIfServed<KtsMirror>(
+      rest,
+      groupPath('mirrors.kts.studio', 'v1alpha2', 'secretmirrors'),
+    );
+    // Every object is served in every served version, converted: v1alpha2 lists them all. Only a
+    // CRD that still serves v1alpha1 alone is read in v1alpha1 (translated as KTS converts it).
+    what = 'listing KTS SecretMirrors (mirrors.kts.studio/v1alpha1)';
+    const ktsMirrors =
+      v2 !== undefined
+        ? v2.map((m) => ({ ...m, apiVersion: m.apiVersion ?? 'mirrors.kts.studio/v1alpha2' }))
+        : (
+            (await listIfServed<KtsMirror>(
+              rest,
+              groupPath('mirrors.kts.studio', 'v1alpha1', 'secretmirrors'),
+            )) ?? []
+          ).map((m) => ({ ...m, apiVersion: m.apiVersion ?? 'mirrors.kts.studio/v1alpha1' }));
     return { namespaces, secrets, configMaps, clusterSecrets, ktsMirrors };
   } catch (err) {
     if (httpStatusOf(err) === 403) {
