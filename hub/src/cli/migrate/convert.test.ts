@@ -400,6 +400,54 @@ describe('convert: each input shape -> its mirrorhub objects', () => {
       ['prod'],
     ],
     [
+      'KTS: a KV v1 path (no data/): kvVersion 1, KTS layout read with encoding Base64',
+      {
+        ktsMirrors: [
+          {
+            apiVersion: 'mirrors.kts.studio/v1alpha2',
+            metadata: { name: 'v1', namespace: 'src' },
+            spec: {
+              source: {
+                type: 'vault',
+                name: 'tls',
+                vault: {
+                  addr: 'https://vault.example.com',
+                  path: 'kv/team/tls',
+                  auth: { token: { secretRef: { name: 'vt' } } },
+                },
+              },
+              destination: { namespaces: ['^prod$'] },
+            },
+          } as KtsMirror,
+        ],
+      },
+      [
+        {
+          apiVersion: 'mirrorhub.io/v1alpha1',
+          kind: 'VaultConnection',
+          metadata: { name: 'v1-vault', namespace: 'src' },
+          spec: {
+            address: 'https://vault.example.com',
+            auth: { token: { secretRef: { name: 'vt', key: 'token' } } },
+          },
+        },
+        mirror('src', 'v1', {
+          source: {
+            kind: 'Vault',
+            vault: {
+              connectionRef: { kind: 'VaultConnection', name: 'v1-vault' },
+              path: 'kv/team/tls',
+              kvVersion: 1,
+              encoding: 'Base64',
+            },
+          },
+          destination: { namespaces: ['.*(?:^prod$).*'], name: 'tls' },
+          deletePolicy: 'Delete',
+        }),
+      ],
+      ['prod'],
+    ],
+    [
       'KTS: secret to a Vault destination (token): Retain made explicit',
       {
         ktsMirrors: [
@@ -574,14 +622,14 @@ describe('convert: each untranslatable input -> its named refusal', () => {
       /own namespace \(src\) only/,
     ],
     [
-      'KTS: a path that is not KV v2 data',
+      'KTS: a path with no secret under its mount',
       {
         ktsMirrors: [
-          kts(vault('https://vault.example.com', { token: { secretRef: { name: 't' } } }, 'kv1/x')),
+          kts(vault('https://vault.example.com', { token: { secretRef: { name: 't' } } }, '/kv/')),
         ],
       },
       'KTS SecretMirror src/m',
-      /not a KV v2 data path/,
+      /names no secret under a mount/,
     ],
     [
       'one source annotated for reflector and kubed: the second is refused',

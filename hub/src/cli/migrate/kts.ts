@@ -55,20 +55,27 @@ export function normalizeKts(m: KtsMirror): KtsMirror {
 type Conn =
   { ok: true; ref: { kind: 'VaultConnection'; name: string } } | { ok: false; reason: string };
 
-/** Vault path `<mount>/data/<path>` as mirrorhub's `<mount>/<path>` (KV v2), or why not. */
+/**
+ * A KTS Vault path (a raw logical path) as mirrorhub's `<mount>/<path>` and KV version:
+ * `<mount>/data/<path>` is KV v2; any other path is read and written by KTS as a KV v1 secret
+ * holding its values under one key `data`, which `encoding: Base64` reads, and whose flat
+ * layout mirrorhub writes KTS reads as well.
+ */
 function kvPath(
   raw: string | undefined,
   field: string,
-): { ok: true; path: string } | { ok: false; reason: string } {
-  const p = (raw ?? '').replace(/^\/+/, '');
-  const m = /^([^/]+)\/data\/(.+)$/.exec(p);
-  if (!m) {
+): { ok: true; path: string; kvVersion: 1 | 2 } | { ok: false; reason: string } {
+  const p = (raw ?? '').replace(/^\/+/, '').replace(/\/+$/, '');
+  if (!/^[^/]+\/.+/.test(p)) {
     return {
       ok: false,
-      reason: `${field}.path ${JSON.stringify(raw ?? '')} is not a KV v2 data path (<mount>/data/<path>); KTS reads and writes it as {"data": ...}, which mirrorhub only does on KV v2`,
+      reason: `${field}.path ${JSON.stringify(raw ?? '')} names no secret under a mount`,
     };
   }
-  return { ok: true, path: `${m[1]}/${m[2]}` };
+  const m = /^([^/]+)\/data\/(.+)$/.exec(p);
+  return m
+    ? { ok: true, path: `${m[1]}/${m[2]}`, kvVersion: 2 }
+    : { ok: true, path: p, kvVersion: 1 };
 }
 
 export function translateKts(inv: Inventory, opts: Options, out: Translation): void {
@@ -89,6 +96,10 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
     const dstType = (spec.destination?.type || 'namespaces').toLowerCase();
     const copyName = spec.source?.name ?? '';
     const pending: Record<string, unknown>[] = [];
+    const kvOneNote = (field: string, path: string) =>
+      out.notes.push(
+        `${object}: ${field}.path ${path} has no data/ segment, so it is translated as a KV v1 secret (kvVersion: 1); if its mount is not KV v1 (a dynamic engine such as database/creds), do not apply this mirror: KTS's base64 decoding of leased credentials has no mirrorhub equivalent`,
+      );
 
     const connection = (v: KtsVault | undefined, field: string, role: string): Conn => {
       if (!v?.addr) return { ok: false, reason: `${field}.addr is empty` };
@@ -168,8 +179,14 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
       // KTS stores values base64-encoded: read them as KTS wrote them.
       source = {
         kind: 'Vault',
-        vault: { connectionRef: c.ref, path: path.path, kvVersion: 2, encoding: 'Base64' },
+        vault: {
+          connectionRef: c.ref,
+          path: path.path,
+          kvVersion: path.kvVersion,
+          encoding: 'Base64',
+        },
       };
+      if (path.kvVersion === 1) kvOneNote('source.vault', path.path);
     } else {
       return refuse(`source.type ${JSON.stringify(spec.source?.type)} is neither secret nor vault`);
     }
@@ -185,6 +202,7 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
     if (dstType === 'vault') {
       const path = kvPath(spec.destination?.vault?.path, 'destination.vault');
       if (!path.ok) return refuse(path.reason);
+      if (path.kvVersion === 1) kvOneNote('destination.vault', path.path);
       const c = connection(
         spec.destination?.vault,
         'destination.vault',
@@ -194,7 +212,12 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
       mirror['spec'] = compact({
         source,
         destination: {
-          vault: { connectionRef: c.ref, path: path.path, kvVersion: 2, encoding: 'Base64' },
+          vault: {
+            connectionRef: c.ref,
+            path: path.path,
+            kvVersion: path.kvVersion,
+            encoding: 'Base64',
+          },
         },
         // KTS never deletes what it wrote to Vault.
         deletePolicy: 'Retain',
