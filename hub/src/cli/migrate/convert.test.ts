@@ -715,6 +715,25 @@ describe('kubed sync-contexts mapped with --kubed-context', () => {
   });
 });
 
+describe('system namespaces', () => {
+  it('are excluded only where the old rule did not exclude them already', () => {
+    const t = convert(
+      inventory({
+        clusterSecrets: [
+          { metadata: { name: 'cs' }, avoidNamespaces: ['kube-'], data: { a: 'YQ==' } },
+        ],
+      }),
+      OPTS,
+    );
+    expect(t.objects[1]).toMatchObject({
+      spec: { destination: { excludeNamespaces: ['(?:kube-).*', 'mirrorhub-system'] } },
+    });
+    expect(t.notes).toContain(
+      'ClusterSecretMirror cs: excludeNamespaces mirrorhub-system: mirrorhub never writes to its system namespaces, and selecting them would leave the mirror Degraded (ClusterSecret cs copies there today)',
+    );
+  });
+});
+
 describe('plan', () => {
   it('creates, takes over a copy marked as this source, leaves anything else alone', () => {
     const inv = inventory({

@@ -165,7 +165,9 @@ export function systemExclusions(dest: MirrorDestination, inv: Inventory, opts: 
     ? compileLabelSelector(dest.namespaceSelector, 'namespaceSelector')
     : undefined;
   const patterns = (dest.namespaces ?? []).map((p) => compilePattern(p, 'namespaces'));
+  const excluded = (dest.excludeNamespaces ?? []).map((p) => compilePattern(p, 'exclude'));
   for (const name of systemNamespaces(opts)) {
+    if (excluded.some((m) => m.ok && m.matches(name))) continue;
     const labels = inv.namespaces.find((n) => n.name === name)?.labels;
     const empty =
       dest.namespaceSelector !== undefined &&
