@@ -1,7 +1,8 @@
 // `mirrorhub` / `kubectl mirrorhub`: the hub dashboard's overview and "where is it" in a
 // terminal. Arguments -> gather (the hub cluster with the user's kubeconfig, or the hub's
-// dashboard API) -> view.ts -> a table or JSON. Exit codes: 0 done, 1 failed (the message says
-// what to do), 2 wrong usage.
+// dashboard API) -> view.ts -> a table or JSON. `migrate` (migrate/) turns another tool's rules
+// into mirrorhub objects. Exit codes: 0 done, 1 failed (the message says what to do; for migrate
+// also: a rule cannot be translated), 2 wrong usage.
 import { fs, util } from '@mirrorhub/shared/kit/runtime/builtins';
 import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { errorMessage } from '@mirrorhub/shared/kit/runtime/errors';
@@ -23,6 +24,7 @@ import {
   type StatusReport,
   type WhereReport,
 } from './gather.js';
+import { runMigrate } from './migrate/index.js';
 import { renderStatus, renderWhere } from './table.js';
 
 const { readFileSync } = fs;
@@ -46,6 +48,8 @@ The mirrorhub dashboard in a terminal: what is mirrored where, and what needs at
 Commands:
   status                  overview, what needs attention, clusters and mirrors
   where NAME              every cluster and namespace holding a copy named NAME
+  migrate                 the mirrorhub objects equivalent to this cluster's kubernetes-reflector
+                          and kubed annotations, ClusterSecrets and KTS SecretMirrors, as YAML
   help                    this help
 
 Flags:
@@ -64,10 +68,25 @@ Flags:
   -h, --help                this help
       --version             the version
 
+Flags of migrate (it reads the cluster of --kubeconfig/--context, writes nothing to it):
+      --out DIR             one file per object in DIR (default: one YAML stream on stdout);
+                            an existing file is never overwritten
+      --plan                per rule, which copies mirrorhub would create, take over or leave
+                            alone; no YAML
+      --continue            emit what can be translated even when some rules cannot (exit 0)
+      --source-namespace NS where a ClusterSecret's inline data becomes a source Secret
+                            (default: ${DEFAULT_AGENT_NAMESPACE})
+      --kubed-context CONTEXT=CLUSTER[/NAMESPACE]
+                            the MirrorCluster a context of kubed's sync-contexts reaches, and
+                            the namespace that context names (default: the source's); repeat
+                            for each context
+
 Examples:
   kubectl mirrorhub status
   kubectl mirrorhub where wildcard-tls -o json
   mirrorhub status -n team-a --context prod-hub
+  kubectl mirrorhub migrate --plan
+  kubectl mirrorhub migrate --out ./mirrorhub-rules
 `;
 
 /** Wrong usage: printed with the usage, exit code 2. */
@@ -76,7 +95,7 @@ class UsageError extends Error {
 }
 
 export interface Args {
-  command: 'status' | 'where' | 'help';
+  command: 'status' | 'where' | 'migrate' | 'help';
   name?: string;
   kubeconfig?: string;
   context?: string;
@@ -90,6 +109,12 @@ export interface Args {
   token?: string;
   help: boolean;
   version: boolean;
+  /** migrate only */
+  out?: string;
+  plan: boolean;
+  continueOnRefusal: boolean;
+  sourceNamespace: string;
+  kubedContexts: Map<string, { cluster: string; namespace?: string }>;
 }
 
 const OPTIONS = {
@@ -102,6 +127,11 @@ const OPTIONS = {
   'hub-cluster': { type: 'string' },
   'hub-url': { type: 'string' },
   token: { type: 'string' },
+  out: { type: 'string' },
+  plan: { type: 'boolean' },
+  continue: { type: 'boolean' },
+  'source-namespace': { type: 'string' },
+  'kubed-context': { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -128,6 +158,10 @@ export function parseCommandLine(argv: readonly string[], env: Io['env']): Args 
     hubCluster: v['hub-cluster'] ?? DEFAULT_HUB_CLUSTER,
     help,
     version,
+    plan: v.plan === true,
+    continueOnRefusal: v.continue === true,
+    sourceNamespace: v['source-namespace'] ?? DEFAULT_AGENT_NAMESPACE,
+    kubedContexts: new Map(),
   };
   if (help || version) return args;
   if (command === undefined) throw new UsageError('no command given');
@@ -138,10 +172,22 @@ export function parseCommandLine(argv: readonly string[], env: Io['env']): Args 
     if (rest.length === 0) throw new UsageError('where needs the name of a copy: where NAME');
     if (rest.length > 1) throw new UsageError(`where takes one name (got ${rest.length})`);
     args.name = rest[0]!;
+  } else if (command === 'migrate') {
+    if (rest.length > 0) throw new UsageError(`migrate takes no arguments (got "${rest[0]}")`);
+    for (const flag of ['namespace', 'all-namespaces', 'output', 'hub-url', 'token'] as const) {
+      if (v[flag] !== undefined) {
+        throw new UsageError(`--${flag} does not apply to migrate: it reads the whole cluster`);
+      }
+    }
   } else {
     throw new UsageError(`unknown command "${command}"`);
   }
   args.command = command;
+  if (command !== 'migrate') {
+    for (const flag of ['out', 'plan', 'continue', 'source-namespace', 'kubed-context'] as const) {
+      if (v[flag] !== undefined) throw new UsageError(`--${flag} applies to migrate only`);
+    }
+  }
   const output = v.output ?? 'table';
   if (output !== 'table' && output !== 'json') {
     throw new UsageError(`unknown output format "${output}": use -o table or -o json`);
@@ -159,6 +205,26 @@ export function parseCommandLine(argv: readonly string[], env: Io['env']): Args 
   set('namespace', nonEmpty('--namespace', v.namespace));
   set('hubUrl', nonEmpty('--hub-url', v['hub-url']) ?? (env['MIRRORHUB_HUB_URL'] || undefined));
   set('token', nonEmpty('--token', v.token) ?? (env['MIRRORHUB_TOKEN'] || undefined));
+  set('out', nonEmpty('--out', v.out));
+  nonEmpty('--source-namespace', v['source-namespace']);
+  for (const mapping of v['kubed-context'] ?? []) {
+    const m =
+      /^([^=]+)=([a-z0-9]([-a-z0-9.]*[a-z0-9])?)(?:\/([a-z0-9]([-a-z0-9]*[a-z0-9])?))?$/.exec(
+        mapping,
+      );
+    if (!m) {
+      throw new UsageError(
+        `--kubed-context ${JSON.stringify(mapping)}: use CONTEXT=MIRRORCLUSTER or CONTEXT=MIRRORCLUSTER/NAMESPACE`,
+      );
+    }
+    if (args.kubedContexts.has(m[1]!)) {
+      throw new UsageError(`--kubed-context: context ${m[1]} is mapped twice`);
+    }
+    args.kubedContexts.set(m[1]!, { cluster: m[2]!, ...(m[4] ? { namespace: m[4] } : {}) });
+  }
+  if (args.out && args.plan) {
+    throw new UsageError('--out and --plan exclude each other: --plan writes nothing');
+  }
   if (args.namespace && args.allNamespaces) {
     throw new UsageError('-n/--namespace and -A/--all-namespaces exclude each other');
   }
@@ -196,6 +262,14 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
   if (args.help || args.command === 'help') {
     io.stdout.write(USAGE);
     return 0;
+  }
+  if (args.command === 'migrate') {
+    try {
+      return await runMigrate(args, io);
+    } catch (err) {
+      io.stderr.write(`error: ${errorMessage(err)}\n`);
+      return 1;
+    }
   }
   try {
     const report = args.hubUrl ? await fromHub(args, io) : await fromCluster(args, io);
