@@ -601,25 +601,15 @@ describe('mirrorhub migrate', () => {
       expect(files).toContain('clustersecretmirror-cs-prefix.yaml');
       expect(files).toContain('secretmirror-src-r-tls.yaml');
       expect(files).toHaveLength(9);
-      // `encoding` (KTS's base64 in Vault) is added to the schema by issue 38's item 3; until that
-      // lands in this tree the API server may only warn about it, and must accept everything else.
-      const crd = await readFile(
-        join(ROOT, 'charts/mirrorhub-hub/crds/mirrorhub.io_secretmirrors.yaml'),
-        'utf8',
-      );
-      const strict = /^\s+encoding:/m.test(crd);
+      // Strict: every field the converter writes (KTS's `encoding` included) is in the CRDs.
       const applied = await exec(kubectl, [
         '--kubeconfig',
         kubeconfig,
         'apply',
-        `--validate=${strict ? 'strict' : 'warn'}`,
+        '--validate=strict',
         '-f',
         dir,
       ]);
-      if (!strict) {
-        const warned = applied.stderr.split('\n').filter((l) => /unknown field/.test(l));
-        expect(warned.every((l) => l.includes('.vault.encoding'))).toBe(true);
-      }
       expect(applied.stdout).toContain('clustersecretmirror.mirrorhub.io/cs-prefix created');
       expect(applied.stdout).toContain('secretmirror.mirrorhub.io/r-tls created');
 
