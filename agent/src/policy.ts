@@ -12,7 +12,11 @@
 // Other controllers' ownership marks (foreign-ownership.ts) are refused before deniedDomains,
 // whatever allowedKeys says.
 
-import { compilePattern, type Labels } from '@mirrorhub/shared/mirror/namespaces';
+import {
+  ALWAYS_DENIED_NAMESPACES,
+  compilePattern,
+  type Labels,
+} from '@mirrorhub/shared/mirror/namespaces';
 import { findKeyPattern } from '@mirrorhub/shared/mirror/shape';
 import {
   FOREIGN_OWNERSHIP_PATTERNS,
@@ -38,13 +42,6 @@ export interface PolicySpec {
     foreignOwnership?: string[] | undefined;
   };
 }
-
-/** Namespaces no policy can open: the control plane's own. The agent namespace is added. */
-export const ALWAYS_DENIED_NAMESPACES: readonly string[] = [
-  'kube-system',
-  'kube-public',
-  'kube-node-lease',
-];
 
 /** Secret types that grant identities; refused even when listed. */
 export const NEVER_ALLOWED_TYPES: readonly string[] = [

@@ -16,6 +16,17 @@
 import { RE2JS } from 're2js';
 import type { LabelSelector } from '../api/types.gen.js';
 
+/**
+ * Namespaces no follower policy can open: the control plane's own (the agent adds its own
+ * namespace). The agent refuses copies there; `mirrorhub migrate` excludes them from rules that
+ * selected every namespace, so a migrated mirror does not end Degraded.
+ */
+export const ALWAYS_DENIED_NAMESPACES: readonly string[] = [
+  'kube-system',
+  'kube-public',
+  'kube-node-lease',
+];
+
 export type Labels = Readonly<Record<string, string>>;
 
 export interface NamespaceInfo {

@@ -2,6 +2,7 @@
 // cluster, each tool's module turns its objects into mirrorhub objects, Rules (what each selects,
 // before and after) and Refusals (what cannot be translated, and why).
 import type { LabelSelector, MirrorDestination } from '@mirrorhub/shared/api/index';
+import { ALWAYS_DENIED_NAMESPACES } from '@mirrorhub/shared/mirror/namespaces';
 import {
   compileLabelSelector,
   compileNamespaceMatcher,
@@ -138,15 +139,8 @@ export const emptyTranslation = (): Translation => ({
   notes: [],
 });
 
-/**
- * Namespaces no mirrorhub policy can open (agent/src/policy.ts ALWAYS_DENIED_NAMESPACES; the hub
- * must not import the agent, so the list is repeated here) plus the agent namespace.
- */
-export const SYSTEM_NAMESPACES: readonly string[] = [
-  'kube-system',
-  'kube-public',
-  'kube-node-lease',
-];
+/** Namespaces no mirrorhub policy can open (shared with the agent's policy). */
+export const SYSTEM_NAMESPACES: readonly string[] = ALWAYS_DENIED_NAMESPACES;
 
 export const systemNamespaces = (opts: Options): string[] => [
   ...SYSTEM_NAMESPACES,
