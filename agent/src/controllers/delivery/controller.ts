@@ -28,12 +28,7 @@ import { childLogger, type Logger } from '@mirrorhub/shared/kit/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/kit/runtime/metrics';
 import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 import { Compactor } from '../../compact.js';
-import {
-  applyActions,
-  restCopyClient,
-  type CopyClient,
-  type TakeoverContext,
-} from './apply.js';
+import { applyActions, restCopyClient, type CopyClient, type TakeoverContext } from './apply.js';
 import { deliveryEvents } from './events.js';
 import { CopyKnowledge } from './knowledge.js';
 import { countWrites, logOutcomes, registerGauges } from './metrics.js';
