@@ -381,7 +381,9 @@ describe("the agent's ServiceAccount, under the agent chart's policy values", ()
         annotations: { 'reflector.v1.k8s.emberstack.com/reflects': 'src/shared' },
       },
     });
-    for (const origin of ['follower/other/shared', 'hub/src/shared', 'follower/src']) {
+    // Another source (the same name in another namespace, another name), or no source at all.
+    // (That the source is in this cluster, the agent decides: the origin is its own claim.)
+    for (const origin of ['follower/other/shared', 'follower/src/other', 'follower/src']) {
       expectDenied(
         await outcome(updateSecret(asAgent, 'team-a', 'shared', takeOver(origin))),
         AGENT_POLICY,
