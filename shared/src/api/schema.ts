@@ -634,11 +634,11 @@ const mirrorSpec = (tsType: string, kindDescription: string, rules: ValidationRu
   );
 
 /** The tools whose copies a mirror takes over (agent: controllers/delivery/takeover.ts). */
-const predecessorTool = stringEnum(
-  'PredecessorTool',
-  'The tool that made a copy mirrorhub took over: kubernetes-reflector, kubed (config-syncer), ' +
-    'ClusterSecret or kts-mirrors.',
-  ['kubernetes-reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'],
+const predecessor = stringEnum(
+  'Predecessor',
+  'The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector), ' +
+    'kubed (config-syncer), ClusterSecret or kts-mirrors.',
+  ['reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'],
 );
 
 const mirrorStatus = (tsType: string): Schema =>
@@ -757,7 +757,7 @@ const mirrorStatus = (tsType: string): Schema =>
         'TakenOverCount',
         'Copies taken over from one tool.',
         {
-          from: predecessorTool,
+          from: predecessor,
           copies: count('Copies taken over from this tool.'),
         },
         { required: ['from', 'copies'] },
@@ -1223,7 +1223,7 @@ export const mirrorDelivery: KindDefinition = {
         'A copy taken over from another tool.',
         {
           namespace: string('Namespace name.', { maxLength: 63 }),
-          from: predecessorTool,
+          from: predecessor,
         },
         { required: ['namespace', 'from'] },
       ),

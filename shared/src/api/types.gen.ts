@@ -753,21 +753,21 @@ export const PROBLEM_STATE_VALUES = ['Failed', 'Conflict', 'PolicyDenied'] as co
 /** Copies taken over from one tool. */
 export interface TakenOverCount {
   /**
-   * The tool that made a copy mirrorhub took over: kubernetes-reflector, kubed (config-syncer),
-   * ClusterSecret or kts-mirrors.
+   * The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector),
+   * kubed (config-syncer), ClusterSecret or kts-mirrors.
    */
-  from: PredecessorTool;
+  from: Predecessor;
 
   /** Copies taken over from this tool. */
   copies: number;
 }
 
 /**
- * The tool that made a copy mirrorhub took over: kubernetes-reflector, kubed (config-syncer),
- * ClusterSecret or kts-mirrors.
+ * The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector), kubed
+ * (config-syncer), ClusterSecret or kts-mirrors.
  */
-export type PredecessorTool = 'kubernetes-reflector' | 'kubed' | 'ClusterSecret' | 'kts-mirrors';
-export const PREDECESSOR_TOOL_VALUES = ['kubernetes-reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'] as const;
+export type Predecessor = 'reflector' | 'kubed' | 'ClusterSecret' | 'kts-mirrors';
+export const PREDECESSOR_VALUES = ['reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'] as const;
 
 /** One aspect of the current state (metav1.Condition). */
 export interface Condition {
@@ -1288,10 +1288,10 @@ export interface TakenOverCopy {
   namespace: string;
 
   /**
-   * The tool that made a copy mirrorhub took over: kubernetes-reflector, kubed (config-syncer),
-   * ClusterSecret or kts-mirrors.
+   * The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector),
+   * kubed (config-syncer), ClusterSecret or kts-mirrors.
    */
-  from: PredecessorTool;
+  from: Predecessor;
 }
 
 /** Where Vault is and how the hub logs in. */

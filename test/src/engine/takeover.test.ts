@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiextensionsV1Api, type V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { ClusterSecretMirror, PredecessorTool, SecretMirror } from '@mirrorhub/shared';
+import type { ClusterSecretMirror, Predecessor, SecretMirror } from '@mirrorhub/shared';
 
 import { clusterSecretMirror, Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
@@ -38,7 +38,7 @@ const TOOL_KEYS = [
 ];
 
 interface Case {
-  tool: PredecessorTool;
+  tool: Predecessor;
   /** The source's (and every copy's) name. */
   name: string;
   /** The source's annotations and labels as that tool's users write them. */
@@ -51,7 +51,7 @@ interface Case {
 
 const CASES: Case[] = [
   {
-    tool: 'kubernetes-reflector',
+    tool: 'reflector',
     name: 'refl',
     // Reflector's auto-reflection: the source allows and asks for copies in these namespaces.
     source: {
@@ -354,7 +354,7 @@ describe('taking over the copies of the tool mirrorhub replaces', () => {
 
   it("a source's trigger annotations never reach its copies, also in a namespace it newly selects", async () => {
     await e.ensureNamespace('team-3');
-    for (const c of CASES.filter((c) => c.tool === 'kubernetes-reflector' || c.tool === 'kubed')) {
+    for (const c of CASES.filter((c) => c.tool === 'reflector' || c.tool === 'kubed')) {
       const m = migratedMirror(c);
       await e.applyMirror({
         ...m,
@@ -411,7 +411,7 @@ describe('taking over the copies of the tool mirrorhub replaces', () => {
         name: COPIES[0],
         state: 'Conflict',
         message: expect.stringMatching(
-          /is a copy kubernetes-reflector made from Secret src\/held; .*turned takeover off \(policy\.takeOver: false\)/,
+          /is a copy reflector made from Secret src\/held; .*turned takeover off \(policy\.takeOver: false\)/,
         ),
       },
     ]);

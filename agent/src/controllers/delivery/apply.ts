@@ -37,7 +37,7 @@ import {
   type RestClient,
 } from '@mirrorhub/shared/kit/k8s/rest';
 import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
-import { takeoverPatch, type PredecessorTool } from './takeover.js';
+import { takeoverPatch, type Predecessor } from './takeover.js';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
@@ -151,9 +151,9 @@ export interface ApplyContext {
 
 export interface TakeoverContext {
   /** The tool whose copy of this delivery's source `existing` provably is, or undefined. */
-  predecessorOf(existing: KubeObject, kind: SourceKind): PredecessorTool | undefined;
+  predecessorOf(existing: KubeObject, kind: SourceKind): Predecessor | undefined;
   /** "a copy kubed made from Secret ns/name". */
-  describe(tool: PredecessorTool): string;
+  describe(tool: Predecessor): string;
   /** policy.takeOver. */
   enabled: boolean;
   /** The conflict message when it is off (policy.takeOverOff). */

@@ -701,10 +701,10 @@ describe('settle: the status after applying', () => {
   it('a copy taken over from another tool is listed, and stays listed while it is there', () => {
     const p1 = plan(base);
     const s = settle(base, p1, [
-      { namespace: 'team-a', op: 'create', result: 'ok', takenOver: 'kubernetes-reflector' },
+      { namespace: 'team-a', op: 'create', result: 'ok', takenOver: 'reflector' },
       { namespace: 'team-b', op: 'create', result: 'ok' },
     ]);
-    expect(s.status.takenOver).toEqual([{ namespace: 'team-a', from: 'kubernetes-reflector' }]);
+    expect(s.status.takenOver).toEqual([{ namespace: 'team-a', from: 'reflector' }]);
     expect(s.status.syncedNamespaces).toEqual(['team-a', 'team-b']);
 
     // The next round sees both copies as ours: the report keeps the takeover, nothing changes.

@@ -19,7 +19,7 @@ import type {
   MirrorDelivery,
   MirrorDeliveryStatus,
   MirrorPhase,
-  PredecessorTool,
+  Predecessor,
   SourceKind,
   TakenOverCopy,
 } from '@mirrorhub/shared/api/types.gen';
@@ -203,7 +203,7 @@ export interface Report {
 /** What applying one action did. */
 export type Outcome =
   /** `takenOver`: the object was a predecessor's copy of the source (takeover.ts), now ours. */
-  | { namespace: string; op: ActionOp; result: 'ok'; takenOver?: PredecessorTool | undefined }
+  | { namespace: string; op: ActionOp; result: 'ok'; takenOver?: Predecessor | undefined }
   /** A verify found the copy as it should be: nothing written. */
   | { namespace: string; op: ActionOp; result: 'unchanged' }
   | { namespace: string; op: ActionOp; result: 'conflict'; message: string; adoptable: boolean }
@@ -529,7 +529,7 @@ export function plan(input: PlanInput): Plan {
 export interface Entry extends DeliveryNamespaceStatus {
   selected: boolean;
   /** The copy there was taken over from this tool (status.takenOver). */
-  takenOver?: PredecessorTool | undefined;
+  takenOver?: Predecessor | undefined;
 }
 
 interface Draft {

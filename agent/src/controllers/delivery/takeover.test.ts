@@ -17,7 +17,7 @@ import {
   predecessorText,
   takeoverPatch,
   type ExistingObject,
-  type PredecessorTool,
+  type Predecessor,
 } from './takeover.js';
 
 const CLUSTER = 'hub';
@@ -112,16 +112,11 @@ const tool = (
   d: MirrorDelivery = delivery(),
   cluster = CLUSTER,
   kind = 'Secret',
-): PredecessorTool | undefined => predecessorOf(e, kind, d, cluster);
+): Predecessor | undefined => predecessorOf(e, kind, d, cluster);
 
 describe('predecessorOf: a proof from the copy itself, or nothing', () => {
-  it.each<[string, ExistingObject, MirrorDelivery, PredecessorTool]>([
-    [
-      'kubernetes-reflector: reflects = source ns/name',
-      REFLECTOR,
-      delivery(),
-      'kubernetes-reflector',
-    ],
+  it.each<[string, ExistingObject, MirrorDelivery, Predecessor]>([
+    ['kubernetes-reflector: reflects = source ns/name', REFLECTOR, delivery(), 'reflector'],
     [
       'kubernetes-reflector: a manual reflection under another name',
       existing({
@@ -129,7 +124,7 @@ describe('predecessorOf: a proof from the copy itself, or nothing', () => {
         annotations: { 'reflector.v1.k8s.emberstack.com/reflects': 'apps/tls' },
       }),
       delivery({ target: { kind: 'Secret', name: 'tls-copy' } }),
-      'kubernetes-reflector',
+      'reflector',
     ],
     ['kubed: origin labels = source ns/name, origin.cluster empty', KUBED, delivery(), 'kubed'],
     [
@@ -161,13 +156,13 @@ describe('predecessorOf: a proof from the copy itself, or nothing', () => {
       'a namespaced SecretMirror takes over a reflector copy too',
       REFLECTOR,
       delivery(),
-      'kubernetes-reflector',
+      'reflector',
     ],
   ])('accepts %s', (_name, e, d, want) => {
     expect(tool(e, d)).toBe(want);
   });
 
-  it.each<[string, () => PredecessorTool | undefined]>([
+  it.each<[string, () => Predecessor | undefined]>([
     ['an unmarked Secret', () => tool(existing())],
     [
       'a reflector copy of another source',

@@ -29,13 +29,13 @@
 // that tool made as it makes them.
 
 import type { V1ConfigMap, V1OwnerReference, V1Secret } from '@kubernetes/client-node';
-import type { MirrorDelivery, PredecessorTool } from '@mirrorhub/shared/api/types.gen';
+import type { MirrorDelivery, Predecessor } from '@mirrorhub/shared/api/types.gen';
 import { FOREIGN_OWNERSHIP_PATTERNS } from '@mirrorhub/shared/mirror/foreign-ownership';
 import { findKeyPattern } from '@mirrorhub/shared/mirror/shape';
 import { RESERVED_PREFIX } from '@mirrorhub/shared/api/contract';
 import type { Copy } from './plan.js';
 
-export type { PredecessorTool };
+export type { Predecessor };
 
 type StringMap = Record<string, string>;
 
@@ -94,7 +94,7 @@ export function predecessorOf(
   kind: string,
   delivery: MirrorDelivery,
   clusterName: string,
-): PredecessorTool | undefined {
+): Predecessor | undefined {
   if (kind !== delivery.spec.target.kind) return undefined;
   const source = localSource(delivery, clusterName);
   if (!source) return undefined;
@@ -105,9 +105,9 @@ export function predecessorOf(
   const owners = meta.ownerReferences ?? [];
   const has = (map: StringMap, key: string) => Object.hasOwn(map, key);
 
-  let tool: PredecessorTool | undefined;
+  let tool: Predecessor | undefined;
   if (annotations[REFLECTOR_REFLECTS] === `${source.namespace}/${source.name}`) {
-    tool = 'kubernetes-reflector';
+    tool = 'reflector';
   } else if (
     labels[KUBED_ORIGIN_NAMESPACE] === source.namespace &&
     labels[KUBED_ORIGIN_NAME] === source.name &&
@@ -142,7 +142,7 @@ export function predecessorOf(
 }
 
 /** How status and messages name a copy a tool made: "a copy kubed made from <ns>/<name>". */
-export function predecessorText(tool: PredecessorTool, delivery: MirrorDelivery): string {
+export function predecessorText(tool: Predecessor, delivery: MirrorDelivery): string {
   const origin = delivery.spec.origin ?? '';
   const source = origin.slice(origin.indexOf('/') + 1);
   return `a copy ${tool} made from ${delivery.spec.target.kind} ${source}`;

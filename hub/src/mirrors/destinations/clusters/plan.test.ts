@@ -579,8 +579,8 @@ describe('planMirror: aggregated status', () => {
       deliveredCluster({ takenOver }, { name });
     const clusters = [
       reporting('hub', [
-        { namespace: 'app-a', from: 'kubernetes-reflector' },
-        { namespace: 'app-b', from: 'kubernetes-reflector' },
+        { namespace: 'app-a', from: 'reflector' },
+        { namespace: 'app-b', from: 'reflector' },
       ]),
       reporting('spoke', [{ namespace: 'app-a', from: 'kubed' }]),
     ];
@@ -590,12 +590,12 @@ describe('planMirror: aggregated status', () => {
     const p = plan({ mirror: m, clusters });
     expect(p.status.takenOver).toEqual([
       { from: 'kubed', copies: 1 },
-      { from: 'kubernetes-reflector', copies: 2 },
+      { from: 'reflector', copies: 2 },
     ]);
     const taken = p.events.filter((e) => e.reason === 'TakenOver');
     expect(taken.map((e) => e.message)).toEqual([
       "1 copy made by kubed from this mirror's source taken over in place (their kubed marks and ownerReferences removed)",
-      "2 copies made by kubernetes-reflector from this mirror's source taken over in place (their kubernetes-reflector marks and ownerReferences removed)",
+      "2 copies made by reflector from this mirror's source taken over in place (their reflector marks and ownerReferences removed)",
     ]);
     // The same counts again: no Event; no takeover anywhere: no field.
     const again = plan({ mirror: mirror(m.spec, p.status), clusters });

@@ -41,7 +41,7 @@ import {
   type MirrorPhase,
   type MirrorProblem,
   type MirrorStatus,
-  type PredecessorTool,
+  type Predecessor,
   type ResolvedSource,
   type TakenOverCount,
 } from '@mirrorhub/shared/api/index';
@@ -421,7 +421,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
   }
 
   // Status per selected cluster, then in total.
-  const takenOver = new Map<PredecessorTool, number>();
+  const takenOver = new Map<Predecessor, number>();
   const entries: ClusterSyncStatus[] = [];
   const problems: MirrorProblem[] = [];
   for (const obs of selection.selected) {
@@ -972,7 +972,7 @@ function summary(
  * reported while those copies are there) to `into`, per tool.
  */
 function countTakenOver(
-  into: Map<PredecessorTool, number>,
+  into: Map<Predecessor, number>,
   delivery: MirrorDelivery | undefined,
 ): void {
   if (!delivery || delivery.metadata.deletionTimestamp) return;
@@ -980,9 +980,7 @@ function countTakenOver(
 }
 
 /** status.takenOver: per tool, by name; undefined (no field) when none were taken over. */
-function takenOverCounts(
-  counts: ReadonlyMap<PredecessorTool, number>,
-): TakenOverCount[] | undefined {
+function takenOverCounts(counts: ReadonlyMap<Predecessor, number>): TakenOverCount[] | undefined {
   if (counts.size === 0) return undefined;
   return [...counts]
     .map(([from, copies]) => ({ from, copies }))
