@@ -43,8 +43,8 @@ interface Case {
   name: string;
   /** The source's annotations and labels as that tool's users write them. */
   source: { annotations?: Record<string, string>; labels?: Record<string, string> };
-  /** One copy as the tool wrote it into `ns` (sourceVersion: the source's resourceVersion). */
-  copy(ns: string, sourceVersion: string, owner?: { uid: string }): Partial<V1Secret>;
+  /** One copy as the tool wrote it into `ns`, from `source` (owner: the ClusterSecret). */
+  copy(ns: string, source: V1Secret, owner?: { uid: string }): Partial<V1Secret>;
   /** A copy the tool has not updated since the source changed: its content is stale. */
   stale?: string;
 }
@@ -63,12 +63,12 @@ const CASES: Case[] = [
       },
     },
     // ResourceMirror.cs: the source's data, and these four annotations.
-    copy: (_ns, rv) => ({
+    copy: (_ns, src) => ({
       metadata: {
         annotations: {
           'reflector.v1.k8s.emberstack.com/auto-reflects': 'True',
           'reflector.v1.k8s.emberstack.com/reflects': `${SRC}/refl`,
-          'reflector.v1.k8s.emberstack.com/reflected-version': rv,
+          'reflector.v1.k8s.emberstack.com/reflected-version': src.metadata!.resourceVersion!,
           'reflector.v1.k8s.emberstack.com/reflected-at': '2026-01-01T00:00:00.0000000+00:00',
         },
       },
@@ -82,22 +82,25 @@ const CASES: Case[] = [
       labels: { app: 'web' },
     },
     // syncer.go: the source's labels merged with the origin labels (origin.cluster is kubed's
-    // --cluster-name, empty by default), its annotations but the sync keys, and origin.
-    copy: (ns, rv) => ({
+    // clusterName, "unicorn" in its example config, which mirrorhub does not know: the origin
+    // annotation's uid proves the copy was made from this source here), its annotations but
+    // the sync keys, and origin (the source's object reference).
+    copy: (_ns, src) => ({
       metadata: {
         labels: {
           app: 'web',
           'kubed.appscode.com/origin.name': 'kubed',
           'kubed.appscode.com/origin.namespace': SRC,
-          'kubed.appscode.com/origin.cluster': '',
+          'kubed.appscode.com/origin.cluster': 'unicorn',
         },
         annotations: {
           'kubed.appscode.com/origin': JSON.stringify({
             kind: 'Secret',
             namespace: SRC,
             name: 'kubed',
+            uid: src.metadata!.uid,
             apiVersion: 'v1',
-            resourceVersion: rv,
+            resourceVersion: src.metadata!.resourceVersion,
           }),
         },
       },
@@ -138,12 +141,12 @@ const CASES: Case[] = [
     source: {},
     // dest_namespaces.go: owned-by "<mirror ns>/<mirror name>", sync time, parent version,
     // source type.
-    copy: (_ns, rv) => ({
+    copy: (_ns, src) => ({
       metadata: {
         annotations: {
           'mirrors.kts.studio/owned-by': `${SRC}/kts-mirror`,
           'mirrors.kts.studio/last-sync-at': '2026-01-01 00:00:00 +0000 UTC',
-          'mirrors.kts.studio/parent-version': rv,
+          'mirrors.kts.studio/parent-version': src.metadata!.resourceVersion!,
           'mirrors.kts.studio/source-type': 'secret',
         },
       },
@@ -274,7 +277,7 @@ describe('taking over the copies of the tool mirrorhub replaces', () => {
       const source = await e.putSecret(SRC, c.name, { value }, { metadata: c.source });
       const seeded = new Map<string, string>();
       for (const ns of COPIES) {
-        const shaped = c.copy(ns, source.metadata!.resourceVersion!, { uid: clusterSecretUid });
+        const shaped = c.copy(ns, source, { uid: clusterSecretUid });
         const old = ns === c.stale ? `${c.name}-v0` : value;
         const s = await e.putSecret(ns, c.name, { value: old }, shaped);
         seeded.set(ns, s.metadata!.uid!);

@@ -150,8 +150,20 @@ export interface ApplyContext {
 }
 
 export interface TakeoverContext {
-  /** The tool whose copy of this delivery's source `existing` provably is, or undefined. */
-  predecessorOf(existing: KubeObject, kind: SourceKind): Predecessor | undefined;
+  /**
+   * The tool whose copy of this delivery's source `existing` provably is, or undefined;
+   * `sourceUid` when sourceToCheck asked for it.
+   */
+  predecessorOf(
+    existing: KubeObject,
+    kind: SourceKind,
+    sourceUid?: string,
+  ): Predecessor | undefined;
+  /** The source to read when only its uid decides (takeover.ts, kubed), else undefined. */
+  sourceToCheck(
+    existing: KubeObject,
+    kind: SourceKind,
+  ): { namespace: string; name: string } | undefined;
   /** "a copy kubed made from Secret ns/name". */
   describe(tool: Predecessor): string;
   /** policy.takeOver. */
@@ -313,7 +325,7 @@ async function takeOver(ctx: ApplyContext, obj: Copy, adoptForeign: boolean): Pr
   const { namespace, name } = obj.metadata;
   const existing = await read(ctx, obj.kind, namespace, name);
   const owner = ownershipOf(existing, ctx.deliveryName);
-  const tool = owner === 'foreign' ? ctx.takeover?.predecessorOf(existing!, obj.kind) : undefined;
+  const tool = owner === 'foreign' ? await predecessor(ctx, existing!, obj.kind) : undefined;
   if (tool && ctx.takeover?.enabled) {
     await replacePredecessor(ctx, obj, existing!, ctx.takeover.foreignPatterns);
     return { result: 'ok', takenOver: tool };
@@ -345,6 +357,22 @@ async function takeOver(ctx: ApplyContext, obj: Copy, adoptForeign: boolean): Pr
   }
   await overwrite(ctx, obj, existing!);
   return OK;
+}
+
+/** Whose copy `existing` provably is (takeover.ts), reading the source when the proof needs it. */
+async function predecessor(
+  ctx: ApplyContext,
+  existing: KubeObject,
+  kind: SourceKind,
+): Promise<Predecessor | undefined> {
+  const t = ctx.takeover;
+  if (!t) return undefined;
+  const tool = t.predecessorOf(existing, kind);
+  const source = tool ? undefined : t.sourceToCheck(existing, kind);
+  if (!source) return tool;
+  const found = await read(ctx, kind, source.namespace, source.name);
+  const uid = found?.metadata?.uid;
+  return uid ? t.predecessorOf(existing, kind, uid) : undefined;
 }
 
 /**

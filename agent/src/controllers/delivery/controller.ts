@@ -36,7 +36,7 @@ import { DeliveryNotes, type DeliveryNote } from './notes.js';
 import { hubMidWrite, plan, settle, type Action, type Outcome, type PlanInput } from './plan.js';
 import { SequenceMemory } from './memory.js';
 import { judgeSequence } from './sequence.js';
-import { predecessorOf, predecessorText } from './takeover.js';
+import { predecessorOf, predecessorText, sourceToCheck } from './takeover.js';
 import { checkSignatures, SignatureCache } from './signature.js';
 import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { DeliveryWatches } from './watches.js';
@@ -384,7 +384,9 @@ export class DeliveryController {
   private takeoverContext(delivery: MirrorDelivery): TakeoverContext {
     const { policy, clusterName } = this.opts;
     return {
-      predecessorOf: (existing, kind) => predecessorOf(existing, kind, delivery, clusterName),
+      predecessorOf: (existing, kind, sourceUid) =>
+        predecessorOf(existing, kind, delivery, clusterName, sourceUid),
+      sourceToCheck: (existing, kind) => sourceToCheck(existing, kind, delivery, clusterName),
       describe: (tool) => predecessorText(tool, delivery),
       enabled: policy.takeOver,
       offMessage: (what) => policy.takeOverOff(what),

@@ -15,6 +15,7 @@ import {
   localSource,
   predecessorOf,
   predecessorText,
+  sourceToCheck,
   takeoverPatch,
   type ExistingObject,
   type Predecessor,
@@ -289,6 +290,27 @@ describe('predecessorOf: a proof from the copy itself, or nothing', () => {
     expect(decide()).toBeUndefined();
   });
 
+  it("kubed under its own cluster name: the origin annotation's uid must be the source's here", () => {
+    const unicorn = existing({
+      labels: { ...KUBED.metadata!.labels, 'kubed.appscode.com/origin.cluster': 'unicorn' },
+      annotations: KUBED.metadata!.annotations,
+    });
+    const d = delivery();
+    expect(sourceToCheck(unicorn, 'Secret', d, CLUSTER)).toEqual({
+      namespace: 'apps',
+      name: 'tls',
+    });
+    expect(predecessorOf(unicorn, 'Secret', d, CLUSTER)).toBeUndefined();
+    expect(predecessorOf(unicorn, 'Secret', d, CLUSTER, 's1')).toBe('kubed');
+    // Synced here from another cluster's apps/tls: another uid.
+    expect(predecessorOf(unicorn, 'Secret', d, CLUSTER, 's2')).toBeUndefined();
+    // Nothing to read for: no origin annotation, another source, or already proven.
+    const bare = existing({ labels: unicorn.metadata!.labels });
+    expect(sourceToCheck(bare, 'Secret', d, CLUSTER)).toBeUndefined();
+    expect(sourceToCheck(REFLECTOR, 'Secret', d, CLUSTER)).toBeUndefined();
+    expect(sourceToCheck(unicorn, 'Secret', d, 'spoke')).toBeUndefined();
+  });
+
   it('reads the source from spec.origin of the delivery to its own cluster only', () => {
     expect(localSource(delivery(), CLUSTER)).toEqual({ namespace: 'apps', name: 'tls' });
     expect(localSource(delivery(), 'spoke')).toBeUndefined();
@@ -359,10 +381,14 @@ describe('takeoverPatch: one write that makes the copy mirrorhub’s', () => {
 class Fake implements CopyClient {
   readonly fieldManager = 'mirrorhub-agent';
   readonly calls: string[] = [];
-  constructor(public obj: V1Secret) {}
-  read(): Promise<V1Secret | undefined> {
-    this.calls.push('read');
-    return Promise.resolve(this.obj);
+  constructor(
+    public obj: V1Secret,
+    /** The source, in namespace apps. */
+    public source?: V1Secret,
+  ) {}
+  read(_k: SourceKind, ns: string): Promise<V1Secret | undefined> {
+    this.calls.push(`read ${ns}`);
+    return Promise.resolve(ns === 'apps' ? this.source : this.obj);
   }
   apply(): Promise<never> {
     this.calls.push('apply');
@@ -385,11 +411,13 @@ async function create(
   e: ExistingObject,
   d: MirrorDelivery,
   takeOver: boolean,
+  source?: V1Secret,
 ): Promise<{ outcome: Outcome; calls: string[] }> {
-  const client = new Fake(asSecret(e, { a: 'Mg==', b: 'Mw==' }));
+  const client = new Fake(asSecret(e, { a: 'Mg==', b: 'Mw==' }), source);
   const policy = parsePolicy({ takeOver }, 'mirrorhub-system');
   const takeover: TakeoverContext = {
-    predecessorOf: (x, kind) => predecessorOf(x, kind, d, CLUSTER),
+    predecessorOf: (x, kind, uid) => predecessorOf(x, kind, d, CLUSTER, uid),
+    sourceToCheck: (x, kind) => sourceToCheck(x, kind, d, CLUSTER),
     describe: (t) => predecessorText(t, d),
     enabled: policy.takeOver,
     offMessage: (what) => policy.takeOverOff(what),
@@ -429,7 +457,27 @@ describe('applyActions: a create that finds a predecessor copy', () => {
     expect((outcome as { message: string }).message).toBe(
       "Secret team-a/tls is a copy kubed made from Secret apps/tls; this cluster's policy turned takeover off (policy.takeOver: false), so it is left as it is",
     );
-    expect(calls).toEqual(['apply', 'read']);
+    expect(calls).toEqual(['apply', 'read team-a']);
+  });
+
+  it('reads the source when only its uid proves a kubed copy, and takes it over if it matches', async () => {
+    const unicorn = existing({
+      labels: { ...KUBED.metadata!.labels, 'kubed.appscode.com/origin.cluster': 'unicorn' },
+      annotations: KUBED.metadata!.annotations,
+    });
+    const source = (uid: string) =>
+      asSecret({ metadata: { name: 'tls', uid } } as ExistingObject, {});
+    const same = await create(unicorn, delivery(), true, source('s1'));
+    expect(same.outcome).toMatchObject({ result: 'ok', takenOver: 'kubed' });
+    expect(same.calls.map((c) => (c.startsWith('patch ') ? 'patch' : c))).toEqual([
+      'apply',
+      'read team-a',
+      'read apps',
+      'patch',
+    ]);
+    const other = await create(unicorn, delivery(), true, source('s2'));
+    expect(other.outcome).toMatchObject({ result: 'conflict' });
+    expect(other.calls).toEqual(['apply', 'read team-a', 'read apps']);
   });
 
   it('leaves anything unproven a plain Conflict', async () => {
@@ -438,6 +486,6 @@ describe('applyActions: a create that finds a predecessor copy', () => {
       result: 'conflict',
       message: 'Secret team-a/tls exists and is not managed by mirrorhub (conflictPolicy Skip)',
     });
-    expect(calls).toEqual(['apply', 'read']);
+    expect(calls).toEqual(['apply', 'read team-a']);
   });
 });

@@ -14,9 +14,12 @@
 // - kubernetes-reflector: annotation reflector.v1.k8s.emberstack.com/reflects = "<ns>/<name>" of
 //   the source (ResourceMirror.cs writes the source's NamespacedName there);
 // - kubed / config-syncer: labels kubed.appscode.com/origin.namespace and origin.name = the
-//   source's, on a copy with the source's name (syncer.go), and origin.cluster empty (kubed's
-//   default --cluster-name) or this cluster's name: a copy kubed synced here from another
-//   cluster's source of the same name (sync-contexts) carries that cluster's name;
+//   source's, on a copy with the source's name (syncer.go), made in this cluster: origin.cluster
+//   is kubed's own --cluster-name (empty by default, "unicorn" in kubed's example config), which
+//   mirrorhub cannot know, and a copy kubed synced here from another cluster's source of the
+//   same name (sync-contexts) carries that cluster's. So origin.cluster empty or this cluster's
+//   name proves it, and otherwise the annotation kubed.appscode.com/origin, the source's object
+//   reference, must carry the uid of the source in this cluster (the agent reads it);
 // - KTS mirrors: annotation mirrors.kts.studio/owned-by = "<mirror ns>/<mirror name>", where a
 //   Secret source lives in the mirror's namespace and copies keep its name (dest_namespaces.go),
 //   so the namespace part and the copy's name must be the source's; source-type, when present,
@@ -43,6 +46,7 @@ export const REFLECTOR_REFLECTS = 'reflector.v1.k8s.emberstack.com/reflects';
 export const KUBED_ORIGIN_NAMESPACE = 'kubed.appscode.com/origin.namespace';
 export const KUBED_ORIGIN_NAME = 'kubed.appscode.com/origin.name';
 export const KUBED_ORIGIN_CLUSTER = 'kubed.appscode.com/origin.cluster';
+export const KUBED_ORIGIN = 'kubed.appscode.com/origin';
 export const KTS_OWNED_BY = 'mirrors.kts.studio/owned-by';
 export const KTS_SOURCE_TYPE = 'mirrors.kts.studio/source-type';
 export const CLUSTERSECRET_LABEL = 'clustersecret.io';
@@ -85,15 +89,53 @@ export function localSource(
   return { namespace, name };
 }
 
+/** The uid in kubed's origin annotation (the source's object reference, as JSON), if any. */
+function kubedOriginUid(annotations: StringMap): string | undefined {
+  try {
+    const ref = JSON.parse(annotations[KUBED_ORIGIN] ?? '') as { uid?: unknown };
+    return typeof ref.uid === 'string' && ref.uid !== '' ? ref.uid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Where to read the source, when only its uid can decide whether `existing` is kubed's copy of
+ * it (origin.cluster names a cluster mirrorhub does not know by that name); else undefined.
+ */
+export function sourceToCheck(
+  existing: ExistingObject,
+  kind: string,
+  delivery: MirrorDelivery,
+  clusterName: string,
+): { namespace: string; name: string } | undefined {
+  const source = localSource(delivery, clusterName);
+  const meta = existing.metadata ?? {};
+  const labels = meta.labels ?? {};
+  if (
+    !source ||
+    kind !== delivery.spec.target.kind ||
+    labels[KUBED_ORIGIN_NAMESPACE] !== source.namespace ||
+    labels[KUBED_ORIGIN_NAME] !== source.name ||
+    meta.name !== source.name ||
+    kubedOriginUid(meta.annotations ?? {}) === undefined
+  ) {
+    return undefined;
+  }
+  return source;
+}
+
 /**
  * The tool whose copy of this delivery's source `existing` provably is, or undefined (then it is
- * a Conflict as any object mirrorhub does not own). `kind` is the kind it was read as.
+ * a Conflict as any object mirrorhub does not own). `kind` is the kind it was read as;
+ * `sourceUid`, the source's uid in this cluster when sourceToCheck asked for it.
  */
 export function predecessorOf(
   existing: ExistingObject,
   kind: string,
   delivery: MirrorDelivery,
   clusterName: string,
+  sourceUid?: string,
 ): Predecessor | undefined {
   if (kind !== delivery.spec.target.kind) return undefined;
   const source = localSource(delivery, clusterName);
@@ -112,7 +154,8 @@ export function predecessorOf(
     labels[KUBED_ORIGIN_NAMESPACE] === source.namespace &&
     labels[KUBED_ORIGIN_NAME] === source.name &&
     name === source.name &&
-    [undefined, '', clusterName].includes(labels[KUBED_ORIGIN_CLUSTER])
+    ([undefined, '', clusterName].includes(labels[KUBED_ORIGIN_CLUSTER]) ||
+      (sourceUid !== undefined && kubedOriginUid(annotations) === sourceUid))
   ) {
     tool = 'kubed';
   } else if (
