@@ -424,4 +424,16 @@ describe('taking over the copies of the tool mirrorhub replaces', () => {
       `${SRC}/held`,
     );
   });
+
+  it('no value reached a log, plain or base64; each takeover is logged with its tool', () => {
+    const text = e.logs.text();
+    for (const c of CASES) {
+      for (const v of [`${c.name}-v1`, `${c.name}-v0`]) {
+        expect(text).not.toContain(v);
+        expect(text).not.toContain(b64(v));
+      }
+    }
+    expect(text).toContain('copy taken over');
+    for (const c of CASES) expect(text).toContain(`"from":"${c.tool}"`);
+  });
 });
