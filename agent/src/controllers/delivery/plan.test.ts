@@ -720,6 +720,22 @@ describe('settle: the status after applying', () => {
     expect(p3.report().status.takenOver).toBeUndefined();
   });
 
+  it('a failed write or a missing payload keeps the takeover reported', () => {
+    const s = settle(base, plan(base), [
+      { namespace: 'team-a', op: 'create', result: 'ok', takenOver: 'kubed' },
+      { namespace: 'team-b', op: 'create', result: 'ok' },
+    ]);
+    const next = input({ delivery: delivery({ contentHash: 'h2' }, {}, s.status) });
+    const p2 = plan({ ...next, copies: [copy('team-a'), copy('team-b')] });
+    const failed = settle(next, p2, [
+      { namespace: 'team-a', op: 'update', result: 'failed', message: '500' },
+      { namespace: 'team-b', op: 'update', result: 'ok' },
+    ]);
+    expect(failed.status.takenOver).toEqual([{ namespace: 'team-a', from: 'kubed' }]);
+    const noPayload = plan({ ...next, payload: null, copies: [copy('team-a'), copy('team-b')] });
+    expect(noPayload.report().status.takenOver).toEqual([{ namespace: 'team-a', from: 'kubed' }]);
+  });
+
   it('a status without takeovers has no takenOver field', () => {
     const s = settle(base, plan(base), [
       { namespace: 'team-a', op: 'create', result: 'ok' },

@@ -655,7 +655,12 @@ function buildStatus(
   if (observedHash !== undefined) next.observedHash = observedHash;
   if (lastSyncTime !== undefined) next.lastSyncTime = lastSyncTime;
   if (draft.newestSequence !== undefined) next.newestSequence = draft.newestSequence;
-  const takenOver = takenOverReport(draft.entries);
+  // Nothing could be planned (payload missing, invalid spec, refused): the copies are as they
+  // were, and so is what was taken over. Otherwise, what the entries say.
+  const takenOver =
+    draft.error !== undefined && draft.entries.length === 0
+      ? (previous.takenOver ?? [])
+      : takenOverReport(draft.entries);
   // Only when there are any: a status without takeovers reads as it always did.
   if (takenOver.length > 0) next.takenOver = takenOver;
   return next;
@@ -745,7 +750,10 @@ export function settle(input: PlanInput, p: Plan, outcomes: readonly Outcome[]):
       if (e.selected) entries.push({ name: e.name, state: 'Synced', selected: true, takenOver });
       continue;
     }
-    entries.push(entryFor(bad, e, previousEntries.get(e.name), adoptRefusal));
+    const entry = entryFor(bad, e, previousEntries.get(e.name), adoptRefusal);
+    // A failed or lost write leaves the copy taken over as it was; a conflict means it is not
+    // ours (any more).
+    entries.push(bad.result === 'conflict' ? entry : { ...entry, takenOver: e.takenOver });
   }
   // Outcomes in namespaces without an entry: removals from unselected namespaces.
   for (const [ns, list] of byNs) {
