@@ -275,6 +275,16 @@ describe('parsePolicy: the copy', () => {
     expect(defaults.adoptDenied().rule).toBe('allowAdopt');
     expect(parsePolicy({ allowAdopt: true }, AGENT_NS).allowAdopt).toBe(true);
   });
+
+  it('takes over predecessor copies unless the owner turns it off', () => {
+    expect(defaults.takeOver).toBe(true);
+    const off = parsePolicy({ takeOver: false }, AGENT_NS);
+    expect(off.takeOver).toBe(false);
+    expect(off.summary['takeOver']).toBe(false);
+    expect(off.takeOverOff('Secret a/b is a copy kubed made')).toMatch(
+      /^Secret a\/b is a copy kubed made; .*turned takeover off \(policy\.takeOver: false\)/,
+    );
+  });
 });
 
 describe('parsePolicy: bad configuration', () => {
@@ -290,6 +300,7 @@ describe('parsePolicy: bad configuration', () => {
       /policy\.secretTypes must be a list of non-empty strings/,
     ],
     ['allowAdopt not a boolean', { allowAdopt: 'yes' }, /policy\.allowAdopt must be true or false/],
+    ['takeOver not a boolean', { takeOver: 'no' }, /policy\.takeOver must be true or false/],
     ['an unknown field', { allowAdpot: true }, /policy\.allowAdpot is not a field/],
     [
       'an ownership pattern with * inside',

@@ -34,6 +34,11 @@ export interface PolicySpec {
     requireLabel?: string | undefined;
   };
   allowAdopt?: boolean | undefined;
+  /**
+   * Take over, in place, a copy another tool (reflector, kubed, ClusterSecret, KTS mirrors) made
+   * from the same source, as its marks prove (controllers/delivery/takeover.ts). Default true.
+   */
+  takeOver?: boolean | undefined;
   secretTypes?: string[] | undefined;
   metadata?: {
     deniedDomains?: string[] | undefined;
@@ -88,6 +93,10 @@ export interface Denial {
 
 export interface Policy {
   readonly allowAdopt: boolean;
+  /** Predecessor copies (another tool's copy of the same source) are taken over. */
+  readonly takeOver: boolean;
+  /** Other controllers' ownership keys (metadata.foreignOwnership): a takeover removes them. */
+  readonly foreignOwnership: readonly string[];
   /** Rules about the whole delivery: the copy's Secret type and metadata keys. */
   checkDelivery(copy: {
     kind: 'Secret' | 'ConfigMap';
@@ -99,6 +108,11 @@ export interface Policy {
   checkNamespace(ns: { name: string; labels?: Labels | undefined }): Denial | undefined;
   /** A conflict that only Adopt would resolve, when the policy forbids Adopt. */
   adoptDenied(): Denial;
+  /**
+   * Why a predecessor copy (`what` names it) stays a Conflict: policy.takeOver is false. Not a
+   * PolicyDenied: the namespace is a Conflict exactly as before takeover existed.
+   */
+  takeOverOff(what: string): string;
   /** The effective policy, for the start-up log line (no secrets in it). */
   readonly summary: Record<string, unknown>;
 }
@@ -124,7 +138,7 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
   const errors: string[] = [];
   const s = (spec ?? {}) as Record<string, unknown>;
   if (typeof s !== 'object' || Array.isArray(s)) throw new Error('policy must be an object');
-  const known = new Set(['namespaces', 'allowAdopt', 'secretTypes', 'metadata']);
+  const known = new Set(['namespaces', 'allowAdopt', 'takeOver', 'secretTypes', 'metadata']);
   for (const k of Object.keys(s)) if (!known.has(k)) errors.push(`policy.${k} is not a field`);
   const ns = (s['namespaces'] ?? {}) as Record<string, unknown>;
   const md = (s['metadata'] ?? {}) as Record<string, unknown>;
@@ -154,6 +168,8 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
 
   const allowAdopt = s['allowAdopt'] ?? false;
   if (typeof allowAdopt !== 'boolean') errors.push('policy.allowAdopt must be true or false');
+  const takeOver = s['takeOver'] ?? true;
+  if (typeof takeOver !== 'boolean') errors.push('policy.takeOver must be true or false');
 
   const secretTypes = new Set(
     (stringList(s['secretTypes'], 'policy.secretTypes', errors) ?? DEFAULT_SECRET_TYPES).filter(
@@ -193,6 +209,8 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
 
   return {
     allowAdopt: allowAdopt as boolean,
+    takeOver: takeOver as boolean,
+    foreignOwnership,
     checkDelivery(copy) {
       if (copy.kind === 'Secret') {
         const type = copy.type ?? 'Opaque';
@@ -279,12 +297,16 @@ export function parsePolicy(spec: unknown, agentNamespace: string): Policy {
         "the target name is taken by an object mirrorhub does not own, and this cluster's policy does not allow Adopt",
       );
     },
+    takeOverOff(what) {
+      return `${what}; this cluster's policy turned takeover off (policy.takeOver: false), so it is left as it is`;
+    },
     summary: {
       alwaysDenied: [...always],
       allow: allow.map((p) => p.pattern),
       deny: denyList.map((p) => p.pattern),
       requireLabel: rl || undefined,
       allowAdopt,
+      takeOver,
       secretTypes: [...secretTypes],
       deniedDomains,
       allowedKeys: [...allowedKeys],

@@ -364,6 +364,65 @@ describe("the agent's ServiceAccount, under the agent chart's policy values", ()
     expect((await read('team-a', 'adopt-me')).metadata?.labels ?? {}).toEqual({});
   });
 
+  it("policy.takeOver (default): another tool's copy of the same source is taken over without allowAdopt, nothing else", async () => {
+    const takeOver =
+      (origin: string, mirror = 'SecretMirror/src/shared') =>
+      (s: V1Secret) => {
+        s.metadata!.labels = MARKS;
+        s.metadata!.annotations = { 'mirrorhub.io/origin': origin, 'mirrorhub.io/mirror': mirror };
+        s.stringData = { k: 'copy' };
+      };
+    const refused = 'policy.allowAdopt is false, so the agent may not take it over';
+    // A reflector copy of src/shared (its reflects annotation proves it).
+    await createSecret(admin, 'team-a', {
+      ...secret('shared'),
+      metadata: {
+        name: 'shared',
+        annotations: { 'reflector.v1.k8s.emberstack.com/reflects': 'src/shared' },
+      },
+    });
+    // Another source (the same name in another namespace, another name), or no source at all.
+    // (That the source is in this cluster, the agent decides: the origin is its own claim.)
+    for (const origin of ['follower/other/shared', 'follower/src/other', 'follower/src']) {
+      expectDenied(
+        await outcome(updateSecret(asAgent, 'team-a', 'shared', takeOver(origin))),
+        AGENT_POLICY,
+        'policy.allowAdopt',
+        refused,
+      );
+    }
+    expect(
+      await outcome(updateSecret(asAgent, 'team-a', 'shared', takeOver('follower/src/shared'))),
+    ).toEqual(OK);
+    // A ClusterSecret copy: only for the ClusterSecretMirror of its name.
+    await createSecret(admin, 'team-a', {
+      ...secret('cs-copy', { 'clustersecret.io': 'true' }),
+    });
+    expectDenied(
+      await outcome(
+        updateSecret(
+          asAgent,
+          'team-a',
+          'cs-copy',
+          takeOver('follower/src/cs-copy', 'SecretMirror/src/cs-copy'),
+        ),
+      ),
+      AGENT_POLICY,
+      'policy.allowAdopt',
+      refused,
+    );
+    expect(
+      await outcome(
+        updateSecret(
+          asAgent,
+          'team-a',
+          'cs-copy',
+          takeOver('follower/src/cs-copy', 'ClusterSecretMirror//cs-copy'),
+        ),
+      ),
+    ).toEqual(OK);
+  });
+
   it('policy.allowAdopt true: an unmarked object may be taken over, with the marks', async () => {
     await createSecret(admin, 'team-a', secret('adoptable'));
     expectDenied(

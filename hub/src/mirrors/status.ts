@@ -47,6 +47,8 @@ export const REASON = {
   conflict: 'Conflict',
   syncFailed: 'SyncFailed',
   policyDenied: 'PolicyDenied',
+  /** Copies another tool made from the source are now mirrorhub's (issue 38, migration). */
+  takenOver: 'TakenOver',
   /** A deleted mirror's Vault secret or lease could not be removed within the cleanup grace. */
   vaultCleanupAbandoned: 'VaultCleanupAbandoned',
 } as const;
@@ -202,6 +204,18 @@ export function transitionEvents(prev: MirrorStatus, next: MirrorStatus): Planne
       type: 'Warning',
       reason: REASON.syncFailed,
       message: msg(`${failed} cop${failed === 1 ? 'y' : 'ies'} failed: ${problemList('Failed')}`),
+    });
+  }
+  // One per tool when more of its copies were taken over: the count so far, never per copy.
+  const before = new Map((prev.takenOver ?? []).map((t) => [t.from, t.copies] as const));
+  for (const t of next.takenOver ?? []) {
+    if (t.copies <= (before.get(t.from) ?? 0)) continue;
+    events.push({
+      type: 'Normal',
+      reason: REASON.takenOver,
+      message: msg(
+        `${t.copies} cop${t.copies === 1 ? 'y' : 'ies'} made by ${t.from} from this mirror's source taken over in place (their ${t.from} marks and ownerReferences removed)`,
+      ),
     });
   }
   return events;

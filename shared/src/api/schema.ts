@@ -660,6 +660,14 @@ const mirrorSpec = (tsType: string, kindDescription: string, rules: ValidationRu
     },
   );
 
+/** The tools whose copies a mirror takes over (agent: controllers/delivery/takeover.ts). */
+const predecessor = stringEnum(
+  'Predecessor',
+  'The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector), ' +
+    'kubed (config-syncer), ClusterSecret or kts-mirrors.',
+  ['reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'],
+);
+
 const mirrorStatus = (tsType: string): Schema =>
   object(tsType, 'Observed state of the mirror, written by the hub.', {
     phase: phase(
@@ -767,6 +775,21 @@ const mirrorStatus = (tsType: string): Schema =>
         { required: ['cluster', 'namespace', 'state'] },
       ),
       { maxItems: 50 },
+    ),
+    takenOver: array(
+      "Copies taken over from the tool that made them from this mirror's source (their marks " +
+        'prove it), per tool, over every cluster: the number of copies that tool made which ' +
+        'mirrorhub now serves in place. Absent when there are none.',
+      object(
+        'TakenOverCount',
+        'Copies taken over from one tool.',
+        {
+          from: predecessor,
+          copies: count('Copies taken over from this tool.'),
+        },
+        { required: ['from', 'copies'] },
+      ),
+      { maxItems: 4, 'x-kubernetes-list-type': 'atomic' },
     ),
     conditions,
   });
@@ -1217,6 +1240,21 @@ export const mirrorDelivery: KindDefinition = {
     ),
     truncated: boolean(
       'True when namespaces and syncedNamespaces list only the first 500 namespaces of more.',
+    ),
+    takenOver: array(
+      'Namespaces whose copy was an earlier copy another tool made from this source (its marks ' +
+        'prove it) and which the agent took over in place, keeping the object, with the tool it ' +
+        'came from; listed while the copy is there (500 at most).',
+      object(
+        'TakenOverCopy',
+        'A copy taken over from another tool.',
+        {
+          namespace: string('Namespace name.', { maxLength: 63 }),
+          from: predecessor,
+        },
+        { required: ['namespace', 'from'] },
+      ),
+      { maxItems: 500, 'x-kubernetes-list-type': 'atomic' },
     ),
     newestSequence: integer(
       'Set while the agent refuses this delivery as a replay (phase Error, message ' +

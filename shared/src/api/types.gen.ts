@@ -643,6 +643,13 @@ export interface SecretMirrorStatus {
    */
   problems?: MirrorProblem[];
 
+  /**
+   * Copies taken over from the tool that made them from this mirror's source (their marks prove
+   * it), per tool, over every cluster: the number of copies that tool made which mirrorhub now
+   * serves in place. Absent when there are none.
+   */
+  takenOver?: TakenOverCount[];
+
   /** Latest observations of the object, in the standard metav1.Condition form. */
   conditions?: Condition[];
 }
@@ -770,6 +777,25 @@ export interface MirrorProblem {
  */
 export type ProblemState = 'Failed' | 'Conflict' | 'PolicyDenied';
 export const PROBLEM_STATE_VALUES = ['Failed', 'Conflict', 'PolicyDenied'] as const;
+
+/** Copies taken over from one tool. */
+export interface TakenOverCount {
+  /**
+   * The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector),
+   * kubed (config-syncer), ClusterSecret or kts-mirrors.
+   */
+  from: Predecessor;
+
+  /** Copies taken over from this tool. */
+  copies: number;
+}
+
+/**
+ * The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector), kubed
+ * (config-syncer), ClusterSecret or kts-mirrors.
+ */
+export type Predecessor = 'reflector' | 'kubed' | 'ClusterSecret' | 'kts-mirrors';
+export const PREDECESSOR_VALUES = ['reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'] as const;
 
 /** One aspect of the current state (metav1.Condition). */
 export interface Condition {
@@ -901,6 +927,13 @@ export interface ClusterSecretMirrorStatus {
    * totals).
    */
   problems?: MirrorProblem[];
+
+  /**
+   * Copies taken over from the tool that made them from this mirror's source (their marks prove
+   * it), per tool, over every cluster: the number of copies that tool made which mirrorhub now
+   * serves in place. Absent when there are none.
+   */
+  takenOver?: TakenOverCount[];
 
   /** Latest observations of the object, in the standard metav1.Condition form. */
   conditions?: Condition[];
@@ -1229,6 +1262,13 @@ export interface MirrorDeliveryStatus {
   truncated?: boolean;
 
   /**
+   * Namespaces whose copy was an earlier copy another tool made from this source (its marks prove
+   * it) and which the agent took over in place, keeping the object, with the tool it came from;
+   * listed while the copy is there (500 at most).
+   */
+  takenOver?: TakenOverCopy[];
+
+  /**
    * Set while the agent refuses this delivery as a replay (phase Error, message "Replayed: ..."):
    * the newest sequence it applied under this name. The hub writes its next delivery with a higher
    * one.
@@ -1269,6 +1309,18 @@ export interface DeliveryNamespaceStatus {
 /** Synced, Failed, Conflict, or PolicyDenied (the cluster's policy refuses it). */
 export type NamespaceState = 'Synced' | 'Failed' | 'Conflict' | 'PolicyDenied';
 export const NAMESPACE_STATE_VALUES = ['Synced', 'Failed', 'Conflict', 'PolicyDenied'] as const;
+
+/** A copy taken over from another tool. */
+export interface TakenOverCopy {
+  /** Namespace name. */
+  namespace: string;
+
+  /**
+   * The tool that made a copy mirrorhub took over: reflector (emberstack kubernetes-reflector),
+   * kubed (config-syncer), ClusterSecret or kts-mirrors.
+   */
+  from: Predecessor;
+}
 
 /** Where Vault is and how the hub logs in. */
 export interface VaultConnectionSpec {
@@ -1681,6 +1733,7 @@ export const LIMITS = {
     synced: 32,
     clusters: 1024,
     problems: 50,
+    takenOver: 4,
     conditions: 16,
   },
   VaultWritten: {
@@ -1707,6 +1760,7 @@ export const LIMITS = {
     synced: 32,
     clusters: 1024,
     problems: 50,
+    takenOver: 4,
     conditions: 16,
   },
   MirrorClusterSpec: {
@@ -1767,10 +1821,14 @@ export const LIMITS = {
     agentVersion: 64,
     namespaces: 500,
     syncedNamespaces: 500,
+    takenOver: 500,
   },
   DeliveryNamespaceStatus: {
     name: 63,
     message: 1024,
+  },
+  TakenOverCopy: {
+    namespace: 63,
   },
   VaultConnectionSpec: {
     address: 2048,

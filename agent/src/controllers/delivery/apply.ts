@@ -37,6 +37,7 @@ import {
   type RestClient,
 } from '@mirrorhub/shared/kit/k8s/rest';
 import type { Action, Copy, ObjectRef, Outcome } from './plan.js';
+import { takeoverPatch, type Predecessor } from './takeover.js';
 import {
   ANNOTATION_CONTENT_HASH,
   ANNOTATION_MIRROR,
@@ -140,6 +141,37 @@ export interface ApplyContext {
   /** Adopt foreign objects found on create (conflictPolicy Adopt). */
   adopt: boolean;
   observer: WriteObserver;
+  /**
+   * Predecessor copies (takeover.ts): an object mirrorhub does not own that another tool made
+   * from this delivery's source is taken over in place, without Adopt, unless policy.takeOver
+   * is off. Absent: every such object is a plain conflict.
+   */
+  takeover?: TakeoverContext | undefined;
+}
+
+export interface TakeoverContext {
+  /**
+   * The tool whose copy of this delivery's source `existing` provably is, or undefined;
+   * `sourceUid` when sourceToCheck asked for it.
+   */
+  predecessorOf(
+    existing: KubeObject,
+    kind: SourceKind,
+    sourceUid?: string,
+  ): Predecessor | undefined;
+  /** The source to read when only its uid decides (takeover.ts, kubed), else undefined. */
+  sourceToCheck(
+    existing: KubeObject,
+    kind: SourceKind,
+  ): { namespace: string; name: string } | undefined;
+  /** "a copy kubed made from Secret ns/name". */
+  describe(tool: Predecessor): string;
+  /** policy.takeOver. */
+  enabled: boolean;
+  /** The conflict message when it is off (policy.takeOverOff). */
+  offMessage(what: string): string;
+  /** Ownership and trigger keys the takeover removes (the policy's foreignOwnership list). */
+  foreignPatterns: readonly string[];
 }
 
 /** Runs `fn` over `items` with at most `limit` at once; results in input order. */
@@ -285,11 +317,19 @@ async function adopt(ctx: ApplyContext, obj: Copy): Promise<Result> {
   return takeOver(ctx, obj, ctx.adopt);
 }
 
-/** An object holds the target name: write over it if it is ours (or adoptable), else conflict. */
+/**
+ * An object holds the target name: write over it if it is ours, a predecessor's copy of our
+ * source (takeover.ts) or adoptable, else conflict.
+ */
 async function takeOver(ctx: ApplyContext, obj: Copy, adoptForeign: boolean): Promise<Result> {
   const { namespace, name } = obj.metadata;
   const existing = await read(ctx, obj.kind, namespace, name);
   const owner = ownershipOf(existing, ctx.deliveryName);
+  const tool = owner === 'foreign' ? await predecessor(ctx, existing!, obj.kind) : undefined;
+  if (tool && ctx.takeover?.enabled) {
+    await replacePredecessor(ctx, obj, existing!, ctx.takeover.foreignPatterns);
+    return { result: 'ok', takenOver: tool };
+  }
   switch (owner) {
     case 'absent':
       return { result: 'retry', message: `${obj.kind} ${namespace}/${name} vanished` };
@@ -301,10 +341,14 @@ async function takeOver(ctx: ApplyContext, obj: Copy, adoptForeign: boolean): Pr
       };
     case 'foreign':
       if (!adoptForeign) {
+        const what = `${obj.kind} ${namespace}/${name}`;
         return {
           result: 'conflict',
           adoptable: true,
-          message: `${obj.kind} ${namespace}/${name} exists and is not managed by mirrorhub (conflictPolicy Skip)`,
+          message:
+            tool && ctx.takeover
+              ? ctx.takeover.offMessage(`${what} is ${ctx.takeover.describe(tool)}`)
+              : `${what} exists and is not managed by mirrorhub (conflictPolicy Skip)`,
         };
       }
       break;
@@ -313,6 +357,49 @@ async function takeOver(ctx: ApplyContext, obj: Copy, adoptForeign: boolean): Pr
   }
   await overwrite(ctx, obj, existing!);
   return OK;
+}
+
+/** Whose copy `existing` provably is (takeover.ts), reading the source when the proof needs it. */
+async function predecessor(
+  ctx: ApplyContext,
+  existing: KubeObject,
+  kind: SourceKind,
+): Promise<Predecessor | undefined> {
+  const t = ctx.takeover;
+  if (!t) return undefined;
+  const tool = t.predecessorOf(existing, kind);
+  const source = tool ? undefined : t.sourceToCheck(existing, kind);
+  if (!source) return tool;
+  const found = await read(ctx, kind, source.namespace, source.name);
+  const uid = found?.metadata?.uid;
+  return uid ? t.predecessorOf(existing, kind, uid) : undefined;
+}
+
+/**
+ * Take a predecessor's copy over in ONE write that keeps the object: a merge patch conditional
+ * on the version read, which sets mirrorhub's content and marks and removes the old tool's marks
+ * and ownerReferences together (takeoverPatch). Server-side apply cannot do it: it keeps keys
+ * another manager owns, and the old tool's marks are the old tool's. The patch leaves an `Update`
+ * entry of our manager, which the next apply prunes (pruneBody's `legacy`). Only a copy whose
+ * type must change (Kubernetes refuses that in place) is deleted and created.
+ */
+async function replacePredecessor(
+  ctx: ApplyContext,
+  obj: Copy,
+  existing: KubeObject,
+  foreignPatterns: readonly string[],
+): Promise<void> {
+  if (mustRecreate(obj, existing)) {
+    await overwrite(ctx, obj, existing);
+    return;
+  }
+  const { kind } = obj;
+  const { namespace, name } = obj.metadata;
+  const patch = takeoverPatch(obj, existing, foreignPatterns);
+  const written = await call(ctx, kind, 'patch', () =>
+    ctx.client.mergePatch(kind, namespace, name, patch),
+  );
+  ctx.observer.wrote(kind, written);
 }
 
 /** Apply `obj` over `existing`, recreating it when Kubernetes refuses the change in place. */

@@ -28,7 +28,7 @@ import { childLogger, type Logger } from '@mirrorhub/shared/kit/runtime/log';
 import type { ControllerMetrics } from '@mirrorhub/shared/kit/runtime/metrics';
 import { AGENT_FINALIZER, FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 import { Compactor } from '../../compact.js';
-import { applyActions, restCopyClient, type CopyClient } from './apply.js';
+import { applyActions, restCopyClient, type CopyClient, type TakeoverContext } from './apply.js';
 import { deliveryEvents } from './events.js';
 import { CopyKnowledge } from './knowledge.js';
 import { countWrites, logOutcomes, registerGauges } from './metrics.js';
@@ -36,6 +36,7 @@ import { DeliveryNotes, type DeliveryNote } from './notes.js';
 import { hubMidWrite, plan, settle, type Action, type Outcome, type PlanInput } from './plan.js';
 import { SequenceMemory } from './memory.js';
 import { judgeSequence } from './sequence.js';
+import { predecessorOf, predecessorText, sourceToCheck } from './takeover.js';
 import { checkSignatures, SignatureCache } from './signature.js';
 import { copyListers, desiredCopy, verifyAll } from './verify.js';
 import { DeliveryWatches } from './watches.js';
@@ -379,6 +380,20 @@ export class DeliveryController {
     return { input, payloadVersion, settling, deferred };
   }
 
+  /** How apply recognises and takes over a predecessor's copy of this delivery's source. */
+  private takeoverContext(delivery: MirrorDelivery): TakeoverContext {
+    const { policy, clusterName } = this.opts;
+    return {
+      predecessorOf: (existing, kind, sourceUid) =>
+        predecessorOf(existing, kind, delivery, clusterName, sourceUid),
+      sourceToCheck: (existing, kind) => sourceToCheck(existing, kind, delivery, clusterName),
+      describe: (tool) => predecessorText(tool, delivery),
+      enabled: policy.takeOver,
+      offMessage: (what) => policy.takeOverOff(what),
+      foreignPatterns: policy.foreignOwnership,
+    };
+  }
+
   private async apply(
     delivery: MirrorDelivery,
     actions: Action[],
@@ -390,6 +405,7 @@ export class DeliveryController {
       deliveryName: delivery.metadata.name ?? '',
       // Adopt only where the cluster's policy allows it (the plan reports the rest).
       adopt: this.opts.policy.allowAdopt && (delivery.spec.conflictPolicy ?? 'Skip') === 'Adopt',
+      takeover: this.takeoverContext(delivery),
       observer: {
         ...this.knowledge.observer(payloadVersion, delivery.metadata.generation),
         ...countWrites(this.opts.metrics, () => this.compactor.worked()),

@@ -84,5 +84,7 @@ export function logOutcomes(log: Logger, outcomes: readonly Outcome[], key?: str
       log.warn({ ...base, namespace: o.namespace, op: o.op, err: o.message }, 'copy write failed');
     else if (o.result === 'conflict')
       log.info({ ...base, namespace: o.namespace, reason: o.message }, 'copy conflict');
+    else if (o.result === 'ok' && o.takenOver)
+      log.info({ ...base, namespace: o.namespace, from: o.takenOver }, 'copy taken over');
   }
 }

@@ -698,6 +698,52 @@ describe('settle: the status after applying', () => {
     expect(s.status.counts).toEqual({ namespaces: 2, synced: 2, failed: 0, conflicts: 0 });
   });
 
+  it('a copy taken over from another tool is listed, and stays listed while it is there', () => {
+    const p1 = plan(base);
+    const s = settle(base, p1, [
+      { namespace: 'team-a', op: 'create', result: 'ok', takenOver: 'reflector' },
+      { namespace: 'team-b', op: 'create', result: 'ok' },
+    ]);
+    expect(s.status.takenOver).toEqual([{ namespace: 'team-a', from: 'reflector' }]);
+    expect(s.status.syncedNamespaces).toEqual(['team-a', 'team-b']);
+
+    // The next round sees both copies as ours: the report keeps the takeover, nothing changes.
+    const next = input({ delivery: delivery({}, {}, s.status) });
+    const steady = plan({ ...next, copies: [copy('team-a'), copy('team-b')] });
+    expect(steady.actions).toEqual([]);
+    expect(steady.report().status.takenOver).toEqual(s.status.takenOver);
+    expect(steady.report().statusChanged).toBe(false);
+
+    // team-a no longer selected: its copy goes, and so does the entry.
+    const narrowed = input({ delivery: delivery({ namespaces: ['team-b'] }, {}, s.status) });
+    const p3 = plan({ ...narrowed, copies: [copy('team-a'), copy('team-b')] });
+    expect(p3.report().status.takenOver).toBeUndefined();
+  });
+
+  it('a failed write or a missing payload keeps the takeover reported', () => {
+    const s = settle(base, plan(base), [
+      { namespace: 'team-a', op: 'create', result: 'ok', takenOver: 'kubed' },
+      { namespace: 'team-b', op: 'create', result: 'ok' },
+    ]);
+    const next = input({ delivery: delivery({ contentHash: 'h2' }, {}, s.status) });
+    const p2 = plan({ ...next, copies: [copy('team-a'), copy('team-b')] });
+    const failed = settle(next, p2, [
+      { namespace: 'team-a', op: 'update', result: 'failed', message: '500' },
+      { namespace: 'team-b', op: 'update', result: 'ok' },
+    ]);
+    expect(failed.status.takenOver).toEqual([{ namespace: 'team-a', from: 'kubed' }]);
+    const noPayload = plan({ ...next, payload: null, copies: [copy('team-a'), copy('team-b')] });
+    expect(noPayload.report().status.takenOver).toEqual([{ namespace: 'team-a', from: 'kubed' }]);
+  });
+
+  it('a status without takeovers has no takenOver field', () => {
+    const s = settle(base, plan(base), [
+      { namespace: 'team-a', op: 'create', result: 'ok' },
+      { namespace: 'team-b', op: 'create', result: 'ok' },
+    ]);
+    expect(s.status).not.toHaveProperty('takenOver');
+  });
+
   it('a verify that found the copy intact writes no status', () => {
     const p2 = plan({ ...base, copies: [copy('team-a', { verified: false }), copy('team-b')] });
     const s = settle(base, p2, [{ namespace: 'team-a', op: 'verify', result: 'unchanged' }]);

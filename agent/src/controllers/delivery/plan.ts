@@ -19,7 +19,9 @@ import type {
   MirrorDelivery,
   MirrorDeliveryStatus,
   MirrorPhase,
+  Predecessor,
   SourceKind,
+  TakenOverCopy,
 } from '@mirrorhub/shared/api/types.gen';
 import {
   compileNamespaceMatcher,
@@ -200,7 +202,8 @@ export interface Report {
 
 /** What applying one action did. */
 export type Outcome =
-  | { namespace: string; op: ActionOp; result: 'ok' }
+  /** `takenOver`: the object was a predecessor's copy of the source (takeover.ts), now ours. */
+  | { namespace: string; op: ActionOp; result: 'ok'; takenOver?: Predecessor | undefined }
   /** A verify found the copy as it should be: nothing written. */
   | { namespace: string; op: ActionOp; result: 'unchanged' }
   | { namespace: string; op: ActionOp; result: 'conflict'; message: string; adoptable: boolean }
@@ -401,6 +404,9 @@ export function plan(input: PlanInput): Plan {
     else copiesByNs.set(c.namespace, [c]);
   }
 
+  const wasTakenOver = new Map(
+    (delivery.status?.takenOver ?? []).map((t) => [t.namespace, t.from] as const),
+  );
   const { actions, entries } = draft;
   for (const ns of input.namespaces) {
     // A terminating namespace takes its copies with it; writing there only fails.
@@ -439,14 +445,17 @@ export function plan(input: PlanInput): Plan {
 
     draft.selected++;
     const failure = failures.get(ns.name);
+    // A copy taken over from another tool stays reported as such while it is there.
+    const takenOver = wasTakenOver.get(ns.name);
     const synced: Entry =
       failure === undefined
-        ? { name: ns.name, state: 'Synced', selected: true }
+        ? { name: ns.name, state: 'Synced', selected: true, takenOver }
         : {
             name: ns.name,
             state: 'Failed',
             message: clip(failure, MAX_ENTRY_MESSAGE),
             selected: true,
+            takenOver,
           };
 
     if (current) {
@@ -474,7 +483,7 @@ export function plan(input: PlanInput): Plan {
         });
         entries.push(synced);
       } else {
-        entries.push({ name: ns.name, state: 'Synced', selected: true });
+        entries.push({ name: ns.name, state: 'Synced', selected: true, takenOver });
       }
       continue;
     }
@@ -519,6 +528,8 @@ export function plan(input: PlanInput): Plan {
 /** A namespace's state; `selected` is false for entries that only report a failed removal. */
 export interface Entry extends DeliveryNamespaceStatus {
   selected: boolean;
+  /** The copy there was taken over from this tool (status.takenOver). */
+  takenOver?: Predecessor | undefined;
 }
 
 interface Draft {
@@ -644,7 +655,26 @@ function buildStatus(
   if (observedHash !== undefined) next.observedHash = observedHash;
   if (lastSyncTime !== undefined) next.lastSyncTime = lastSyncTime;
   if (draft.newestSequence !== undefined) next.newestSequence = draft.newestSequence;
+  // Nothing could be planned (payload missing, invalid spec, refused): the copies are as they
+  // were, and so is what was taken over. Otherwise, what the entries say.
+  const takenOver =
+    draft.error !== undefined && draft.entries.length === 0
+      ? (previous.takenOver ?? [])
+      : takenOverReport(draft.entries);
+  // Only when there are any: a status without takeovers reads as it always did.
+  if (takenOver.length > 0) next.takenOver = takenOver;
   return next;
+}
+
+/** Most namespaces status.takenOver lists (the CRD's maxItems). */
+export const MAX_TAKEN_OVER = LIMITS.MirrorDeliveryStatus.takenOver;
+
+/** The namespaces whose copy was taken over from another tool, by name. */
+function takenOverReport(entries: readonly Entry[]): TakenOverCopy[] {
+  return entries
+    .flatMap((e) => (e.takenOver ? [{ namespace: e.name, from: e.takenOver }] : []))
+    .sort((a, b) => (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0))
+    .slice(0, MAX_TAKEN_OVER);
 }
 
 function toStatusEntry(e: Entry): DeliveryNamespaceStatus {
@@ -714,10 +744,16 @@ export function settle(input: PlanInput, p: Plan, outcomes: readonly Outcome[]):
     if (!bad) {
       // Every write here worked: a selected namespace is synced, an unselected one (whose
       // entry only showed a failed removal) drops out.
-      if (e.selected) entries.push({ name: e.name, state: 'Synced', selected: true });
+      const takenOver =
+        list.flatMap((o) => (o.result === 'ok' && o.takenOver ? [o.takenOver] : []))[0] ??
+        e.takenOver;
+      if (e.selected) entries.push({ name: e.name, state: 'Synced', selected: true, takenOver });
       continue;
     }
-    entries.push(entryFor(bad, e, previousEntries.get(e.name), adoptRefusal));
+    const entry = entryFor(bad, e, previousEntries.get(e.name), adoptRefusal);
+    // A failed or lost write leaves the copy taken over as it was; a conflict means it is not
+    // ours (any more).
+    entries.push(bad.result === 'conflict' ? entry : { ...entry, takenOver: e.takenOver });
   }
   // Outcomes in namespaces without an entry: removals from unselected namespaces.
   for (const [ns, list] of byNs) {

@@ -574,6 +574,35 @@ describe('planMirror: aggregated status', () => {
       ],
     });
 
+  it('counts copies taken over per tool over the clusters, with one TakenOver Event per rise', () => {
+    const reporting = (name: string, takenOver: MirrorDeliveryStatus['takenOver']) =>
+      deliveredCluster({ takenOver }, { name });
+    const clusters = [
+      reporting('hub', [
+        { namespace: 'app-a', from: 'reflector' },
+        { namespace: 'app-b', from: 'reflector' },
+      ]),
+      reporting('spoke', [{ namespace: 'app-a', from: 'kubed' }]),
+    ];
+    const m = mirror({
+      destination: { namespaces: ['app-.*'], clusters: { names: ['hub', 'spoke'] } },
+    });
+    const p = plan({ mirror: m, clusters });
+    expect(p.status.takenOver).toEqual([
+      { from: 'kubed', copies: 1 },
+      { from: 'reflector', copies: 2 },
+    ]);
+    const taken = p.events.filter((e) => e.reason === 'TakenOver');
+    expect(taken.map((e) => e.message)).toEqual([
+      "1 copy made by kubed from this mirror's source taken over in place (their kubed marks and ownerReferences removed)",
+      "2 copies made by reflector from this mirror's source taken over in place (their reflector marks and ownerReferences removed)",
+    ]);
+    // The same counts again: no Event; no takeover anywhere: no field.
+    const again = plan({ mirror: mirror(m.spec, p.status), clusters });
+    expect(again.events.filter((e) => e.reason === 'TakenOver')).toEqual([]);
+    expect(plan().status).not.toHaveProperty('takenOver');
+  });
+
   it('lists conflicts as problems, Degraded, with a Conflict Event once', () => {
     const p = plan({ clusters: [conflicted(1)] });
     expect(p.status).toMatchObject({

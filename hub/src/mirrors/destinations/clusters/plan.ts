@@ -41,7 +41,9 @@ import {
   type MirrorPhase,
   type MirrorProblem,
   type MirrorStatus,
+  type Predecessor,
   type ResolvedSource,
+  type TakenOverCount,
 } from '@mirrorhub/shared/api/index';
 import {
   buildPayloadSecret,
@@ -419,6 +421,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
   }
 
   // Status per selected cluster, then in total.
+  const takenOver = new Map<Predecessor, number>();
   const entries: ClusterSyncStatus[] = [];
   const problems: MirrorProblem[] = [];
   for (const obs of selection.selected) {
@@ -430,6 +433,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
     if (tenant !== undefined && owner === 'ours') redactForTenant(tenant, obs, r);
     entries.push(r.entry);
     problems.push(...r.problems);
+    if (owner === 'ours') countTakenOver(takenOver, obs.delivery);
   }
   for (const missing of selection.missing) {
     entries.push({
@@ -529,6 +533,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
     counts,
     clusters: entries,
     problems: limitProblems(problems),
+    takenOver: takenOverCounts(takenOver),
     conditions,
   });
   return withEvents(prev, {
@@ -960,6 +965,26 @@ function summary(
     else if (e.phase !== 'Degraded') parts.push(`${e.name}: ${e.phase ?? 'Pending'}`);
   }
   return parts.join('; ');
+}
+
+/**
+ * Add the copies a cluster's agent took over from other tools (its delivery's status.takenOver,
+ * reported while those copies are there) to `into`, per tool.
+ */
+function countTakenOver(
+  into: Map<Predecessor, number>,
+  delivery: MirrorDelivery | undefined,
+): void {
+  if (!delivery || delivery.metadata.deletionTimestamp) return;
+  for (const t of delivery.status?.takenOver ?? []) into.set(t.from, (into.get(t.from) ?? 0) + 1);
+}
+
+/** status.takenOver: per tool, by name; undefined (no field) when none were taken over. */
+function takenOverCounts(counts: ReadonlyMap<Predecessor, number>): TakenOverCount[] | undefined {
+  if (counts.size === 0) return undefined;
+  return [...counts]
+    .map(([from, copies]) => ({ from, copies }))
+    .sort((a, b) => compare(a.from, b.from));
 }
 
 function withEvents(prev: MirrorStatus, plan: MirrorPlan): MirrorPlan {
