@@ -637,7 +637,7 @@ describe('mirrorhub migrate', () => {
         expect.arrayContaining([
           'create      prod/r-tls',
           'take over   team-a/r-tls  (reflector copy of this source)',
-          'leave alone team-b/r-tls  (not a reflector copy (no reflects annotation))',
+          'leave alone team-b/r-tls  (no other tool marks it as a copy of this source)',
         ]),
       );
       expect(block('SecretMirror src/k-all')).toEqual(

@@ -1,38 +1,23 @@
 // Taking over a predecessor's copy: the decision and the write, both pure (apply.ts performs it).
 //
-// Teams move to mirrorhub from kubernetes-reflector, kubed (config-syncer), ClusterSecret and KTS
-// mirrors, each of which has already copied the source into the namespaces mirrorhub will serve.
 // An object mirrorhub does not own is a Conflict (adoptable only with conflictPolicy Adopt and the
-// policy's allowAdopt), and deleting those copies first leaves pods that start meanwhile without
-// their Secret. A copy whose own marks PROVE that the old tool made it from this delivery's
-// source, in this cluster, is therefore taken over without Adopt: in one conditional write that
-// keeps the object (its uid), gives it mirrorhub's content and marks, and drops the old tool's
-// marks, trigger annotations and ownerReferences, so neither that tool nor the garbage collector
-// touches it again. Anything short of proof stays a Conflict, exactly as before.
-//
-// The proofs, as each tool writes its copies (read from their sources):
-// - kubernetes-reflector: annotation reflector.v1.k8s.emberstack.com/reflects = "<ns>/<name>" of
-//   the source (ResourceMirror.cs writes the source's NamespacedName there);
-// - kubed / config-syncer: labels kubed.appscode.com/origin.namespace and origin.name = the
-//   source's, on a copy with the source's name (syncer.go), made in this cluster: origin.cluster
-//   is kubed's own --cluster-name (empty by default, "unicorn" in kubed's example config), which
-//   mirrorhub cannot know, and a copy kubed synced here from another cluster's source of the
-//   same name (sync-contexts) carries that cluster's. So origin.cluster empty or this cluster's
-//   name proves it, and otherwise the annotation kubed.appscode.com/origin, the source's object
-//   reference, must carry the uid of the source in this cluster (the agent reads it);
-// - KTS mirrors: annotation mirrors.kts.studio/owned-by = "<mirror ns>/<mirror name>", where a
-//   Secret source lives in the mirror's namespace and copies keep its name (dest_namespaces.go),
-//   so the namespace part and the copy's name must be the source's; source-type, when present,
-//   is "secret" (a Vault-sourced KTS copy is not a copy of this Secret);
-// - ClusterSecret: label clustersecret.io or annotation clustersecret.io/created-by, on a copy
-//   named as the ClusterSecret (cluster-scoped, so only a ClusterSecretMirror of that name
-//   delivers it; kubernetes_utils.py), any ownerReference being to that ClusterSecret.
-// Every tool copies within one cluster, so only the delivery to the source's own cluster takes
-// anything over, and a copy owned (ownerReferences) by anything but the proving tool is not one
-// that tool made as it makes them.
+// policy's allowAdopt), and deleting an old tool's copies first leaves pods that start meanwhile
+// without their Secret. A copy whose own marks PROVE that the old tool made it from this
+// delivery's source, in this cluster (shared/src/mirror/predecessor.ts, which `mirrorhub migrate
+// --plan` asks too), is therefore taken over without Adopt: in one conditional write that keeps
+// the object (its uid), gives it mirrorhub's content and marks, and drops the old tool's marks,
+// trigger annotations and ownerReferences, so neither that tool nor the garbage collector touches
+// it again. Every tool copies within one cluster, so only the delivery to the source's own
+// cluster takes anything over.
 
 import type { V1ConfigMap, V1OwnerReference, V1Secret } from '@kubernetes/client-node';
 import type { MirrorDelivery, Predecessor } from '@mirrorhub/shared/api/types.gen';
+import {
+  judgePredecessor,
+  kubedOriginUid,
+  KUBED_ORIGIN_NAME,
+  KUBED_ORIGIN_NAMESPACE,
+} from '@mirrorhub/shared/mirror/predecessor';
 import { FOREIGN_OWNERSHIP_PATTERNS } from '@mirrorhub/shared/mirror/foreign-ownership';
 import { findKeyPattern } from '@mirrorhub/shared/mirror/shape';
 import { RESERVED_PREFIX } from '@mirrorhub/shared/api/contract';
@@ -41,17 +26,6 @@ import type { Copy } from './plan.js';
 export type { Predecessor };
 
 type StringMap = Record<string, string>;
-
-export const REFLECTOR_REFLECTS = 'reflector.v1.k8s.emberstack.com/reflects';
-export const KUBED_ORIGIN_NAMESPACE = 'kubed.appscode.com/origin.namespace';
-export const KUBED_ORIGIN_NAME = 'kubed.appscode.com/origin.name';
-export const KUBED_ORIGIN_CLUSTER = 'kubed.appscode.com/origin.cluster';
-export const KUBED_ORIGIN = 'kubed.appscode.com/origin';
-export const KTS_OWNED_BY = 'mirrors.kts.studio/owned-by';
-export const KTS_SOURCE_TYPE = 'mirrors.kts.studio/source-type';
-export const CLUSTERSECRET_LABEL = 'clustersecret.io';
-export const CLUSTERSECRET_CREATED_BY = 'clustersecret.io/created-by';
-export const CLUSTERSECRET_GROUP = 'clustersecret.io';
 
 /** The object holding a copy's name, as read (metadata is all the decision looks at). */
 export interface ExistingObject {
@@ -87,16 +61,6 @@ export function localSource(
   const [cluster, namespace, name] = parts as [string, string, string];
   if (cluster !== clusterName || !NAMESPACE.test(namespace) || !name) return undefined;
   return { namespace, name };
-}
-
-/** The uid in kubed's origin annotation (the source's object reference, as JSON), if any. */
-function kubedOriginUid(annotations: StringMap): string | undefined {
-  try {
-    const ref = JSON.parse(annotations[KUBED_ORIGIN] ?? '') as { uid?: unknown };
-    return typeof ref.uid === 'string' && ref.uid !== '' ? ref.uid : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -137,51 +101,23 @@ export function predecessorOf(
   clusterName: string,
   sourceUid?: string,
 ): Predecessor | undefined {
-  if (kind !== delivery.spec.target.kind) return undefined;
   const source = localSource(delivery, clusterName);
-  if (!source) return undefined;
   const meta = existing.metadata ?? {};
-  const name = meta.name ?? '';
-  const labels = meta.labels ?? {};
-  const annotations = meta.annotations ?? {};
-  const owners = meta.ownerReferences ?? [];
-  const has = (map: StringMap, key: string) => Object.hasOwn(map, key);
-
-  let tool: Predecessor | undefined;
-  if (annotations[REFLECTOR_REFLECTS] === `${source.namespace}/${source.name}`) {
-    tool = 'reflector';
-  } else if (
-    labels[KUBED_ORIGIN_NAMESPACE] === source.namespace &&
-    labels[KUBED_ORIGIN_NAME] === source.name &&
-    name === source.name &&
-    ([undefined, '', clusterName].includes(labels[KUBED_ORIGIN_CLUSTER]) ||
-      (sourceUid !== undefined && kubedOriginUid(annotations) === sourceUid))
-  ) {
-    tool = 'kubed';
-  } else if (
-    kind === 'Secret' &&
-    name === source.name &&
-    (annotations[KTS_OWNED_BY] ?? '').startsWith(`${source.namespace}/`) &&
-    (annotations[KTS_OWNED_BY] ?? '').length > source.namespace.length + 1 &&
-    (annotations[KTS_SOURCE_TYPE] ?? 'secret') === 'secret'
-  ) {
-    tool = 'kts-mirrors';
-  } else if (
-    kind === 'Secret' &&
-    (has(labels, CLUSTERSECRET_LABEL) || has(annotations, CLUSTERSECRET_CREATED_BY)) &&
-    delivery.spec.mirror.kind === 'ClusterSecretMirror' &&
-    delivery.spec.mirror.name === name
-  ) {
-    tool = 'ClusterSecret';
-  }
-  if (!tool) return undefined;
-  // Owned by anything but the tool's own object: not a copy as that tool makes it.
-  const toolOwns = (r: (typeof owners)[number]) =>
-    tool === 'ClusterSecret' &&
-    r.kind === 'ClusterSecret' &&
-    (r.apiVersion ?? '').startsWith(`${CLUSTERSECRET_GROUP}/`) &&
-    r.name === name;
-  return owners.every(toolOwns) ? tool : undefined;
+  return judgePredecessor(
+    {
+      name: meta.name,
+      labels: meta.labels,
+      annotations: meta.annotations,
+      ownerReferences: meta.ownerReferences,
+    },
+    {
+      readKind: kind,
+      targetKind: delivery.spec.target.kind,
+      source: source && { ...source, uid: sourceUid },
+      mirror: delivery.spec.mirror,
+      clusterName,
+    },
+  ).tool;
 }
 
 /** How status and messages name a copy a tool made: "a copy kubed made from <ns>/<name>". */

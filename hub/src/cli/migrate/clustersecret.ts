@@ -12,11 +12,11 @@ import type { KeyMapping, MirrorDestination } from '@mirrorhub/shared/api/index'
 import {
   API_VERSION,
   buildRule,
+  predecessorMark,
   compact,
   ref,
   type ClusterSecret,
   type Inventory,
-  type MarkCheck,
   type Options,
   type Translation,
 } from './model.js';
@@ -110,20 +110,11 @@ function translateOne(cs: ClusterSecret, inv: Inventory, opts: Options, out: Tra
     .filter((n) => match.some((p) => oldToolSelects(p, 'prefix', n.name)))
     .filter((n) => !avoid.some((p) => oldToolSelects(p, 'prefix', n.name)))
     .map((n) => n.name);
-  const mark: MarkCheck = (copy) => {
-    const owners = (copy.ownerReferences ?? []).filter((o) => o.kind === 'ClusterSecret');
-    const marked =
-      copy.annotations?.[CLUSTER_SECRET.createdBy] !== undefined ||
-      copy.labels?.[CLUSTER_SECRET.label] !== undefined;
-    if (owners.some((o) => o.name !== name)) {
-      return {
-        ours: false,
-        why: `owned by ClusterSecret ${owners[0]!.name}, another ClusterSecret`,
-      };
-    }
-    if (marked || owners.length > 0) return { ours: true };
-    return { ours: false, why: 'not a ClusterSecret copy (no clustersecret.io mark)' };
-  };
+  const mark = predecessorMark({
+    targetKind: 'Secret',
+    source,
+    mirror: { kind: 'ClusterSecretMirror', name },
+  });
   const rule = buildRule(
     {
       tool: 'ClusterSecret',

@@ -767,12 +767,47 @@ describe('plan', () => {
     expect(p!.copies).toEqual([
       { namespace: 'app-team-c', action: 'create' },
       { namespace: 'default', action: 'create' },
-      { namespace: 'prod', action: 'leave alone', why: 'not a kubed copy (no origin labels)' },
+      {
+        namespace: 'prod',
+        action: 'leave alone',
+        why: 'no other tool marks it as a copy of this source',
+      },
       { namespace: 'team-a', action: 'take over', why: 'kubed copy of this source' },
-      { namespace: 'team-b', action: 'leave alone', why: 'kubed copy of other/db, another source' },
+      {
+        namespace: 'team-b',
+        action: 'leave alone',
+        why: 'a kubed copy of other/db, another source',
+      },
     ]);
     expect(p!.outside).toEqual([
       { namespace: 'kube-system', why: 'a system namespace mirrorhub never writes to' },
+    ]);
+  });
+
+  it("promises a takeover only where the agent's proof holds: a kubed copy from another cluster stays", () => {
+    const origin = (uid: string) => ({ 'kubed.appscode.com/origin': JSON.stringify({ uid }) });
+    const marks = (cluster: string) => ({
+      'kubed.appscode.com/origin.name': 'db',
+      'kubed.appscode.com/origin.namespace': 'src',
+      'kubed.appscode.com/origin.cluster': cluster,
+    });
+    const source = secret('src', 'db', { 'kubed.appscode.com/sync': '' });
+    source.metadata.uid = 'uid-here';
+    const inv = inventory({
+      secrets: [
+        source,
+        secret('team-a', 'db', origin('uid-here'), marks('unicorn')),
+        secret('team-b', 'db', origin('uid-elsewhere'), marks('unicorn')),
+      ],
+    });
+    const [p] = planRules(convert(inv, OPTS).rules, inv);
+    expect(p!.copies.filter((c) => c.namespace.startsWith('team-'))).toEqual([
+      { namespace: 'team-a', action: 'take over', why: 'kubed copy of this source' },
+      {
+        namespace: 'team-b',
+        action: 'leave alone',
+        why: "a kubed copy synced from cluster unicorn, not from this cluster's source",
+      },
     ]);
   });
 });

@@ -18,12 +18,12 @@ import type {
 import {
   API_VERSION,
   buildRule,
+  predecessorMark,
   compact,
   ref,
   type Inventory,
   type KtsMirror,
   type KtsVault,
-  type MarkCheck,
   type Options,
   type Translation,
 } from './model.js';
@@ -260,16 +260,11 @@ export function translateKts(inv: Inventory, opts: Options, out: Translation): v
     const dest: MirrorDestination = { namespaces: rewritten };
     if (srcType === 'vault') dest.name = copyName;
     const owner = `${ns}/${name}`;
-    const mark: MarkCheck = (copy) => {
-      const v = copy.annotations?.[KTS.ownedBy];
-      if (v !== undefined && v.split('/')[0] === ns) return { ours: true };
-      return {
-        ours: false,
-        why: v
-          ? `KTS copy owned by ${v}, a mirror of another namespace`
-          : 'not a KTS copy (no owned-by annotation)',
-      };
-    };
+    const mark = predecessorMark({
+      targetKind: 'Secret',
+      source: srcType === 'secret' ? { namespace: ns, name: copyName } : undefined,
+      mirror: { kind: 'SecretMirror', name },
+    });
     const sourceNs = srcType === 'secret' ? ns : '';
     const before = inv.namespaces
       .filter((n) => n.name !== sourceNs)

@@ -10,6 +10,7 @@ import type { MirrorDestination } from '@mirrorhub/shared/api/index';
 import {
   API_VERSION,
   buildRule,
+  predecessorMark,
   parseSelectorString,
   ref,
   selectorMatches,
@@ -30,19 +31,18 @@ export const KUBED = {
   originCluster: 'kubed.appscode.com/origin.cluster',
 } as const;
 
-/** Whether a copy carries kubed's origin labels naming ns/name. */
-function kubedMark(ns: string, name: string): MarkCheck {
-  return (copy) => {
-    const l = copy.labels ?? {};
-    if (l[KUBED.originName] === name && l[KUBED.originNamespace] === ns) return { ours: true };
-    return {
-      ours: false,
-      why:
-        l[KUBED.originName] !== undefined
-          ? `kubed copy of ${l[KUBED.originNamespace] ?? '?'}/${l[KUBED.originName]}, another source`
-          : 'not a kubed copy (no origin labels)',
-    };
-  };
+/** Whether a copy is kubed's copy of the source ns/name (of uid `uid`) in this cluster. */
+function kubedMark(
+  kind: 'Secret' | 'ConfigMap',
+  ns: string,
+  name: string,
+  uid?: string,
+): MarkCheck {
+  return predecessorMark({
+    targetKind: kind,
+    source: { namespace: ns, name, uid },
+    mirror: { kind: 'SecretMirror', name },
+  });
 }
 
 /**
@@ -57,6 +57,7 @@ function translateContexts(
   kind: 'Secret' | 'ConfigMap',
   ns: string,
   name: string,
+  uid: string | undefined,
   object: string,
   contexts: string[],
   opts: Options,
@@ -101,7 +102,7 @@ function translateContexts(
       after: [],
       dropped: [],
       elsewhere: `namespace ${target} of clusters ${names.join(', ')}`,
-      mark: kubedMark(ns, name),
+      mark: kubedMark(kind, ns, name, uid),
     });
     out.notes.push(
       `${object}: sync-contexts become ClusterSecretMirror ${mirrorName}, delivering to the MirrorClusters ${names.join(', ')} (register them before applying)`,
@@ -134,14 +135,15 @@ export function translateKubed(inv: Inventory, opts: Options, out: Translation):
       const ns = src.metadata.namespace ?? '';
       const name = src.metadata.name;
       const object = ref(kind, src.metadata);
-      if (contexts.length > 0) translateContexts(kind, ns, name, object, contexts, opts, out);
+      if (contexts.length > 0)
+        translateContexts(kind, ns, name, src.metadata.uid, object, contexts, opts, out);
       if (sync === undefined) continue;
       const parsed = parseSelectorString(sync === 'true' ? '' : sync);
       if (!parsed.ok) {
         out.refusals.push({ tool: 'kubed', object, reason: `sync selector: ${parsed.reason}` });
         continue;
       }
-      const mark = kubedMark(ns, name);
+      const mark = kubedMark(kind, ns, name, src.metadata.uid);
       const dest: MirrorDestination = { namespaceSelector: parsed.selector };
       const before = inv.namespaces
         .filter((n) => n.name !== ns && selectorMatches(parsed.selector, n.labels))

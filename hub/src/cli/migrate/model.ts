@@ -3,6 +3,7 @@
 // before and after) and Refusals (what cannot be translated, and why).
 import type { LabelSelector, MirrorDestination } from '@mirrorhub/shared/api/index';
 import { ALWAYS_DENIED_NAMESPACES } from '@mirrorhub/shared/mirror/namespaces';
+import { judgePredecessor, type Succession } from '@mirrorhub/shared/mirror/predecessor';
 import {
   compileLabelSelector,
   compileNamespaceMatcher,
@@ -100,6 +101,18 @@ export interface Refusal {
 
 /** Whether an existing object is a copy the old tool made from this rule's source. */
 export type MarkCheck = (copy: Meta) => { ours: true } | { ours: false; why: string };
+
+/**
+ * The agent's own takeover proof (shared/src/mirror/predecessor.ts), so --plan says "take over"
+ * exactly where the agent will. This cluster's mirrorhub name is not known here: a kubed copy
+ * naming a cluster is proven by its origin uid, as the agent falls back to.
+ */
+export function predecessorMark(s: Omit<Succession, 'readKind' | 'clusterName'>): MarkCheck {
+  return (copy) => {
+    const j = judgePredecessor(copy, { ...s, readKind: s.targetKind, clusterName: '' });
+    return j.tool ? { ours: true } : { ours: false, why: j.why };
+  };
+}
 
 /** One translated rule: what it selects with the old tool and with mirrorhub, on this cluster. */
 export interface Rule {

@@ -14,6 +14,7 @@ import type { NamespaceInfo } from '@mirrorhub/shared/mirror/namespaces';
 import {
   API_VERSION,
   buildRule,
+  predecessorMark,
   parseSelectorString,
   ref,
   sorted,
@@ -159,16 +160,11 @@ function translateSource(
   };
   const autoOn = truthy(a[REFLECTOR.autoEnabled]);
   const sourceRef = `${ns}/${name}`;
-  const mark: MarkCheck = (copy) => {
-    const reflects = copy.annotations?.[REFLECTOR.reflects];
-    if (reflects === sourceRef) return { ours: true };
-    return {
-      ours: false,
-      why: reflects
-        ? `reflector copy of ${reflects}, another source`
-        : 'not a reflector copy (no reflects annotation)',
-    };
-  };
+  const mark = predecessorMark({
+    targetKind: kind,
+    source: { namespace: ns, name },
+    mirror: { kind: 'SecretMirror', name },
+  });
   const nsInfo = (n: string) => inv.namespaces.find((x) => x.name === n) ?? { name: n };
 
   // Manual reflections: objects users created with reflects: ns/name in allowed namespaces.
