@@ -196,10 +196,11 @@ describe('mirrorhub migrate', () => {
     name: string,
     meta: { annotations?: Record<string, string>; labels?: Record<string, string> } = {},
   ) => {
-    await core().createNamespacedSecret({
+    const created = await core().createNamespacedSecret({
       namespace,
       body: { metadata: { name, namespace, ...meta }, data: { v: b64(`${namespace}/${name}`) } },
     });
+    return created.metadata?.uid ?? '';
   };
 
   beforeAll(async () => {
@@ -307,19 +308,26 @@ describe('mirrorhub migrate', () => {
           data: { a: '1' },
         },
       });
-      const origin = (name: string) => ({
+      // As kubed's syncer writes them: origin labels, and the source's object reference (its
+      // uid included) as the origin annotation.
+      const origin = (name: string, uid: string) => ({
         labels: {
           'kubed.appscode.com/origin.name': name,
           'kubed.appscode.com/origin.namespace': 'src',
           'kubed.appscode.com/origin.cluster': 'prod-cluster',
         },
         annotations: {
-          'kubed.appscode.com/origin': JSON.stringify({ kind: 'Secret', namespace: 'src', name }),
+          'kubed.appscode.com/origin': JSON.stringify({
+            kind: 'Secret',
+            namespace: 'src',
+            name,
+            uid,
+          }),
         },
       });
-      await secret('src', 'k-all', { annotations: { 'kubed.appscode.com/sync': '' } });
-      await secret('team-b', 'k-all', origin('k-all'));
-      await secret('kube-public', 'k-all', origin('k-all'));
+      const kAll = await secret('src', 'k-all', { annotations: { 'kubed.appscode.com/sync': '' } });
+      await secret('team-b', 'k-all', origin('k-all', kAll));
+      await secret('kube-public', 'k-all', origin('k-all', kAll));
       await secret('src', 'k-remote', {
         annotations: { 'kubed.appscode.com/sync-contexts': 'eu,us' },
       });
