@@ -1,7 +1,7 @@
 // The charts' alerts: one rule file per chart (charts/<chart>/rules/*.yaml), checked and
 // unit-tested by promtool (Debian's prometheus package), documented in docs/alerts.md, written
 // only against metrics the hub and agent define, and rendered by each chart as a PrometheusRule
-// carrying exactly that file's rules (test/src/engine/alerts-e2e.test.ts fires one for real).
+// carrying exactly that file's rules (test/src/multicluster/alerts.test.ts fires one for real).
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
