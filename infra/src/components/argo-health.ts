@@ -49,7 +49,8 @@ export function ensureArgoHealth(): Promise<string> {
         env: {
           ...process.env,
           CGO_ENABLED: '0',
-          GOFLAGS: '-mod=readonly', // go.sum is committed: never rewrite it during a test run
+          // go.sum is committed: never rewrite it during a test run; no VCS stamp (a tarball has none)
+          GOFLAGS: '-mod=readonly -buildvcs=false',
           GO111MODULE: 'on',
         },
         timeoutMs: 10 * 60_000,
