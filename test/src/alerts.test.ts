@@ -212,6 +212,38 @@ describe.each(CHARTS)('$chart alerts ($file)', (c) => {
     }
   });
 
+  it('passes helm lint --strict with the prometheusRule values set, and refuses a bad duration', async () => {
+    const [first] = alertsOf(c);
+    const chart = join(chartsDir, c.chart);
+    const out = await helm([
+      'lint',
+      '--strict',
+      chart,
+      ...c.required,
+      '--set',
+      'prometheusRule.enabled=true',
+      '--set',
+      `prometheusRule.for.${first!.alert}=1h`,
+      '--set',
+      'prometheusRule.ruleLabels.team=platform',
+      '--set',
+      'prometheusRule.labels.release=prometheus',
+      '--set',
+      'prometheusRule.runbookUrl=https://git.example.com/docs/alerts.md',
+      ...(c.chart === 'mirrorhub-hub' ? ['--set', 'argocd.healthChecks=true'] : []),
+    ]);
+    expect(out).toContain('0 chart(s) failed');
+    const err = await helm.fails([
+      'template',
+      'mirrorhub',
+      chart,
+      ...c.required,
+      '--set',
+      `prometheusRule.for.${first!.alert}=ten minutes`,
+    ]);
+    expect(err).toMatch(/prometheusRule\.for\.\w+: Does not match pattern/);
+  });
+
   it('refuses a for: override for an alert the file does not have', async () => {
     const err = await helm.fails([
       'template',
