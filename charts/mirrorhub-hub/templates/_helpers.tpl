@@ -125,3 +125,16 @@ validations:
       " may change or delete only payload Secrets (labelled mirrorhub.io/payload=true), and this one is not" +
       variables.source
 {{- end }}
+
+{{/*
+Argo CD health checks: the data of argocd-cm, one key per mirrorhub kind, each holding
+argocd/health.lua (the one copy of the script; test/src/argo-health.test.ts runs it with
+gopher-lua, as Argo CD does). Printed by NOTES.txt when argocd.healthChecks is true.
+*/}}
+{{- define "mirrorhub-hub.argocdHealth" -}}
+{{- $lua := .Files.Get "argocd/health.lua" }}
+{{- range list "SecretMirror" "ClusterSecretMirror" "MirrorCluster" "VaultConnection" "ClusterVaultConnection" }}
+resource.customizations.health.mirrorhub.io_{{ . }}: |
+{{ $lua | trimSuffix "\n" | indent 2 }}
+{{- end }}
+{{- end }}

@@ -23,6 +23,7 @@ export {
   type WaitForOptions,
 } from './cache.js';
 export { DEBIAN_CHROMIUM, ensureChromium, type EnsureChromiumOptions } from './chromium.js';
+export { GOPHER_LUA_VERSION, argoHealthSource, ensureArgoHealth } from './argo-health.js';
 export { HELM_VERSION, ensureHelm } from './helm.js';
 export { MOTO_VERSION, ensureMoto, motoDir } from './moto.js';
 export {
@@ -44,6 +45,15 @@ export {
   type PostgresBins,
   type PostgresOptions,
 } from './postgres.js';
+export {
+  DEBIAN_PROMETHEUS,
+  ensurePrometheus,
+  startPrometheus,
+  type EnsurePrometheusOptions,
+  type Prometheus,
+  type PrometheusBins,
+  type PrometheusOptions,
+} from './prometheus.js';
 export {
   AWS_PROVIDER_CLIENTS,
   AWS_PROVIDER_MODULE,
