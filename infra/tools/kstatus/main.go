@@ -36,24 +36,30 @@ func run(in io.Reader, out io.Writer) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(in), 4096)
 	enc := json.NewEncoder(out)
 	for {
-		var obj map[string]interface{}
-		if err := dec.Decode(&obj); err != nil {
+		// Raw JSON (YAML is converted), then the apimachinery decoder: numbers stay int64, as
+		// kstatus's generation accessors need.
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return err
 		}
-		if obj == nil {
+		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: obj}
-		objects := []unstructured.Unstructured{*u}
-		if u.IsList() {
-			list, err := u.ToList()
-			if err != nil {
-				return err
-			}
-			objects = list.Items
+		decoded, _, err := unstructured.UnstructuredJSONScheme.Decode(raw, nil, nil)
+		if err != nil {
+			return err
+		}
+		var objects []unstructured.Unstructured
+		switch o := decoded.(type) {
+		case *unstructured.UnstructuredList:
+			objects = o.Items
+		case *unstructured.Unstructured:
+			objects = []unstructured.Unstructured{*o}
+		default:
+			return fmt.Errorf("unexpected object %T", decoded)
 		}
 		for i := range objects {
 			o := &objects[i]
