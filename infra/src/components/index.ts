@@ -24,6 +24,7 @@ export {
 } from './cache.js';
 export { DEBIAN_CHROMIUM, ensureChromium, type EnsureChromiumOptions } from './chromium.js';
 export { HELM_VERSION, ensureHelm } from './helm.js';
+export { KSTATUS_CLI_UTILS_VERSION, ensureKstatus, kstatusModuleDir } from './kstatus.js';
 export { MOTO_VERSION, ensureMoto, motoDir } from './moto.js';
 export {
   OPENBAO_VERSION,
