@@ -643,7 +643,15 @@ export interface SecretMirrorStatus {
    */
   problems?: MirrorProblem[];
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True. SourceFound: whether the source exists (Unknown while
+   * it cannot be read).
+   */
   conditions?: Condition[];
 }
 
@@ -902,7 +910,15 @@ export interface ClusterSecretMirrorStatus {
    */
   problems?: MirrorProblem[];
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True. SourceFound: whether the source exists (Unknown while
+   * it cannot be read).
+   */
   conditions?: Condition[];
 }
 
@@ -999,7 +1015,15 @@ export interface MirrorClusterStatus {
    */
   pendingCleanup?: PendingCleanup[];
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True. Reachable, Authenticated, AgentHealthy (and
+   * CleanupPending while deliveries of deleted mirrors are left) detail Ready.
+   */
   conditions?: Condition[];
 }
 
@@ -1234,6 +1258,16 @@ export interface MirrorDeliveryStatus {
    * one.
    */
   newestSequence?: number;
+
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True.
+   */
+  conditions?: Condition[];
 }
 
 /** Totals in this cluster. */
@@ -1392,7 +1426,14 @@ export interface VaultConnectionStatus {
   /** When the hub last logged in (or tried to). */
   lastCheckTime?: string;
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True.
+   */
   conditions?: Condition[];
 }
 
@@ -1575,7 +1616,14 @@ export interface ClusterVaultConnectionStatus {
   /** When the hub last logged in (or tried to). */
   lastCheckTime?: string;
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True.
+   */
   conditions?: Condition[];
 }
 
@@ -1767,6 +1815,7 @@ export const LIMITS = {
     agentVersion: 64,
     namespaces: 500,
     syncedNamespaces: 500,
+    conditions: 16,
   },
   DeliveryNamespaceStatus: {
     name: 63,
