@@ -66,7 +66,7 @@ describe('every reason the hub emits is classified terminal or not', () => {
       'InvalidSpec',
       'LoginFailed',
       'PolicyDenied',
-      'Rejected',
+      'SignatureInvalid',
       'TLSError',
       'Unauthorized',
       'VaultPermissionDenied',

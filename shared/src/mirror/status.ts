@@ -232,7 +232,8 @@ export const REASON_CLASS = {
   Unavailable: 'retrying',
   // MirrorDelivery (agent)
   PayloadMissing: 'retrying',
-  Rejected: 'terminal',
+  Replayed: 'retrying',
+  SignatureInvalid: 'terminal',
 } as const satisfies Record<string, ReasonClass>;
 
 export type ReasonClass = 'ready' | 'retrying' | 'terminal' | 'suspended';
