@@ -242,6 +242,17 @@ describe('kstatus and kubectl wait read mirrorhub objects as the conventions say
     expect(await statusOf('secretmirror/waiting', 'src')).toMatchObject({ status: 'InProgress' });
     expect((await conditions('waiting', 'src')).stalled).toBeUndefined();
     expect(await kubectlWait('secretmirror/waiting', 'src', 'Stalled', '2s')).toBe(false);
+    // Retried, yet not rewritten: a reconcile (the annotation's watch event, then a poll) that
+    // finds the same state writes nothing, Reconciling's lastTransitionTime included.
+    await kubectl('annotate', 'secretmirror/waiting', '-n', 'src', 'example.com/touched=1');
+    const touched = await e.getMirror('SecretMirror', 'waiting', 'src');
+    await consistently(
+      async () =>
+        expect(
+          (await e.getMirror('SecretMirror', 'waiting', 'src'))?.metadata?.resourceVersion,
+        ).toBe(touched?.metadata?.resourceVersion),
+      { forMs: 12_000, intervalMs: 500 },
+    );
     await e.putSecret('src', 'later', { v: '2' });
     await eventually(
       async () => expect((await statusOf('secretmirror/waiting', 'src')).status).toBe('Current'),
