@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { pidAlive } from './components/cache.js';
+import { ensureKstatus } from './components/kstatus.js';
 import { KitError } from './kit/errors.js';
 import { ensureKubeBinaries, startKit, validateClusterNames } from './kit/index.js';
 
@@ -249,6 +250,8 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     case 'build':
       await ensureKubeBinaries();
+      // The status reader the GitOps tests use (test/src/engine/gitops-status.test.ts).
+      await ensureKstatus();
       return 0;
     default:
       console.log(

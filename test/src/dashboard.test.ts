@@ -458,4 +458,57 @@ describe('the hub dashboard in a browser', () => {
     expect(everything).not.toContain(lead);
     await page.close();
   });
+
+  it('lists a mirror waiting for its source as attention (retrying) and colours an Error mirror failing in the matrix', async () => {
+    await m.ensureNamespace(HUB, 'ops');
+    await m.ensureNamespace(HUB, 'ops-app');
+    await m.putSecret(HUB, 'ops', 'token', { t: 'x' });
+    // A source that does not exist yet: Pending, retried (Reconciling), yet a person may be the fix.
+    await m.applyMirror(
+      secretMirror('ops', 'later', {
+        source: { kind: 'Secret', name: 'not-yet' },
+        destination: { namespaces: ['ops-app'] },
+      }),
+    );
+    // Synced first, then an invalid spec: Error, its last copies kept but no longer kept in sync.
+    await m.applyMirror(
+      secretMirror('ops', 'token', {
+        source: { kind: 'Secret', name: 'token' },
+        destination: { namespaces: ['ops-app'] },
+      }),
+    );
+    await m.mirrorStatus('SecretMirror', 'token', 'ops', (s) =>
+      expect(s.status?.phase).toBe('Active'),
+    );
+    const token = await m.getMirror('SecretMirror', 'token', 'ops');
+    await m.applyMirror({
+      ...token!,
+      spec: { ...token!.spec, destination: { namespaces: ['ops-('] } },
+    });
+    await m.mirrorStatus('SecretMirror', 'token', 'ops', (s) =>
+      expect(s.status?.phase).toBe('Error'),
+    );
+    await m.mirrorStatus('SecretMirror', 'later', 'ops', (s) =>
+      expect(s.status?.conditions?.find((c) => c.type === 'Reconciling')?.reason).toBe(
+        'SourceNotFound',
+      ),
+    );
+
+    const page = await browser.newPage();
+    await signIn(page, platform);
+    const item = (ref: string) => page.locator(`[data-testid=attention] li[data-ref="${ref}"]`);
+    await expect
+      .poll(() => item('SecretMirror/ops/later').getAttribute('data-terminal'), { timeout: 15_000 })
+      .toBe('false');
+    expect(await item('SecretMirror/ops/later').getAttribute('data-kind')).toBe('MirrorPending');
+    expect(await item('SecretMirror/ops/later').textContent()).toContain('not-yet');
+    expect(await item('SecretMirror/ops/later').textContent()).toContain('retrying');
+    expect(await item('SecretMirror/ops/token').getAttribute('data-kind')).toBe('MirrorError');
+    expect(await item('SecretMirror/ops/token').getAttribute('data-terminal')).toBe('true');
+
+    await page.goto(`${base}/#/matrix`);
+    const cell = page.locator(`td[data-mirror="SecretMirror/ops/token"][data-cluster=${HUB}]`);
+    await expect.poll(() => cell.getAttribute('data-state'), { timeout: 15_000 }).toBe('failing');
+    await page.close();
+  });
 });

@@ -458,3 +458,39 @@ describe('when to probe again', () => {
     expect(nextProbe(healthy, renewed(0), { ...o, graceMs: 30_000 }).inMs).toBe(10_000);
   });
 });
+
+describe('planClusterStatus: Reconciling and Stalled, as kstatus and kubectl wait read them', () => {
+  const refused = (status: 401 | 403): ProbeResult => ({
+    at: 0,
+    version: {
+      ok: false,
+      failure: {
+        kind: status === 401 ? 'unauthorized' : 'forbidden',
+        status,
+        message: `GET /version: ${status}`,
+      },
+    },
+  });
+  const down: ProbeResult = {
+    at: 0,
+    version: { ok: false, failure: { kind: 'unreachable', message: 'ECONNREFUSED' } },
+  };
+  it.each<[string, ProbeResult | undefined, string | undefined, string | undefined]>([
+    ['healthy', healthy, undefined, undefined],
+    ['not probed yet', undefined, 'Probing', undefined],
+    ['unreachable: retried', down, 'Unreachable', undefined],
+    [
+      'credentials refused: only a permission change helps',
+      refused(401),
+      undefined,
+      'Unauthorized',
+    ],
+  ])('%s', (_, probe, reconciling, stalled) => {
+    const r = plan(probe);
+    expect(cond(r.status, 'Reconciling')?.reason).toBe(reconciling);
+    expect(cond(r.status, 'Stalled')?.reason).toBe(stalled);
+    for (const c of r.status.conditions ?? []) expect(c.observedGeneration).toBe(2);
+    // A steady cluster is not rewritten: the next probe with the same result changes nothing.
+    expect(plan(probe, { cluster: { ...eks(), status: r.status } }).status).toEqual(r.status);
+  });
+});

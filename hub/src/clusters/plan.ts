@@ -33,6 +33,7 @@ import {
   k8sTime,
   removeCondition,
   setCondition,
+  withProgressConditions,
 } from '@mirrorhub/shared/mirror/index';
 import { validateClusterName } from '../names.js';
 import { HEARTBEAT_LEASE } from '@mirrorhub/shared/api/contract';
@@ -299,7 +300,24 @@ export function withLatestHeartbeat(
   };
 }
 
+/**
+ * The MirrorCluster's status from its probe, with Reconciling and Stalled derived from Ready
+ * (withProgressConditions: a credential the cluster refuses, Unauthorized or Forbidden, or an
+ * invalid spec, is Stalled; an unreachable cluster or a stale heartbeat is Reconciling).
+ */
 export function planClusterStatus(input: ClusterStatusInput): {
+  status: MirrorClusterStatus;
+  events: ClusterEvent[];
+} {
+  const planned = planHealth(input);
+  const conditions = withProgressConditions(planned.status.conditions, {
+    now: input.now,
+    generation: input.cluster.metadata.generation,
+  });
+  return { status: clean({ ...planned.status, conditions }), events: planned.events };
+}
+
+function planHealth(input: ClusterStatusInput): {
   status: MirrorClusterStatus;
   events: ClusterEvent[];
 } {
@@ -650,6 +668,8 @@ const ORDER: string[] = [
   CONDITION.authenticated,
   CONDITION.agentHealthy,
   CONDITION.cleanupPending,
+  'Reconciling',
+  'Stalled',
 ];
 
 function orderConditions(conditions: Condition[]): Condition[] {

@@ -19,6 +19,7 @@ export interface WhoAmI {
 export type AttentionKind =
   | 'MirrorError'
   | 'MirrorDegraded'
+  | 'MirrorPending'
   | 'Conflict'
   | 'ClusterUnreachable'
   | 'ClusterUnauthenticated'
@@ -34,6 +35,12 @@ export interface Attention {
   ref: string;
   title: string;
   reason: string;
+  /**
+   * For a mirror: true when no retry can help until its spec, a policy or permissions change (it
+   * is Stalled, kstatus Failed); false when mirrorhub keeps retrying (Reconciling, e.g. a source
+   * that does not exist yet). The same distinction as the conditions (docs/gitops.md).
+   */
+  terminal?: boolean;
 }
 
 export interface Overview {
@@ -141,7 +148,8 @@ export interface MirrorDetail extends MirrorRow {
 
 /**
  * One cell of the matrix. synced: every selected namespace has the current copy. stale: the
- * agent has not synced the current content yet (or not reported). failing: failures. conflict:
+ * agent has not synced the current content yet (or not reported). failing: failures, or the
+ * mirror itself is in Error (its source unreadable, its spec invalid...). conflict:
  * a name is taken. none: not a destination of this mirror.
  */
 export type CellState = 'synced' | 'stale' | 'failing' | 'conflict' | 'denied' | 'none';

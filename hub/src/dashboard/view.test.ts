@@ -369,4 +369,64 @@ describe('dashboard views', () => {
     // Who may see every mirror sees the agents' words as they are.
     expect(viewerInput(full, FULL_ACCESS)).toBe(full);
   });
+
+  it('uses the terminal / retrying distinction: a missing source is attention (retrying), an Error mirror fails in the matrix', () => {
+    const cond = (type: string, status: 'True' | 'False', reason: string, message = '') => ({
+      type,
+      status,
+      reason,
+      message,
+      lastTransitionTime: '2026-11-24T09:00:00Z',
+    });
+    const waiting = {
+      ...teamMirror,
+      metadata: { name: 'later', namespace: 'team-a' },
+      status: {
+        phase: 'Pending',
+        message: 'Secret team-a/later not found',
+        clusters: [{ name: 'prod-eu', phase: 'Pending', namespaces: 0 }],
+        conditions: [
+          cond('Ready', 'False', 'SourceNotFound', 'Secret team-a/later not found'),
+          cond('Reconciling', 'True', 'SourceNotFound', 'Secret team-a/later not found'),
+        ],
+      },
+    } as SecretMirror;
+    const refused = {
+      ...teamMirror,
+      metadata: { name: 'vault-db', namespace: 'team-a' },
+      status: {
+        phase: 'Error',
+        message: 'cannot read secret/team-z/db: permission denied; copies are kept as they are',
+        // The copies from before are still in place, synced: still, nothing keeps them in sync.
+        clusters: [{ name: 'prod-eu', phase: 'Active', namespaces: 1, synced: 1 }],
+        conditions: [
+          cond('Ready', 'False', 'SourceUnreadable'),
+          cond('Stalled', 'True', 'VaultPermissionDenied', 'permission denied'),
+        ],
+      },
+    } as SecretMirror;
+    const progressing = {
+      ...teamMirror,
+      metadata: { name: 'rolling', namespace: 'team-a' },
+      status: {
+        phase: 'Pending',
+        conditions: [
+          cond('Ready', 'False', 'Progressing'),
+          cond('Reconciling', 'True', 'Progressing'),
+        ],
+      },
+    } as SecretMirror;
+    const all: ViewInput = { ...input, mirrors: [tls, teamMirror, waiting, refused, progressing] };
+    const a = overview(all, FULL_ACCESS).attention.filter((x) => x.ref.startsWith('SecretMirror/'));
+    expect(a.map((x) => [x.severity, x.kind, x.ref, x.terminal])).toEqual([
+      ['error', 'MirrorError', 'SecretMirror/team-a/vault-db', true],
+      ['warning', 'MirrorPending', 'SecretMirror/team-a/later', false],
+    ]);
+    expect(a[1]!.reason).toBe('Secret team-a/later not found');
+    const cells = Object.fromEntries(
+      matrix(all, FULL_ACCESS).rows.map((r) => [r.key, r.cells.map((c) => c.state)]),
+    );
+    expect(cells['SecretMirror/team-a/vault-db']).toEqual(['none', 'failing']);
+    expect(cells['SecretMirror/team-a/later']).toEqual(['none', 'stale']);
+  });
 });

@@ -29,7 +29,13 @@ import type {
   Where,
   WhereRow,
 } from './types.js';
-import { mirrorRef, parseMirrorRef, reportedNamespaces } from '@mirrorhub/shared/mirror/index';
+import {
+  findCondition,
+  mirrorRef,
+  parseMirrorRef,
+  reasonClass,
+  reportedNamespaces,
+} from '@mirrorhub/shared/mirror/index';
 import { detailsInDelivery, redactNames, type VisibleNames } from '@mirrorhub/shared/mirror/redact';
 
 /** What one identity may see (auth.ts asks the API server; the CLI sees what its RBAC lists). */
@@ -258,13 +264,26 @@ function expiresSoon(iso: string | undefined, now: number): boolean {
   return Number.isFinite(t) && t - now < EXPIRY_WARNING_MS;
 }
 
+/**
+ * Whether a mirror is stuck until someone changes its spec, a policy or permissions: its Stalled
+ * condition, or (a status written before Stalled existed) a terminal Ready reason.
+ */
+export function isTerminal(m: AnyMirror): boolean {
+  const conditions = m.status?.conditions;
+  if (findCondition(conditions, 'Stalled')?.status === 'True') return true;
+  const ready = findCondition(conditions, 'Ready');
+  return ready?.status === 'False' && reasonClass(ready.reason) === 'terminal';
+}
+
 export function attention(input: ViewInput, access: Access): Attention[] {
   const out: Attention[] = [];
   for (const m of visibleMirrors(input, access)) {
     const row = mirrorRow(m);
     const title = row.namespace ? `${row.namespace}/${row.name}` : row.name;
+    const terminal = isTerminal(m);
+    const push = (a: Omit<Attention, 'terminal'>) => out.push({ ...a, terminal });
     if (row.phase === 'Error') {
-      out.push({
+      push({
         severity: 'error',
         kind: 'MirrorError',
         ref: row.key,
@@ -272,10 +291,28 @@ export function attention(input: ViewInput, access: Access): Attention[] {
         reason: row.message ?? 'the mirror cannot be synced',
       });
     }
+    // Waiting for something that is not a rollout (a source that does not exist, a Vault that
+    // cannot be read): mirrorhub retries, but a person may be the one to fix it.
+    const ready = findCondition(m.status?.conditions, 'Ready');
+    if (
+      row.phase === 'Pending' &&
+      !row.suspended &&
+      ready?.status === 'False' &&
+      ready.reason !== 'Progressing' &&
+      ready.reason !== 'Suspended'
+    ) {
+      push({
+        severity: terminal ? 'error' : 'warning',
+        kind: 'MirrorPending',
+        ref: row.key,
+        title,
+        reason: ready.message || row.message || ready.reason,
+      });
+    }
     const problems = m.status?.problems ?? [];
     if (row.conflicts > 0) {
       const first = problems.find((p) => p.state === 'Conflict');
-      out.push({
+      push({
         severity: 'warning',
         kind: 'Conflict',
         ref: row.key,
@@ -289,7 +326,7 @@ export function attention(input: ViewInput, access: Access): Attention[] {
     }
     if (row.phase === 'Degraded' && row.failed + row.denied > 0) {
       const first = problems.find((p) => p.state !== 'Conflict');
-      out.push({
+      push({
         severity: 'warning',
         kind: 'MirrorDegraded',
         ref: row.key,
@@ -299,7 +336,7 @@ export function attention(input: ViewInput, access: Access): Attention[] {
           : (row.message ?? 'some copies failed'),
       });
     } else if (row.phase === 'Degraded' && row.conflicts === 0) {
-      out.push({
+      push({
         severity: 'warning',
         kind: 'MirrorDegraded',
         ref: row.key,
@@ -309,7 +346,7 @@ export function attention(input: ViewInput, access: Access): Attention[] {
     }
     const lease = m.status?.lease;
     if (lease?.expiresAt && expiresSoon(lease.expiresAt, input.now)) {
-      out.push({
+      push({
         severity: 'warning',
         kind: 'LeaseExpiring',
         ref: row.key,
@@ -457,13 +494,20 @@ export function mirrorDetail(input: ViewInput, m: AnyMirror): MirrorDetail {
 
 // ---- where is it ---------------------------------------------------------------------------
 
-function cellOf(c: ClusterSyncStatus, d: MirrorDelivery | undefined): MatrixCell {
+function cellOf(
+  c: ClusterSyncStatus,
+  d: MirrorDelivery | undefined,
+  mirrorFailing: boolean,
+): MatrixCell {
   const namespaces = c.namespaces ?? 0;
   const synced = c.synced ?? 0;
   let state: CellState;
   if (c.phase === 'Error' || (c.failed ?? 0) > 0) state = 'failing';
   else if ((c.conflicts ?? 0) > 0) state = 'conflict';
   else if ((c.denied ?? 0) > 0) state = 'denied';
+  // A mirror in Error (source unreadable, spec invalid...) is failing wherever it goes, even
+  // where the last copies are still in place: nothing there is kept in sync.
+  else if (mirrorFailing) state = 'failing';
   else if (!isCurrent(d) || synced < namespaces || c.phase !== 'Active') state = 'stale';
   else state = 'synced';
   return { state, synced, namespaces, ...(c.message ? { message: c.message } : {}) };
@@ -488,10 +532,11 @@ export function matrix(input: ViewInput, access: Access, groupBy = ''): Matrix {
     .map(({ m, row }) => {
       const deliveries = index.get(row.key);
       const entries = new Map((m.status?.clusters ?? []).map((c) => [c.name, c]));
+      const failing = row.phase === 'Error';
       const cells = columns.map((col): MatrixCell => {
         const c = entries.get(col.cluster);
         if (!c) return { state: 'none', synced: 0, namespaces: 0 };
-        return cellOf(c, deliveries?.get(col.cluster));
+        return cellOf(c, deliveries?.get(col.cluster), failing);
       });
       return {
         key: row.key,

@@ -60,7 +60,7 @@ import type {
   SourceKind,
 } from './kinds.js';
 import { createKinds, type Kinds, type VaultOptions } from './registry.js';
-import { identityOf, statusCoalesceMs, statusWriteDelay } from './status.js';
+import { identityOf, statusCoalesceMs, statusWriteDelay, withMirrorProgress } from './status.js';
 
 const CONTROLLER = 'mirror';
 
@@ -364,7 +364,11 @@ export class MirrorController {
     const applied = { ...ctx, mirror: current };
     const reports = await Promise.all(this.destinations.map((d, i) => d.apply(applied, plans[i]!)));
     const named = reports.find((r) => r.mirrorStatus !== undefined);
-    const status = named?.mirrorStatus ?? current.status ?? {};
+    const status = withMirrorProgress(named?.mirrorStatus ?? current.status ?? {}, {
+      source: gathered.source.observation,
+      generation: current.metadata.generation,
+      now,
+    });
     const events = [...reports, ...gathered.reports].flatMap((r) => r.events ?? []);
     const hold = statusWriteDelay({
       prev: current.status ?? {},

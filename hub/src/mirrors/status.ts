@@ -10,6 +10,7 @@ import {
 } from '@mirrorhub/shared/api/index';
 import {
   findCondition,
+  withProgressConditions,
   type MirrorIdentity,
   type SourceObject,
 } from '@mirrorhub/shared/mirror/index';
@@ -49,6 +50,8 @@ export const REASON = {
   policyDenied: 'PolicyDenied',
   /** Copies another tool made from the source are now mirrorhub's (issue 38, migration). */
   takenOver: 'TakenOver',
+  /** Stalled: Vault refuses the source path to the mirror's credentials (its policy). */
+  vaultPermissionDenied: 'VaultPermissionDenied',
   /** A deleted mirror's Vault secret or lease could not be removed within the cleanup grace. */
   vaultCleanupAbandoned: 'VaultCleanupAbandoned',
 } as const;
@@ -219,6 +222,64 @@ export function transitionEvents(prev: MirrorStatus, next: MirrorStatus): Planne
     });
   }
   return events;
+}
+
+/**
+ * The mirror's status with Reconciling and Stalled (shared/src/mirror/status.ts,
+ * withProgressConditions) derived from its Ready condition and from what only the whole mirror
+ * knows: a source Vault refuses to read (`denied`) and, once the source is found, a rollout
+ * whose every remaining namespace is refused by policy or taken by an object mirrorhub does not
+ * own (no retry copies there until a policy or that object changes) are terminal; a missing
+ * source, an unreachable cluster or a failed write is retried.
+ */
+export function withMirrorProgress(
+  status: MirrorStatus,
+  o: { source: SourceObservation; generation: number | undefined; now: Date },
+): MirrorStatus {
+  const ready = findCondition(status.conditions, CONDITION_READY);
+  if (!ready) return status;
+  const stalled =
+    ready.status === 'True' || ready.reason === REASON.suspended
+      ? undefined
+      : o.source.state === 'unreadable' && o.source.denied
+        ? { reason: REASON.vaultPermissionDenied, message: ready.message }
+        : o.source.state === 'found'
+          ? stuckOnRefusals(status, ready.message)
+          : undefined;
+  return {
+    ...status,
+    conditions: withProgressConditions(status.conditions, {
+      now: o.now,
+      generation: o.generation,
+      stalled,
+    }),
+  };
+}
+
+/**
+ * Stalled when every selected cluster answered and each namespace not yet synced is refused by
+ * policy or in conflict (none failed, none waiting): PolicyDenied if any is refused, else Conflict.
+ */
+function stuckOnRefusals(
+  status: MirrorStatus,
+  message: string,
+): { reason: string; message: string } | undefined {
+  const entries = status.clusters ?? [];
+  const counts = status.counts;
+  if (!counts || entries.length === 0) return undefined;
+  const denied = counts.denied ?? 0;
+  const conflicts = counts.conflicts ?? 0;
+  if (denied + conflicts === 0) return undefined;
+  const settled = entries.every(
+    (e) =>
+      e.phase === 'Active' ||
+      ((e.phase === 'Error' || e.phase === 'Degraded') &&
+        (e.failed ?? 0) === 0 &&
+        (e.namespaces ?? 0) > 0 &&
+        (e.synced ?? 0) + (e.denied ?? 0) + (e.conflicts ?? 0) >= (e.namespaces ?? 0)),
+  );
+  if (!settled) return undefined;
+  return { reason: denied > 0 ? REASON.policyDenied : REASON.conflict, message };
 }
 
 /** Drop undefined members so equality and patches see only real fields. */

@@ -37,7 +37,11 @@ import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { createWatcher, watchTuning, type Watcher } from '@mirrorhub/shared/kit/k8s/watcher';
 import type { ProcessResult } from '@mirrorhub/shared/kit/k8s/workqueue';
-import { findCondition, setCondition } from '@mirrorhub/shared/mirror/index';
+import {
+  findCondition,
+  setCondition,
+  withProgressConditions,
+} from '@mirrorhub/shared/mirror/index';
 import {
   childLogger,
   errorMessage,
@@ -586,16 +590,21 @@ export class VaultConnections {
     }
     const prev = conn.status ?? {};
     const now = new Date(this.clock.now());
-    const conditions = setCondition(
-      prev.conditions,
-      {
-        type: 'Ready',
-        status: ready ? 'True' : 'False',
-        reason,
-        message: message.slice(0, 1024),
-        observedGeneration: conn.metadata.generation,
-      },
-      now,
+    // Reconciling while Vault is unavailable (retried), Stalled when the configuration or the
+    // credentials are refused (decide.ts notReadyReason; REASON_CLASS says which is which).
+    const conditions = withProgressConditions(
+      setCondition(
+        prev.conditions,
+        {
+          type: 'Ready',
+          status: ready ? 'True' : 'False',
+          reason,
+          message: message.slice(0, 1024),
+          observedGeneration: conn.metadata.generation,
+        },
+        now,
+      ),
+      { now, generation: conn.metadata.generation },
     );
     const next: VaultConnectionStatus = {
       ...(conn.metadata.generation !== undefined

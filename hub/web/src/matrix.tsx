@@ -8,7 +8,7 @@ import { Empty, LabelKeySelect } from './ui.js';
 const LEGEND: [CellState, string][] = [
   ['synced', 'every selected namespace has the current copy'],
   ['stale', 'the agent has not synced the current content (or not reported)'],
-  ['failing', 'some copies failed'],
+  ['failing', 'some copies failed, or the mirror is in Error'],
   ['conflict', 'a namespace already has an object of that name'],
   ['denied', "refused by the agent's policy"],
   ['none', 'not a destination of this mirror'],

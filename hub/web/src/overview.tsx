@@ -43,12 +43,27 @@ function attentionHref(ref: string): string {
 
 function AttentionItem({ item }: { item: Attention }) {
   return (
-    <li data-ref={item.ref} data-kind={item.kind} class={`attention-${item.severity}`}>
+    <li
+      data-ref={item.ref}
+      data-kind={item.kind}
+      data-terminal={item.terminal === undefined ? undefined : String(item.terminal)}
+      class={`attention-${item.severity}`}
+    >
       <span class={`badge sev-${item.severity}`}>{item.severity}</span>
       <a href={attentionHref(item.ref)} class="attention-title">
         {item.title}
       </a>
-      <span class="attention-reason">{item.reason}</span>
+      <span class="attention-reason">
+        {item.reason}
+        {item.terminal !== undefined && (
+          // The conditions' distinction (Stalled / Reconciling), in words.
+          <span class="attention-fix">
+            {item.terminal
+              ? 'stalled: only a change to its spec, a policy or permissions helps'
+              : 'retrying'}
+          </span>
+        )}
+      </span>
     </li>
   );
 }

@@ -25,6 +25,7 @@ export {
 export { DEBIAN_CHROMIUM, ensureChromium, type EnsureChromiumOptions } from './chromium.js';
 export { GOPHER_LUA_VERSION, argoHealthSource, ensureArgoHealth } from './argo-health.js';
 export { HELM_VERSION, ensureHelm } from './helm.js';
+export { KSTATUS_CLI_UTILS_VERSION, ensureKstatus, kstatusModuleDir } from './kstatus.js';
 export { MOTO_VERSION, ensureMoto, motoDir } from './moto.js';
 export {
   OPENBAO_VERSION,

@@ -388,6 +388,22 @@ const conditions = array(
   { maxItems: 16, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] },
 );
 
+/**
+ * A kind's conditions, described with the ones it writes: Ready, Reconciling and Stalled as
+ * kstatus, Flux and `kubectl wait` read them (docs/gitops.md, "Conditions"), then `others`.
+ */
+const conditionsOf = (others: string): Schema => ({
+  ...conditions,
+  description:
+    'Latest observations of the object (metav1.Condition), each with observedGeneration. ' +
+    'Ready: True when the current generation is fully applied and healthy; False with a reason ' +
+    'otherwise. Reconciling: True while a change is rolled out or a retry is expected to succeed ' +
+    '(reason: what it waits for). Stalled: True when no retry can succeed without a change to ' +
+    'the spec, a policy or permissions (reason: the terminal reason, listed in docs/gitops.md). ' +
+    'Reconciling and Stalled are absent otherwise and never both True.' +
+    (others ? ` ${others}` : ''),
+});
+
 const phase = (description: string): Schema =>
   stringEnum('MirrorPhase', description, ['Pending', 'Active', 'Degraded', 'Error'], {
     tsDescription: 'Phase of a mirror, of a mirror in one cluster, or of a delivery.',
@@ -791,7 +807,9 @@ const mirrorStatus = (tsType: string): Schema =>
       ),
       { maxItems: 4, 'x-kubernetes-list-type': 'atomic' },
     ),
-    conditions,
+    conditions: conditionsOf(
+      'SourceFound: whether the source exists (Unknown while it cannot be read).',
+    ),
   });
 
 const MIRROR_COLUMNS: PrinterColumn[] = [
@@ -1042,7 +1060,9 @@ export const mirrorCluster: KindDefinition = {
         'x-kubernetes-list-map-keys': ['delivery'],
       },
     ),
-    conditions,
+    conditions: conditionsOf(
+      'Reachable, Authenticated, AgentHealthy (and CleanupPending while deliveries of deleted mirrors are left) detail Ready.',
+    ),
   }),
   printerColumns: [
     {
@@ -1262,6 +1282,7 @@ export const mirrorDelivery: KindDefinition = {
         'next delivery with a higher one.',
       { format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     ),
+    conditions: conditionsOf(''),
   }),
   printerColumns: [
     {
@@ -1535,7 +1556,7 @@ const vaultConnectionStatus = (tsType: string): Schema =>
     ready: boolean('Whether the hub could log in with this connection.'),
     message: string('Why the connection is not ready, if it is not.', { maxLength: 4096 }),
     lastCheckTime: dateTime('When the hub last logged in (or tried to).'),
-    conditions,
+    conditions: conditionsOf(''),
   });
 
 const VAULT_CONNECTION_COLUMNS: PrinterColumn[] = [

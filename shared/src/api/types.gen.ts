@@ -650,7 +650,15 @@ export interface SecretMirrorStatus {
    */
   takenOver?: TakenOverCount[];
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True. SourceFound: whether the source exists (Unknown while
+   * it cannot be read).
+   */
   conditions?: Condition[];
 }
 
@@ -935,7 +943,15 @@ export interface ClusterSecretMirrorStatus {
    */
   takenOver?: TakenOverCount[];
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True. SourceFound: whether the source exists (Unknown while
+   * it cannot be read).
+   */
   conditions?: Condition[];
 }
 
@@ -1032,7 +1048,15 @@ export interface MirrorClusterStatus {
    */
   pendingCleanup?: PendingCleanup[];
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True. Reachable, Authenticated, AgentHealthy (and
+   * CleanupPending while deliveries of deleted mirrors are left) detail Ready.
+   */
   conditions?: Condition[];
 }
 
@@ -1274,6 +1298,16 @@ export interface MirrorDeliveryStatus {
    * one.
    */
   newestSequence?: number;
+
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True.
+   */
+  conditions?: Condition[];
 }
 
 /** Totals in this cluster. */
@@ -1444,7 +1478,14 @@ export interface VaultConnectionStatus {
   /** When the hub last logged in (or tried to). */
   lastCheckTime?: string;
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True.
+   */
   conditions?: Condition[];
 }
 
@@ -1627,7 +1668,14 @@ export interface ClusterVaultConnectionStatus {
   /** When the hub last logged in (or tried to). */
   lastCheckTime?: string;
 
-  /** Latest observations of the object, in the standard metav1.Condition form. */
+  /**
+   * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
+   * when the current generation is fully applied and healthy; False with a reason otherwise.
+   * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
+   * it waits for). Stalled: True when no retry can succeed without a change to the spec, a policy
+   * or permissions (reason: the terminal reason, listed in docs/gitops.md). Reconciling and Stalled
+   * are absent otherwise and never both True.
+   */
   conditions?: Condition[];
 }
 
@@ -1822,6 +1870,7 @@ export const LIMITS = {
     namespaces: 500,
     syncedNamespaces: 500,
     takenOver: 500,
+    conditions: 16,
   },
   DeliveryNamespaceStatus: {
     name: 63,

@@ -11,6 +11,10 @@ import {
   removeCondition,
   setCondition,
   syncedSummary,
+  isTerminalReason,
+  reasonClass,
+  TERMINAL_REASONS,
+  withProgressConditions,
   type ConditionUpdate,
   type SyncCounts,
 } from './status.js';
@@ -243,5 +247,57 @@ describe('mergePatchBody', () => {
       agent: { present: false, version: null, lastHeartbeat: null },
       conditions: [{ type: 'A' }],
     });
+  });
+});
+
+describe('withProgressConditions', () => {
+  const ready = (status: 'True' | 'False' | 'Unknown', reason: string) =>
+    setCondition([], { type: 'Ready', status, reason, message: reason, observedGeneration: 5 }, t0);
+  const types = (list: Condition[]) =>
+    list.map((c) => `${c.type}=${c.status}:${c.reason}:${c.observedGeneration}`);
+
+  it.each<[string, Condition[], string[]]>([
+    ['Ready', ready('True', 'Synced'), ['Ready=True:Synced:5']],
+    [
+      'retrying',
+      ready('False', 'SourceNotFound'),
+      ['Ready=False:SourceNotFound:5', 'Reconciling=True:SourceNotFound:5'],
+    ],
+    [
+      'not probed yet',
+      ready('Unknown', 'Probing'),
+      ['Ready=Unknown:Probing:5', 'Reconciling=True:Probing:5'],
+    ],
+    [
+      'terminal',
+      ready('False', 'InvalidSpec'),
+      ['Ready=False:InvalidSpec:5', 'Stalled=True:InvalidSpec:5'],
+    ],
+    ['suspended', ready('False', 'Suspended'), ['Ready=False:Suspended:5']],
+  ])('%s', (_, conditions, expected) => {
+    expect(types(withProgressConditions(conditions, { now: t1 }))).toEqual(expected);
+  });
+
+  it('never leaves Reconciling beside Stalled, and drops both once Ready', () => {
+    const retrying = withProgressConditions(ready('False', 'Progressing'), { now: t0 });
+    const stalled = withProgressConditions(
+      setCondition(retrying, { type: 'Ready', status: 'False', reason: 'PolicyDenied' }, t1),
+      { now: t1, generation: 6 },
+    );
+    expect(types(stalled)).toEqual([
+      'Ready=False:PolicyDenied:undefined',
+      'Stalled=True:PolicyDenied:6',
+    ]);
+    const healed = withProgressConditions(
+      setCondition(stalled, { type: 'Ready', status: 'True', reason: 'Synced' }, t1),
+      { now: t1 },
+    );
+    expect(healed.map((c) => c.type)).toEqual(['Ready']);
+  });
+
+  it('classifies every terminal reason as terminal and nothing else', () => {
+    for (const r of TERMINAL_REASONS) expect(isTerminalReason(r)).toBe(true);
+    expect(isTerminalReason('SourceNotFound')).toBe(false);
+    expect(reasonClass('NoSuchReason')).toBeUndefined();
   });
 });

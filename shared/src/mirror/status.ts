@@ -176,3 +176,139 @@ export function limitProblems(
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+// ---- Ready / Reconciling / Stalled (Kubernetes and Flux conventions) ---------------------------
+
+export const CONDITION_RECONCILING = 'Reconciling';
+export const CONDITION_STALLED = 'Stalled';
+
+/**
+ * Every reason a mirrorhub kind writes on its Ready condition (or Events), classified: `terminal`
+ * reasons need a change to the spec, to a policy or to permissions before a retry can succeed
+ * (Stalled=True, kstatus Failed, `kubectl wait --for=condition=Stalled`); the others are either
+ * healthy or expected to clear on their own by retrying (Reconciling=True, kstatus InProgress).
+ * `Suspended` is neither: nothing is attempted until spec.suspend is cleared. The ONE list of
+ * terminal reasons; docs/gitops.md ("Conditions") repeats it. A reason missing here fails the
+ * unit tests of the package that emits it.
+ */
+export const REASON_CLASS = {
+  // mirrors (SecretMirror, ClusterSecretMirror)
+  Synced: 'ready',
+  Progressing: 'retrying',
+  Degraded: 'retrying',
+  SyncError: 'retrying',
+  SyncFailed: 'retrying',
+  SourceFound: 'ready',
+  SourceNotFound: 'retrying',
+  SourceUnreadable: 'retrying',
+  Resumed: 'retrying',
+  Suspended: 'suspended',
+  InvalidSpec: 'terminal',
+  Conflict: 'terminal',
+  PolicyDenied: 'terminal',
+  VaultPermissionDenied: 'terminal',
+  VaultCleanupAbandoned: 'retrying',
+  TakenOver: 'ready',
+  Deleting: 'retrying',
+  // MirrorCluster
+  Ready: 'ready',
+  Probing: 'retrying',
+  AccessFailed: 'retrying',
+  Reachable: 'ready',
+  Unreachable: 'retrying',
+  ProbeFailed: 'retrying',
+  Authenticated: 'ready',
+  Unauthorized: 'terminal',
+  Forbidden: 'terminal',
+  Heartbeating: 'ready',
+  AgentMissing: 'retrying',
+  HeartbeatStale: 'retrying',
+  LeaseUnreadable: 'retrying',
+  CleanupPending: 'retrying',
+  CleanupDone: 'ready',
+  // VaultConnection, ClusterVaultConnection
+  InvalidConfig: 'terminal',
+  TLSError: 'terminal',
+  LoginFailed: 'terminal',
+  Unavailable: 'retrying',
+  // MirrorDelivery (agent)
+  PayloadMissing: 'retrying',
+  Replayed: 'retrying',
+  SignatureInvalid: 'terminal',
+} as const satisfies Record<string, ReasonClass>;
+
+export type ReasonClass = 'ready' | 'retrying' | 'terminal' | 'suspended';
+
+/** The terminal reasons (see REASON_CLASS), sorted. */
+export const TERMINAL_REASONS: readonly string[] = Object.entries(REASON_CLASS)
+  .filter(([, c]) => c === 'terminal')
+  .map(([r]) => r)
+  .sort();
+
+/** How `reason` is classified; undefined for a reason nobody classified (a bug: see REASON_CLASS). */
+export function reasonClass(reason: string): ReasonClass | undefined {
+  return Object.hasOwn(REASON_CLASS, reason)
+    ? REASON_CLASS[reason as keyof typeof REASON_CLASS]
+    : undefined;
+}
+
+export function isTerminalReason(reason: string): boolean {
+  return reasonClass(reason) === 'terminal';
+}
+
+/**
+ * `conditions` with Reconciling and Stalled derived from their Ready condition, as kstatus, Flux
+ * and `kubectl wait` read them: Ready True or a suspended object -> neither; a terminal reason
+ * (or `stalled`, when the caller knows better than Ready's reason) -> Stalled True with that
+ * reason and message; anything else not Ready -> Reconciling True with Ready's reason and
+ * message (what it waits for). The two are removed, never set False, when they do not apply, so
+ * a healthy object's status reads as before; setCondition keeps lastTransitionTime while a
+ * condition's status stays, so a steady object gets no new status write.
+ */
+export function withProgressConditions(
+  conditions: readonly Condition[] | undefined,
+  o: {
+    now: Date;
+    generation?: number | undefined;
+    stalled?: { reason: string; message: string } | undefined;
+  },
+): Condition[] {
+  let list = [...(conditions ?? [])];
+  const ready = findCondition(list, 'Ready');
+  const generation = o.generation ?? ready?.observedGeneration;
+  const stalled =
+    o.stalled ??
+    (ready && ready.status !== 'True' && isTerminalReason(ready.reason)
+      ? { reason: ready.reason, message: ready.message }
+      : undefined);
+  const reconciling =
+    !stalled && ready?.status !== 'True' && reasonClass(ready?.reason ?? '') !== 'suspended'
+      ? {
+          reason: ready?.reason || 'Progressing',
+          message: ready?.message || 'waiting for the first reconcile',
+        }
+      : undefined;
+  list = removeCondition(list, CONDITION_STALLED);
+  list = removeCondition(list, CONDITION_RECONCILING);
+  const keep = (type: string) => findCondition(conditions, type);
+  for (const [type, value] of [
+    [CONDITION_RECONCILING, reconciling],
+    [CONDITION_STALLED, stalled],
+  ] as const) {
+    if (!value) continue;
+    // Re-added from the previous list, so its lastTransitionTime survives.
+    const before = keep(type);
+    list = setCondition(
+      before ? [...list, before] : list,
+      {
+        type,
+        status: 'True',
+        reason: value.reason,
+        message: value.message,
+        observedGeneration: generation,
+      },
+      o.now,
+    );
+  }
+  return list;
+}

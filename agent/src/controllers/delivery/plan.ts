@@ -42,6 +42,7 @@ import {
 } from '@mirrorhub/shared/mirror/index';
 import { equalIgnoringTime } from '@mirrorhub/shared/kit/controller/patch';
 import type { Policy } from '../../policy.js';
+import { withDeliveryConditions, type DeliveryStop } from './conditions.js';
 import {
   AGENT_FINALIZER,
   ANNOTATION_CONTENT_HASH,
@@ -580,8 +581,10 @@ function statusDiffers(
   // A status without syncedNamespaces was written by an earlier agent, or the cluster's
   // MirrorDelivery CRD predates the field and the API server drops it: then the field alone
   // is no reason to write (that would be a write on every reconcile, each dropped again).
-  const compared =
+  let compared =
     previous?.syncedNamespaces === undefined ? { ...next, syncedNamespaces: undefined } : next;
+  // Likewise conditions, which the CRD gained later.
+  if (previous?.conditions === undefined) compared = { ...compared, conditions: undefined };
   return (
     !equalIgnoringTime(previous ?? {}, compared) ||
     (wrote && previous?.lastSyncTime !== next.lastSyncTime)
@@ -616,7 +619,12 @@ function buildStatus(
       next.namespaces = report.namespaces;
       next.syncedNamespaces = report.syncedNamespaces;
     }
-    return next;
+    if (!draft.suspended) return next;
+    return withDeliveryConditions(next, stopOf(input, draft), {
+      now,
+      generation,
+      previous: previous.conditions,
+    });
   }
 
   const counts: SyncCounts = { namespaces: draft.selected, synced: 0, failed: 0, conflicts: 0 };
@@ -663,7 +671,25 @@ function buildStatus(
       : takenOverReport(draft.entries);
   // Only when there are any: a status without takeovers reads as it always did.
   if (takenOver.length > 0) next.takenOver = takenOver;
-  return next;
+  return withDeliveryConditions(next, stopOf(input, draft), {
+    now,
+    generation,
+    previous: previous.conditions,
+  });
+}
+
+/** Why the plan stopped short of applying the delivery, for its Ready reason. */
+function stopOf(input: PlanInput, draft: Draft): DeliveryStop {
+  const stopped = draft.error !== undefined;
+  return {
+    signatureInvalid: !input.signature.ok,
+    replayed: input.replay !== undefined,
+    memory: input.memoryError !== undefined,
+    suspended: draft.suspended,
+    invalidSpec: stopped && !(input.matcher ?? compileDeliveryMatcher(input.delivery)).ok,
+    payloadMissing: stopped && !input.payload,
+    refused: draft.refused === true,
+  };
 }
 
 /** Most namespaces status.takenOver lists (the CRD's maxItems). */
