@@ -1,24 +1,33 @@
 // Switching from another tool with no copy ever missing (issue 38, item 2; item 4 for the
-// sources' trigger annotations). Each tool's copies are seeded exactly as that tool writes them
-// (the marks, trigger annotations and ownerReference read from its source; see
-// agent/src/controllers/delivery/takeover.ts), then the mirror a migration writes is applied,
-// under the default follower policy (no allowAdopt) and the default conflictPolicy (Skip). Every
-// copy is taken over in place (same uid), its content sampled throughout the switch is never
-// missing or wrong, the old tool's marks and ownerReferences are gone, an unrelated Secret of the
-// same name is left alone (Conflict), and status and an Event say how many were taken over from
-// which tool. Real kube-apiserver, real hub and agent.
+// sources' trigger annotations). Each tool's rule is seeded as its users write it (reflector's
+// and kubed's annotations on the source, a ClusterSecret, a KTS SecretMirror) and its copies
+// exactly as that tool writes them (the marks, trigger annotations and ownerReference read from
+// its source; see agent/src/controllers/delivery/takeover.ts). `mirrorhub migrate` (its gather
+// and convert, as the CLI runs them) translates the rule with no refusal, selecting the same
+// namespaces before and after whatever the tool's anchoring, and its output is applied, under
+// the default follower policy (no allowAdopt) and the default conflictPolicy (Skip). Every copy
+// is taken over in place (same uid), its content sampled throughout the switch is never missing
+// or wrong, the old tool's marks and ownerReferences are gone, an unrelated Secret of the same
+// name is left alone (Conflict), and status and an Event say how many were taken over from which
+// tool. Real kube-apiserver, real hub and agent.
 //
 // The kit runs no controller-manager, so no garbage collector: that a ClusterSecret's copies
 // survive its deletion is shown by what the collector acts on, no ownerReference to it left.
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { ApiextensionsV1Api, type V1Secret } from '@kubernetes/client-node';
+import type { V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { convert, gatherInventory } from '@mirrorhub/hub/cli/migrate/index';
+import type { Tool } from '@mirrorhub/hub/cli/migrate/model';
 import type { ClusterSecretMirror, Predecessor, SecretMirror } from '@mirrorhub/shared';
+import { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 
-import { clusterSecretMirror, Engine, secretMirror } from '../support/engine.js';
+import { applyCrd } from '../support/crds.js';
+import { Engine, secretMirror } from '../support/engine.js';
 import { eventually } from '../support/eventually.js';
+import { CLUSTER_SECRET_CRD, KTS_CRD } from '../support/incumbents.js';
+import { SYSTEM_NS } from '../support/objects.js';
 
 const SRC = 'src';
 /** Namespaces holding the old tool's copies. */
@@ -26,6 +35,8 @@ const COPIES = ['team-1', 'team-2'];
 /** Holds its own, unmarked Secret with the copy's name: the old tool left it alone, so do we. */
 const UNRELATED = 'other';
 const DESTINATIONS = [...COPIES, UNRELATED];
+/** The namespace label kubed's sync selector asks for: exactly the DESTINATIONS carry it. */
+const KUBED_SELECTOR = { 'kubed-sync': 'yes' };
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
@@ -39,12 +50,19 @@ const TOOL_KEYS = [
 
 interface Case {
   tool: Predecessor;
+  /** The same tool as migrate names it. */
+  migrates: Tool;
   /** The source's (and every copy's) name. */
   name: string;
-  /** The source's annotations and labels as that tool's users write them. */
-  source: { annotations?: Record<string, string>; labels?: Record<string, string> };
-  /** One copy as the tool wrote it into `ns`, from `source` (owner: the ClusterSecret). */
-  copy(ns: string, source: V1Secret, owner?: { uid: string }): Partial<V1Secret>;
+  /**
+   * The source Secret's annotations and labels as that tool's users write them; none when the
+   * tool's own object holds the values (a ClusterSecret's inline data: migrate writes the source).
+   */
+  source?: { annotations?: Record<string, string>; labels?: Record<string, string> };
+  /** The tool's own object (a CR) as its users write it, with `value`; its uid. */
+  rule?(e: Engine, value: string): Promise<{ uid: string }>;
+  /** One copy as the tool wrote it into `ns`, from `source` (owner: the tool's object). */
+  copy(ns: string, source: V1Secret | undefined, owner?: { uid: string }): Partial<V1Secret>;
   /** A copy the tool has not updated since the source changed: its content is stale. */
   stale?: string;
 }
@@ -52,14 +70,16 @@ interface Case {
 const CASES: Case[] = [
   {
     tool: 'reflector',
+    migrates: 'reflector',
     name: 'refl',
-    // Reflector's auto-reflection: the source allows and asks for copies in these namespaces.
+    // Reflector's auto-reflection: the source allows and asks for copies in these namespaces,
+    // each entry a regex matching the whole name.
     source: {
       annotations: {
         'reflector.v1.k8s.emberstack.com/reflection-allowed': 'true',
-        'reflector.v1.k8s.emberstack.com/reflection-allowed-namespaces': DESTINATIONS.join(','),
+        'reflector.v1.k8s.emberstack.com/reflection-allowed-namespaces': 'team-[12],other',
         'reflector.v1.k8s.emberstack.com/reflection-auto-enabled': 'true',
-        'reflector.v1.k8s.emberstack.com/reflection-auto-namespaces': DESTINATIONS.join(','),
+        'reflector.v1.k8s.emberstack.com/reflection-auto-namespaces': 'team-[12],other',
       },
     },
     // ResourceMirror.cs: the source's data, and these four annotations.
@@ -68,7 +88,7 @@ const CASES: Case[] = [
         annotations: {
           'reflector.v1.k8s.emberstack.com/auto-reflects': 'True',
           'reflector.v1.k8s.emberstack.com/reflects': `${SRC}/refl`,
-          'reflector.v1.k8s.emberstack.com/reflected-version': src.metadata!.resourceVersion!,
+          'reflector.v1.k8s.emberstack.com/reflected-version': src!.metadata!.resourceVersion!,
           'reflector.v1.k8s.emberstack.com/reflected-at': '2026-01-01T00:00:00.0000000+00:00',
         },
       },
@@ -76,9 +96,11 @@ const CASES: Case[] = [
   },
   {
     tool: 'kubed',
+    migrates: 'kubed',
     name: 'kubed',
+    // kubed's sync: a namespace label selector.
     source: {
-      annotations: { 'kubed.appscode.com/sync': '' },
+      annotations: { 'kubed.appscode.com/sync': 'kubed-sync=yes' },
       labels: { app: 'web' },
     },
     // syncer.go: the source's labels merged with the origin labels (origin.cluster is kubed's
@@ -98,9 +120,9 @@ const CASES: Case[] = [
             kind: 'Secret',
             namespace: SRC,
             name: 'kubed',
-            uid: src.metadata!.uid,
+            uid: src!.metadata!.uid,
             apiVersion: 'v1',
-            resourceVersion: src.metadata!.resourceVersion,
+            resourceVersion: src!.metadata!.resourceVersion,
           }),
         },
       },
@@ -110,8 +132,25 @@ const CASES: Case[] = [
   },
   {
     tool: 'ClusterSecret',
+    migrates: 'ClusterSecret',
     name: 'cs',
-    source: {},
+    // Inline data, and matchNamespace patterns matched at the start of the name.
+    rule: (e, value) =>
+      eventually(
+        () =>
+          e.custom().createClusterCustomObject({
+            group: 'clustersecret.io',
+            version: 'v1',
+            plural: 'clustersecrets',
+            body: {
+              apiVersion: 'clustersecret.io/v1',
+              kind: 'ClusterSecret',
+              metadata: { name: 'cs' },
+              matchNamespace: ['team-[12]', 'oth'],
+              data: { value: b64(value) },
+            },
+          }) as Promise<{ metadata: { uid: string } }>,
+      ).then((cs) => ({ uid: cs.metadata.uid })),
     // kubernetes_utils.py: label clustersecret.io, created-by/version/last-sync annotations;
     // an ownerReference to the ClusterSecret (as kopf's adoption sets it).
     copy: (_ns, _rv, owner) => ({
@@ -137,8 +176,29 @@ const CASES: Case[] = [
   },
   {
     tool: 'kts-mirrors',
+    migrates: 'KTS',
     name: 'kts',
     source: {},
+    // A v1alpha2 SecretMirror beside its source; destination patterns match anywhere in the name.
+    rule: (e) =>
+      eventually(
+        () =>
+          e.custom().createNamespacedCustomObject({
+            group: 'mirrors.kts.studio',
+            version: 'v1alpha2',
+            namespace: SRC,
+            plural: 'secretmirrors',
+            body: {
+              apiVersion: 'mirrors.kts.studio/v1alpha2',
+              kind: 'SecretMirror',
+              metadata: { name: 'kts-mirror', namespace: SRC },
+              spec: {
+                source: { name: 'kts' },
+                destination: { namespaces: ['team-[12]', 'the'] },
+              },
+            },
+          }) as Promise<{ metadata: { uid: string } }>,
+      ).then((m) => ({ uid: m.metadata.uid })),
     // dest_namespaces.go: owned-by "<mirror ns>/<mirror name>", sync time, parent version,
     // source type.
     copy: (_ns, src) => ({
@@ -146,7 +206,7 @@ const CASES: Case[] = [
         annotations: {
           'mirrors.kts.studio/owned-by': `${SRC}/kts-mirror`,
           'mirrors.kts.studio/last-sync-at': '2026-01-01 00:00:00 +0000 UTC',
-          'mirrors.kts.studio/parent-version': src.metadata!.resourceVersion!,
+          'mirrors.kts.studio/parent-version': src!.metadata!.resourceVersion!,
           'mirrors.kts.studio/source-type': 'secret',
         },
       },
@@ -154,33 +214,56 @@ const CASES: Case[] = [
   },
 ];
 
+type Mirror = SecretMirror | ClusterSecretMirror;
+
+/** The objects' kubectl-style identity, as migrate names a rule's mirror. */
+const identity = (o: Record<string, unknown>) => {
+  const m = (o['metadata'] ?? {}) as { name?: string; namespace?: string };
+  return `${String(o['kind'])} ${m.namespace ? `${m.namespace}/` : ''}${m.name}`;
+};
+
 /**
- * The mirror a migration writes for each tool's rule (the lead swaps this for the converter's
- * output): the same source, the same namespaces, the copies' name.
+ * `mirrorhub migrate` as the CLI runs it (gather through the cluster's API, then the pure
+ * converter), with no refusal: the objects of `c`'s one rule (its mirror, and the source Secret a
+ * ClusterSecret's inline data becomes), in apply order. The other tools' rules, seeded before,
+ * are translated too and left out: their mirrors are applied already.
  */
-function migratedMirror(c: Case): SecretMirror | ClusterSecretMirror {
-  const destination = { namespaces: [...DESTINATIONS] };
-  switch (c.tool) {
-    case 'ClusterSecret':
-      // A ClusterSecret's inline data becomes a source Secret; the mirror keeps its name.
-      return clusterSecretMirror(c.name, {
-        source: { kind: 'Secret', name: c.name, namespace: SRC },
-        destination,
-      });
-    case 'kts-mirrors':
-      return secretMirror(SRC, 'kts-mirror', {
-        source: { kind: 'Secret', name: c.name },
-        destination,
-      });
-    default:
-      return secretMirror(SRC, c.name, { source: { kind: 'Secret', name: c.name }, destination });
-  }
+async function migrate(
+  e: Engine,
+  c: Case,
+): Promise<{ mirror: Mirror; objects: Record<string, unknown>[] }> {
+  const rest = new RestClient(e.kc, { userAgent: 'mirrorhub-cli' });
+  const inv = await gatherInventory(rest, e.kit.cluster('hub').server).finally(() => rest.close());
+  const t = convert(inv, { agentNamespace: SYSTEM_NS, sourceNamespace: SRC });
+  expect(t.refusals).toEqual([]);
+  const rules = t.rules.filter((r) => r.tool === c.migrates);
+  expect(rules).toHaveLength(1);
+  const rule = rules[0]!;
+  // The same namespaces, whatever the tool's anchoring: the ones the test samples.
+  expect(rule.before).toEqual([...DESTINATIONS].sort());
+  expect(rule.after).toEqual([...DESTINATIONS].sort());
+  expect(rule.dropped).toEqual([]);
+  const objects = t.objects.filter(
+    (o) =>
+      identity(o) === rule.mirror ||
+      identity(o) === `Secret ${rule.source.namespace}/${rule.source.name}`,
+  );
+  const mirror = objects.find((o) => identity(o) === rule.mirror) as unknown as Mirror;
+  expect(mirror).toBeDefined();
+  return { mirror, objects };
 }
 
-const mirrorKey = (c: Case) => {
-  const m = migratedMirror(c);
-  return { kind: m.kind, name: m.metadata!.name!, namespace: m.metadata!.namespace };
-};
+/** Applies migrate's output as `kubectl apply` would create it. */
+async function apply(e: Engine, objects: Record<string, unknown>[]): Promise<void> {
+  for (const o of objects) {
+    if (o['kind'] === 'Secret') {
+      const namespace = (o['metadata'] as { namespace: string }).namespace;
+      await e.core().createNamespacedSecret({ namespace, body: o });
+    } else {
+      await e.applyMirror(o as unknown as Mirror);
+    }
+  }
+}
 
 /** One read of every copy: its uid and decoded data (undefined: missing). */
 interface Sample {
@@ -223,47 +306,15 @@ function sampler(e: Engine, name: string, namespaces: string[]) {
 describe('taking over the copies of the tool mirrorhub replaces', () => {
   let e: Engine;
   let clusterSecretUid = '';
+  /** Each tool's mirror as migrate wrote it and the test applied it. */
+  const migrated = new Map<Predecessor, Mirror>();
 
   beforeAll(async () => {
     e = await Engine.start();
-    for (const ns of [SRC, ...DESTINATIONS]) await e.ensureNamespace(ns);
-    // A minimal ClusterSecret CRD and the ClusterSecret that owns its copies.
-    await e.kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({
-      body: {
-        metadata: { name: 'clustersecrets.clustersecret.io' },
-        spec: {
-          group: 'clustersecret.io',
-          scope: 'Cluster',
-          names: { kind: 'ClusterSecret', plural: 'clustersecrets', singular: 'clustersecret' },
-          versions: [
-            {
-              name: 'v1',
-              served: true,
-              storage: true,
-              schema: {
-                openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-              },
-            },
-          ],
-        },
-      },
-    });
-    const cs = await eventually(
-      () =>
-        e.custom().createClusterCustomObject({
-          group: 'clustersecret.io',
-          version: 'v1',
-          plural: 'clustersecrets',
-          body: {
-            apiVersion: 'clustersecret.io/v1',
-            kind: 'ClusterSecret',
-            metadata: { name: 'cs' },
-            matchNamespace: COPIES,
-            data: { value: b64('cs-v1') },
-          },
-        }) as Promise<{ metadata: { uid: string } }>,
-    );
-    clusterSecretUid = cs.metadata.uid;
+    await e.ensureNamespace(SRC);
+    for (const ns of DESTINATIONS) await e.ensureNamespace(ns, KUBED_SELECTOR);
+    await applyCrd(e.kc, CLUSTER_SECRET_CRD);
+    await applyCrd(e.kc, KTS_CRD);
   });
 
   afterAll(async () => {
@@ -274,19 +325,26 @@ describe('taking over the copies of the tool mirrorhub replaces', () => {
     '%s: every copy taken over in place, never missing or wrong',
     async (tool, c) => {
       const value = `${c.name}-v1`;
-      const source = await e.putSecret(SRC, c.name, { value }, { metadata: c.source });
+      const owner = await c.rule?.(e, value);
+      if (tool === 'ClusterSecret') clusterSecretUid = owner!.uid;
+      const source = c.source
+        ? await e.putSecret(SRC, c.name, { value }, { metadata: c.source })
+        : undefined;
       const seeded = new Map<string, string>();
       for (const ns of COPIES) {
-        const shaped = c.copy(ns, source, { uid: clusterSecretUid });
+        const shaped = c.copy(ns, source, owner);
         const old = ns === c.stale ? `${c.name}-v0` : value;
         const s = await e.putSecret(ns, c.name, { value: old }, shaped);
         seeded.set(ns, s.metadata!.uid!);
       }
       const unrelated = await e.putSecret(UNRELATED, c.name, { value: 'their-own' });
 
+      const { mirror, objects } = await migrate(e, c);
+      migrated.set(tool, mirror);
       const sampling = sampler(e, c.name, COPIES);
-      await e.applyMirror(migratedMirror(c));
-      const { kind, name, namespace } = mirrorKey(c);
+      await apply(e, objects);
+      const { kind, metadata } = mirror;
+      const { name, namespace } = metadata as { name: string; namespace?: string };
       const m = await e.mirrorStatus(kind, name, namespace, (m) => {
         expect(m.status?.takenOver).toEqual([{ from: tool, copies: COPIES.length }]);
         expect(m.status?.counts).toMatchObject({ synced: COPIES.length, conflicts: 1 });
@@ -358,7 +416,7 @@ describe('taking over the copies of the tool mirrorhub replaces', () => {
   it("a source's trigger annotations never reach its copies, also in a namespace it newly selects", async () => {
     await e.ensureNamespace('team-3');
     for (const c of CASES.filter((c) => c.tool === 'reflector' || c.tool === 'kubed')) {
-      const m = migratedMirror(c);
+      const m = migrated.get(c.tool)!;
       await e.applyMirror({
         ...m,
         spec: { ...m.spec, destination: { namespaces: [...DESTINATIONS, 'team-3'] } },
@@ -376,7 +434,7 @@ describe('taking over the copies of the tool mirrorhub replaces', () => {
       // The source keeps them: it is the old tool's to the end of the migration.
       const source = await e.readSecret(SRC, c.name);
       expect(Object.keys(source?.metadata?.annotations ?? {})).toEqual(
-        expect.arrayContaining(Object.keys(c.source.annotations ?? {})),
+        expect.arrayContaining(Object.keys(c.source!.annotations ?? {})),
       );
     }
   });
