@@ -23,6 +23,7 @@ import {
   type StatusReport,
   type WhereReport,
 } from './gather.js';
+import { runDashboard } from './dashboard.js';
 import { renderStatus, renderWhere } from './table.js';
 
 const { readFileSync } = fs;
@@ -46,6 +47,7 @@ The mirrorhub dashboard in a terminal: what is mirrored where, and what needs at
 Commands:
   status                  overview, what needs attention, clusters and mirrors
   where NAME              every cluster and namespace holding a copy named NAME
+  dashboard               the hub's dashboard in your browser, signed in as you (dashboard --help)
   help                    this help
 
 Flags:
@@ -182,6 +184,8 @@ function version(env: Io['env']): string {
 
 /** Runs one command line; resolves to the exit code. Never throws. */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
+  // Long-running, with flags of its own: dashboard.ts.
+  if (argv[0] === 'dashboard') return runDashboard(argv.slice(1), io);
   let args: Args;
   try {
     args = parseCommandLine(argv, io.env);
