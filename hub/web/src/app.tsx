@@ -84,9 +84,15 @@ function Header({ state, store }: { state: State; store: Store }) {
           </span>
         </span>
       )}
-      <button type="button" class="signout" onClick={() => store.signOut()}>
-        Sign out
-      </button>
+      {state.ambient ? (
+        <span class="muted" title="Requests are signed with your kubeconfig's credentials.">
+          via kubectl
+        </span>
+      ) : (
+        <button type="button" class="signout" onClick={() => store.signOut()}>
+          Sign out
+        </button>
+      )}
     </header>
   );
 }
@@ -161,7 +167,15 @@ export function App({ store }: { store: Store }) {
     </div>
   );
 
-  if (!state.token || (state.signingIn && !state.snapshot)) {
+  if (state.probing) {
+    return (
+      <>
+        {banner}
+        <p class="loading">Loading…</p>
+      </>
+    );
+  }
+  if ((!state.token && !state.ambient) || (state.signingIn && !state.snapshot)) {
     return (
       <>
         {banner}
