@@ -361,7 +361,7 @@ export async function startDashboard(
   const code = probe.statusCode ?? 0;
   if (status && code === 403) {
     throw new CliError(
-      `${status.message ?? 'forbidden'}: the dashboard is reached through the API server's service proxy, which needs a Role in namespace ${args.hubNamespace} granting get on services/proxy (resourceNames: [${args.service}]); see docs/dashboard.md`,
+      `${status.message ?? 'forbidden'}: the dashboard is reached through the API server's service proxy, which needs a Role in namespace ${args.hubNamespace} granting get on services/proxy with resourceNames ["http:${args.service}:${args.servicePort}"] (the proxy's name for the Service's port); see docs/cli.md`,
     );
   }
   if (status && (code === 404 || code === 503)) {
