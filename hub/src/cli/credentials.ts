@@ -92,10 +92,12 @@ export class ExecPlugin {
     return this.running;
   }
 
-  /** The API server refused `token`: forget it, unless a newer one is already held. */
+  /**
+   * The API server refused a request sent with `token`: forget that credential (not a newer one
+   * another request already fetched). Always worth one more try, with whatever is held next.
+   */
   refused(token: string | undefined): boolean {
-    if (!this.held || this.held.token !== token) return this.held !== undefined || !!this.running;
-    this.held = undefined;
+    if (this.held && this.held.token === token) this.held = undefined;
     return true;
   }
 
