@@ -299,7 +299,10 @@ export async function startDashboard(
         req.on('error', reject);
         req.end();
       });
-      if (res.statusCode === 401 && attempt === 0 && credentials.refused(token)) {
+      // The hub refusing a token the page signed in with itself says nothing about ours.
+      const pageRefused =
+        viewerAuth !== undefined && /mirrorhub/.test(String(res.headers['www-authenticate'] ?? ''));
+      if (res.statusCode === 401 && attempt === 0 && !pageRefused && credentials.refused(token)) {
         res.resume();
         continue;
       }
