@@ -153,7 +153,13 @@ function Page({
 export function App({ store }: { store: Store }) {
   const [state, setState] = useState(store.state);
   const [now, setNow] = useState(Date.now());
-  useEffect(() => store.subscribe(() => setState(store.state)), [store]);
+  useEffect(() => {
+    const unsubscribe = store.subscribe(() => setState(store.state));
+    // Whatever changed between the first render and this effect (the sign-in probe may answer
+    // first) would otherwise wait for the next change.
+    setState(store.state);
+    return unsubscribe;
+  }, [store]);
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), TICK_MS);
     return () => clearInterval(t);
