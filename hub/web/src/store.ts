@@ -29,7 +29,7 @@ export interface State {
    * (`kubectl mirrorhub dashboard`, with the user's kubeconfig credentials).
    */
   ambient: boolean;
-  /** Finding out whether the page needs a token (a first request without one). */
+  /** Finding out whether the page needs a token (asking what serves it). */
   probing: boolean;
   /** The token is being checked (first snapshot after sign-in). */
   signingIn: boolean;
@@ -132,7 +132,6 @@ export class Store {
       this.set({ signinError: 'Paste a token first.' });
       return;
     }
-    clearTimeout(this.retryTimer);
     this.set({ token: t, ambient: false, probing: false, signingIn: true, signinError: undefined });
     this.refresh();
     this.startWatch();
