@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { ExecPlugin, type ExecConfig } from './credentials.js';
-import { localPath } from './dashboard.js';
 
 /** A plugin that counts its runs and prints token-<run> expiring `expires` (ISO) or never. */
 function plugin(opts: { expires?: string; output?: string; exit?: number } = {}): {
@@ -110,24 +109,5 @@ describe('ExecPlugin', () => {
   it('names a plugin that is not installed', async () => {
     const x = new ExecPlugin({ command: 'no-such-plugin-9f2c' }, { stderr: 'ignore' });
     await expect(x.credential()).rejects.toThrow(/"no-such-plugin-9f2c" was not found: install it/);
-  });
-});
-
-describe('localPath', () => {
-  const prefix = '/api/v1/namespaces/mirrorhub-system/services/http:mirrorhub-hub:http/proxy';
-  it.each([
-    ['/', '/'],
-    ['/api/v1/snapshot?groupBy=env', '/api/v1/snapshot?groupBy=env'],
-    // The API server rewrote the page's links to include its proxy prefix.
-    [`${prefix}/assets/app.js`, '/assets/app.js'],
-    [prefix, '/'],
-    ['/../../secrets', undefined],
-    ['/assets/%2e%2e/x', undefined],
-    ['/a%2Fb', undefined],
-    ['//evil.example/x', undefined],
-    ['http://evil.example/x', undefined],
-    ['/a\\b', undefined],
-  ])('%s -> %s', (target, path) => {
-    expect(localPath(target, prefix)).toBe(path);
   });
 });
