@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -104,6 +104,22 @@ describe('ExecPlugin', () => {
   ])('says what is wrong with a plugin that %j', async (opts, message) => {
     const x = new ExecPlugin(plugin(opts).exec, { stderr: 'ignore' });
     await expect(x.credential()).rejects.toThrow(message);
+  });
+
+  it("runs a relative command with a slash from the kubeconfig's directory, as client-go does", async () => {
+    const p = plugin();
+    const dir = mkdtempSync(join(tmpdir(), 'mirrorhub-kubeconfig-'));
+    mkdirSync(join(dir, 'bin'));
+    writeFileSync(
+      join(dir, 'bin', 'get-token'),
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(p.exec.args![0])}\n`,
+      { mode: 0o755 },
+    );
+    const x = new ExecPlugin(
+      { ...p.exec, command: './bin/get-token', args: [] },
+      { dir, stderr: 'ignore' },
+    );
+    expect((await x.credential()).token).toBe('token-1');
   });
 
   it('names a plugin that is not installed', async () => {
