@@ -499,6 +499,24 @@ describe('kubectl mirrorhub dashboard', () => {
     expect(usage.out).toMatch(/--port must be a port number/);
   });
 
+  it('gives a client-certificate user, who has no token for the hub, the sign-in form through the proxy', async () => {
+    const cli = await startCli(['--kubeconfig', e.kit.cluster('hub').kubeconfigPath]);
+    running.push(cli);
+    expect(cli.out()).toMatch(
+      /no bearer token \(a client certificate\?\), so the page asks for one/,
+    );
+    const token = await clusterViewerToken(e.kc, SYSTEM_NS, 'pasted');
+    tokens.push(token);
+    const page = await browser.newPage();
+    await page.goto(cli.url);
+    await page.fill('input[name=token]', token);
+    await page.click('form#signin button[type=submit]');
+    await expect
+      .poll(() => page.textContent('[data-testid=whoami]').catch(() => null), { timeout: 30_000 })
+      .toBe(`system:serviceaccount:${SYSTEM_NS}:pasted`);
+    await page.close();
+  });
+
   it('never prints a token', async () => {
     for (const r of running) expect(await r.stop()).toBe(0);
     const output = running.map((r) => r.out()).join('\n');
