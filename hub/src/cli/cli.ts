@@ -25,6 +25,7 @@ import {
   type WhereReport,
 } from './gather.js';
 import { runMigrate } from './migrate/index.js';
+import { runDashboard } from './dashboard.js';
 import { renderStatus, renderWhere } from './table.js';
 
 const { readFileSync } = fs;
@@ -50,6 +51,7 @@ Commands:
   where NAME              every cluster and namespace holding a copy named NAME
   migrate                 the mirrorhub objects equivalent to this cluster's kubernetes-reflector
                           and kubed annotations, ClusterSecrets and KTS SecretMirrors, as YAML
+  dashboard               the hub's dashboard in your browser, signed in as you (dashboard --help)
   help                    this help
 
 Flags:
@@ -248,6 +250,8 @@ function version(env: Io['env']): string {
 
 /** Runs one command line; resolves to the exit code. Never throws. */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
+  // Long-running, with flags of its own: dashboard.ts.
+  if (argv[0] === 'dashboard') return runDashboard(argv.slice(1), io);
   let args: Args;
   try {
     args = parseCommandLine(argv, io.env);

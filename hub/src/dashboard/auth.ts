@@ -48,6 +48,24 @@ export function bearerToken(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
+/**
+ * The same `Bearer <token>` as Authorization, under another name: the API server's service proxy
+ * (`kubectl mirrorhub dashboard`) authenticates the caller by their Authorization header and
+ * removes it before passing the request on, so the viewer's token travels in this one. It is
+ * checked exactly as Authorization is; a custom header cannot be sent cross-origin without a
+ * CORS preflight, which the dashboard never answers.
+ */
+export const VIEWER_TOKEN_HEADER = 'x-mirrorhub-authorization';
+
+/** The viewer's bearer token: Authorization, else VIEWER_TOKEN_HEADER. */
+export function viewerToken(
+  headers: Record<string, string | string[] | undefined>,
+): string | undefined {
+  const auth = headers['authorization'];
+  const alt = headers[VIEWER_TOKEN_HEADER];
+  return bearerToken(auth !== undefined ? String(auth) : typeof alt === 'string' ? alt : undefined);
+}
+
 export class ViewerAuth {
   private readonly ttlMs: number;
   private readonly max: number;

@@ -10,6 +10,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { corePath, isNotFound } from '@mirrorhub/shared/kit/k8s/rest';
 import { errorMessage } from '@mirrorhub/shared/kit/runtime/index';
+import { VIEWER_TOKEN_HEADER } from './auth.js';
 
 /** Set on proxied requests: a request that already went through a standby is not sent on. */
 export const VIA_HEADER = 'x-mirrorhub-via';
@@ -86,7 +87,7 @@ export function proxy(
   url.pathname = target.pathname;
   url.search = target.search;
   const headers: OutgoingHttpHeaders = { [VIA_HEADER]: via };
-  for (const h of ['authorization', 'accept', 'if-none-match', 'user-agent']) {
+  for (const h of ['authorization', VIEWER_TOKEN_HEADER, 'accept', 'if-none-match', 'user-agent']) {
     const v = req.headers[h];
     if (v !== undefined) headers[h] = v;
   }

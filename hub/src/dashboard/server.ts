@@ -15,7 +15,7 @@ import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Gauge, HealthServer, Logger } from '@mirrorhub/shared/kit/runtime/index';
 import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
-import { bearerToken, ViewerAuth, type AuthResult } from './auth.js';
+import { viewerToken, ViewerAuth, type AuthResult } from './auth.js';
 import { proxy, VIA_HEADER } from './proxy.js';
 import {
   API_ROUTES,
@@ -177,7 +177,7 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
       json(res, target.status, { error: target.error });
       return undefined;
     }
-    const token = bearerToken(req.headers.authorization);
+    const token = viewerToken(req.headers);
     if (!token) {
       json(res, 401, {
         error:
@@ -285,7 +285,7 @@ export function serveDashboard(opts: DashboardOptions): Dashboard {
     }
     const g = await gate(req, res);
     if (!g) return;
-    const token = bearerToken(req.headers.authorization)!;
+    const token = viewerToken(req.headers)!;
     res.writeHead(200, {
       ...SECURITY_HEADERS,
       'content-type': 'text/event-stream; charset=utf-8',

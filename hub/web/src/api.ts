@@ -1,6 +1,7 @@
 // Talking to the hub: bearer-authenticated JSON requests and the change stream. Every request
 // carries `Authorization: Bearer <token>`; the token lives in sessionStorage only (gone with the
-// tab, never in localStorage, never in a URL).
+// tab, never in localStorage, never in a URL). A null token sends none: the page is served by
+// `kubectl mirrorhub dashboard`, which signs each request with the user's own credentials.
 
 import type { ApiError, MirrorDetail, Snapshot, Where } from '../../src/dashboard/types.js';
 
@@ -20,6 +21,25 @@ export function saveToken(token: string | null): void {
     else sessionStorage.setItem(TOKEN_KEY, token);
   } catch {
     // Storage disabled: the token still lives in memory for this page.
+  }
+}
+
+/**
+ * Set on its answers by `kubectl mirrorhub dashboard` (hub/src/cli/dashboard.ts) when it signs
+ * every request with the user's kubeconfig credentials; the hub never sets it.
+ */
+const SIGNED_IN_HEADER = 'x-mirrorhub-signed-in';
+
+/**
+ * Whether what serves the page signs its requests, so no token is needed. Asked with the icon
+ * (204, no sign-in needed), so a hub that wants a token sees no refused request.
+ */
+export async function servedSignedIn(): Promise<boolean> {
+  try {
+    const res = await fetch('/favicon.ico', { cache: 'no-store' });
+    return res.headers.get(SIGNED_IN_HEADER) !== null;
+  } catch {
+    return false;
   }
 }
 
@@ -46,11 +66,11 @@ async function errorText(res: Response): Promise<string> {
   return `${res.status} ${res.statusText}`.trim();
 }
 
-function headers(token: string): Record<string, string> {
-  return { Authorization: `Bearer ${token}`, Accept: 'application/json' };
+function headers(token: string | null, accept = 'application/json'): Record<string, string> {
+  return token === null ? { Accept: accept } : { Authorization: `Bearer ${token}`, Accept: accept };
 }
 
-async function getJSON<T>(path: string, token: string, signal?: AbortSignal): Promise<T> {
+async function getJSON<T>(path: string, token: string | null, signal?: AbortSignal): Promise<T> {
   let res: Response;
   try {
     res = await fetch(path, { headers: headers(token), cache: 'no-store', signal });
@@ -62,13 +82,16 @@ async function getJSON<T>(path: string, token: string, signal?: AbortSignal): Pr
   return (await res.json()) as T;
 }
 
-export function fetchSnapshot(token: string, groupBy: string | undefined): Promise<Snapshot> {
+export function fetchSnapshot(
+  token: string | null,
+  groupBy: string | undefined,
+): Promise<Snapshot> {
   const q = groupBy ? `?groupBy=${encodeURIComponent(groupBy)}` : '';
   return getJSON<Snapshot>(`/api/v1/snapshot${q}`, token);
 }
 
 export function fetchMirror(
-  token: string,
+  token: string | null,
   kind: string,
   namespace: string | undefined,
   name: string,
@@ -77,7 +100,7 @@ export function fetchMirror(
   return getJSON<MirrorDetail>(`/api/v1/mirrors/${seg}`, token);
 }
 
-export function fetchWhere(token: string, name: string): Promise<Where> {
+export function fetchWhere(token: string | null, name: string): Promise<Where> {
   return getJSON<Where>(`/api/v1/where?name=${encodeURIComponent(name)}`, token);
 }
 
@@ -139,7 +162,7 @@ const SILENCE_MS = 60_000;
  * cannot be opened. `onOpen` runs once the hub has answered 200.
  */
 export async function watch(
-  token: string,
+  token: string | null,
   signal: AbortSignal,
   onOpen: () => void,
   onEvent: (ev: StreamEvent) => void,
@@ -156,7 +179,7 @@ export async function watch(
     let res: Response;
     try {
       res = await fetch('/api/v1/watch', {
-        headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' },
+        headers: headers(token, 'text/event-stream'),
         cache: 'no-store',
         signal: ctl.signal,
       });

@@ -84,9 +84,15 @@ function Header({ state, store }: { state: State; store: Store }) {
           </span>
         </span>
       )}
-      <button type="button" class="signout" onClick={() => store.signOut()}>
-        Sign out
-      </button>
+      {state.ambient ? (
+        <span class="muted" title="Requests are signed with your kubeconfig's credentials.">
+          via kubectl
+        </span>
+      ) : (
+        <button type="button" class="signout" onClick={() => store.signOut()}>
+          Sign out
+        </button>
+      )}
     </header>
   );
 }
@@ -147,7 +153,13 @@ function Page({
 export function App({ store }: { store: Store }) {
   const [state, setState] = useState(store.state);
   const [now, setNow] = useState(Date.now());
-  useEffect(() => store.subscribe(() => setState(store.state)), [store]);
+  useEffect(() => {
+    const unsubscribe = store.subscribe(() => setState(store.state));
+    // Whatever changed between the first render and this effect (the sign-in probe may answer
+    // first) would otherwise wait for the next change.
+    setState(store.state);
+    return unsubscribe;
+  }, [store]);
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), TICK_MS);
     return () => clearInterval(t);
@@ -161,7 +173,15 @@ export function App({ store }: { store: Store }) {
     </div>
   );
 
-  if (!state.token || (state.signingIn && !state.snapshot)) {
+  if (state.probing) {
+    return (
+      <>
+        {banner}
+        <p class="loading">Loading…</p>
+      </>
+    );
+  }
+  if ((!state.token && !state.ambient) || (state.signingIn && !state.snapshot)) {
     return (
       <>
         {banner}

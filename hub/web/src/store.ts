@@ -10,6 +10,7 @@ import {
   loadToken,
   NetworkError,
   saveToken,
+  servedSignedIn,
   watch,
 } from './api.js';
 import { parseRoute, type Route } from './route.js';
@@ -23,6 +24,13 @@ export type Loaded<T> =
 
 export interface State {
   token: string | null;
+  /**
+   * No token of the page's own, and none needed: what serves the page signs every request
+   * (`kubectl mirrorhub dashboard`, with the user's kubeconfig credentials).
+   */
+  ambient: boolean;
+  /** Finding out whether the page needs a token (asking what serves it). */
+  probing: boolean;
   /** The token is being checked (first snapshot after sign-in). */
   signingIn: boolean;
   signinError?: string;
@@ -61,8 +69,11 @@ export class Store {
   private watchAbort: AbortController | undefined;
 
   constructor() {
+    const token = loadToken();
     this.state = {
-      token: loadToken(),
+      token,
+      ambient: false,
+      probing: token === null,
       signingIn: false,
       snapshotAt: 0,
       live: 'connecting',
@@ -84,6 +95,22 @@ export class Store {
     window.addEventListener('hashchange', () => this.navigate(location.hash));
     this.navigate(location.hash);
     if (this.state.token) this.startWatch();
+    else void this.probe();
+  }
+
+  /** Signed in: with a token of the page's own, or by what serves the page. */
+  private signedIn(): boolean {
+    return this.state.token !== null || this.state.ambient;
+  }
+
+  /** Without a token: is the page served by something that signs its requests? */
+  private async probe(): Promise<void> {
+    const ambient = await servedSignedIn();
+    if (this.state.token !== null) return; // signed in with the form meanwhile
+    this.set({ ambient, probing: false });
+    if (!ambient) return;
+    this.refresh();
+    this.startWatch();
   }
 
   navigate(hash: string): void {
@@ -96,7 +123,7 @@ export class Store {
       patch.where = route.name ? { name: route.name, result: { status: 'loading' } } : undefined;
     }
     this.set(patch);
-    if (this.state.token) this.refresh();
+    if (this.signedIn()) this.refresh();
   }
 
   signIn(token: string): void {
@@ -105,7 +132,7 @@ export class Store {
       this.set({ signinError: 'Paste a token first.' });
       return;
     }
-    this.set({ token: t, signingIn: true, signinError: undefined });
+    this.set({ token: t, ambient: false, probing: false, signingIn: true, signinError: undefined });
     this.refresh();
     this.startWatch();
   }
@@ -118,6 +145,8 @@ export class Store {
     this.retryTimer = undefined;
     this.set({
       token: null,
+      ambient: false,
+      probing: false,
       signingIn: false,
       signinError: error,
       snapshot: undefined,
@@ -135,7 +164,7 @@ export class Store {
 
   /** Loads what the current page shows; at most one load runs, later asks are coalesced. */
   refresh(): void {
-    if (!this.state.token) return;
+    if (!this.signedIn()) return;
     if (this.inFlight) {
       this.again = true;
       return;
@@ -153,8 +182,8 @@ export class Store {
   }
 
   private async load(): Promise<void> {
-    const { token, route, groupBy } = this.state;
-    if (!token) return;
+    const { token, ambient, route, groupBy } = this.state;
+    if (!this.signedIn()) return;
     const detailRoute = route.page === 'mirror' ? route : undefined;
     const whereName = route.page === 'where' && route.name !== '' ? route.name : undefined;
     const [snap, detail, where] = await Promise.allSettled([
@@ -165,7 +194,7 @@ export class Store {
       whereName !== undefined ? fetchWhere(token, whereName) : Promise.resolve(undefined),
     ]);
     // Signed out (or in again with another token) meanwhile: this answer is stale.
-    if (this.state.token !== token) return;
+    if (this.state.token !== token || this.state.ambient !== ambient) return;
 
     const rejected = [snap, detail, where].flatMap((r) =>
       r.status === 'rejected' ? [r.reason as unknown] : [],
@@ -230,8 +259,8 @@ export class Store {
     let delay = BACKOFF_MIN_MS;
     let opened = false;
     while (!signal.aborted) {
+      if (!this.signedIn()) return;
       const token = this.state.token;
-      if (!token) return;
       let openedAt = 0;
       try {
         await watch(
@@ -253,6 +282,8 @@ export class Store {
             }
             if (ev.event === 'unauthorized') {
               // The token expired or lost its access: the hub ends the stream after this.
+              // Signed in by what serves the page, the next stream carries a renewed token.
+              if (this.state.ambient) return;
               this.signOut(typeof data.error === 'string' ? data.error : 'Signed out by the hub.');
             } else if (ev.event === 'changed') {
               const shown = this.state.snapshot?.version ?? -1;
