@@ -369,3 +369,23 @@ export class ProxyHttpAgent extends http.Agent {
 export function hasProxy(env: ProxyEnv | undefined): env is ProxyEnv {
   return !!env && !!(env.httpsProxy || env.httpProxy);
 }
+
+/**
+ * The agent for connections to the API server at `server`: one that tunnels through `fixed`
+ * (a kubeconfig's proxy-url, which wins over the environment as in client-go) or through the
+ * proxy `env` names for it; undefined when the connection goes direct, so it keeps the shared
+ * HTTP/2 connection (k8s/h2.ts). A pooled agent of its own per cluster: its tunnels are reused.
+ */
+export function apiServerAgent(
+  server: string,
+  env: ProxyEnv | undefined,
+  fixed?: URL,
+): ProxyHttpsAgent | ProxyHttpAgent | undefined {
+  const url = new URL(server);
+  const secure = url.protocol === 'https:';
+  const opts = { keepAlive: true };
+  if (fixed)
+    return secure ? new ProxyHttpsAgent({}, opts, fixed) : new ProxyHttpAgent({}, opts, fixed);
+  if (!env || !proxyFor(env, url)) return undefined;
+  return secure ? new ProxyHttpsAgent(env, opts) : new ProxyHttpAgent(env, opts);
+}
