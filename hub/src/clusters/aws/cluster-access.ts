@@ -189,10 +189,26 @@ export function defaultRoleSessionName(host: string = hostname()): string {
 }
 
 let defaultChain: AwsCredentialsProvider | undefined;
-/** One default chain per process: it memoises and refreshes, so N clusters cost one IRSA call. */
-function defaultBaseCredentials(): AwsCredentialsProvider {
-  defaultChain ??= fromNodeProviderChain();
-  return defaultChain;
+let proxiedChain: { proxy: ProxyEnv; chain: AwsCredentialsProvider } | undefined;
+/**
+ * One default chain per process: it memoises and refreshes, so N clusters cost one IRSA call.
+ * Behind an egress proxy its own STS call (IRSA's AssumeRoleWithWebIdentity) goes through the
+ * proxy too; EKS Pod Identity's agent is link-local and never proxied.
+ */
+function defaultBaseCredentials(proxy?: ProxyEnv): AwsCredentialsProvider {
+  if (!hasProxy(proxy)) {
+    defaultChain ??= fromNodeProviderChain();
+    return defaultChain;
+  }
+  if (proxiedChain?.proxy !== proxy) {
+    proxiedChain = {
+      proxy,
+      chain: fromNodeProviderChain({
+        clientConfig: { requestHandler: awsRequestHandler(10_000, proxy) },
+      }),
+    };
+  }
+  return proxiedChain.chain;
 }
 
 interface StsClientOptions {
@@ -262,7 +278,7 @@ export class StsClients {
 
   constructor(opts: StsClientOptions = {}) {
     this.opts = opts;
-    this.baseCredentials = opts.baseCredentials ?? defaultBaseCredentials();
+    this.baseCredentials = opts.baseCredentials ?? defaultBaseCredentials(opts.proxy);
     this.proxy = opts.proxy;
   }
 
