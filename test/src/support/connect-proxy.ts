@@ -8,6 +8,13 @@ import net, { type AddressInfo } from 'node:net';
  * through it would fail.
  */
 export class ConnectProxy {
+  /**
+   * `resolve` maps a target host to the address the proxy connects to: names only the proxy
+   * knows (as a corporate proxy resolves names the hub's own DNS does not), so a client that
+   * went around the proxy would fail to resolve them.
+   */
+  constructor(private readonly resolve: (host: string) => string = (h) => h) {}
+
   readonly targets: string[] = [];
   readonly authorizations: (string | undefined)[] = [];
   private server: http.Server | undefined;
@@ -30,7 +37,7 @@ export class ConnectProxy {
         client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
         return;
       }
-      const up = net.connect(Number(m[2]), m[1]!, () => {
+      const up = net.connect(Number(m[2]), this.resolve(m[1]!), () => {
         client.write('HTTP/1.1 200 Connection established\r\n\r\n');
         if (head.length) up.write(head);
         up.pipe(client);
