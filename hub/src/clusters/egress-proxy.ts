@@ -281,6 +281,9 @@ export function connectTunnel(
 
 type Callback = (err: Error | null, stream: Duplex) => void;
 
+/** A pooled tunnel idle this long is closed. */
+const IDLE_TUNNEL_MS = 60_000;
+
 /**
  * An https.Agent that reaches each target through the proxy `env` names for it (a CONNECT
  * tunnel, TLS to the target inside), or directly when NO_PROXY exempts it or no proxy is set.
@@ -383,7 +386,9 @@ export function apiServerAgent(
 ): ProxyHttpsAgent | ProxyHttpAgent | undefined {
   const url = new URL(server);
   const secure = url.protocol === 'https:';
-  const opts = { keepAlive: true };
+  // Idle tunnels close after a while, as the shared HTTP/2 connections do: an agent replaced
+  // when the endpoint changes holds nothing open for long (busy sockets are not affected).
+  const opts = { keepAlive: true, timeout: IDLE_TUNNEL_MS };
   if (fixed)
     return secure ? new ProxyHttpsAgent({}, opts, fixed) : new ProxyHttpAgent({}, opts, fixed);
   if (!env || !proxyFor(env, url)) return undefined;

@@ -246,7 +246,9 @@ export function awsRequestHandler(
 } {
   const base = { requestTimeout: requestTimeoutMs, connectionTimeout: 5000 };
   if (!hasProxy(proxy)) return base;
-  const agentOpts = { keepAlive: true, connectTimeoutMs: 5000 };
+  // Idle tunnels close: STS is called seldom, and a tunnel held open between calls holds a
+  // proxy connection for nothing.
+  const agentOpts = { keepAlive: true, connectTimeoutMs: 5000, timeout: 60_000 };
   return {
     ...base,
     httpsAgent: new ProxyHttpsAgent(proxy, agentOpts),
