@@ -87,6 +87,30 @@ describe('configFromEnv', () => {
 
   it('leaves AWS to the default chain when nothing is set', () => {
     expect(configFromEnv({}).aws).toBeUndefined();
+    expect(configFromEnv({}).proxy).toBeUndefined();
+  });
+
+  it('reads per-region STS and EKS endpoints beside the global ones', () => {
+    expect(
+      configFromEnv({
+        MIRRORHUB_STS_ENDPOINT: 'https://sts.example',
+        MIRRORHUB_STS_ENDPOINT_EU_WEST_1: 'https://vpce-1.sts.eu-west-1.vpce.amazonaws.com',
+        MIRRORHUB_EKS_ENDPOINT_US_EAST_1: 'https://vpce-2.eks.us-east-1.vpce.amazonaws.com',
+      }).aws,
+    ).toEqual({
+      stsEndpoint: 'https://sts.example',
+      stsEndpoints: { 'eu-west-1': 'https://vpce-1.sts.eu-west-1.vpce.amazonaws.com' },
+      eksEndpoints: { 'us-east-1': 'https://vpce-2.eks.us-east-1.vpce.amazonaws.com' },
+    });
+  });
+
+  it('reads the egress proxy as curl and Go do', () => {
+    expect(
+      configFromEnv({ https_proxy: 'http://squid.corp:3128', NO_PROXY: '.internal,10.0.0.0/8' })
+        .proxy,
+    ).toEqual({ httpsProxy: 'http://squid.corp:3128', noProxy: '.internal,10.0.0.0/8' });
+    // NO_PROXY alone changes nothing
+    expect(configFromEnv({ NO_PROXY: '*' }).proxy).toBeUndefined();
   });
 
   it.each([
@@ -96,6 +120,8 @@ describe('configFromEnv', () => {
     [{ MIRRORHUB_LEADER_ELECTION: 'maybe' }, /MIRRORHUB_LEADER_ELECTION must be true or false/],
     [{ MIRRORHUB_STS_ENDPOINT: 'moto:5000' }, /MIRRORHUB_STS_ENDPOINT must be an http\(s\) URL/],
     [{ MIRRORHUB_ROLE_DURATION_SECONDS: '7200' }, /from 900 to 3600/],
+    [{ MIRRORHUB_EKS_ENDPOINT_EU_WEST_1: 'vpce' }, /MIRRORHUB_EKS_ENDPOINT_EU_WEST_1 must be/],
+    [{ HTTPS_PROXY: 'socks5://proxy:1080' }, /HTTPS_PROXY must be an http:\/\/ or https:\/\//],
     [
       { MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS: '0' },
       /MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS/,

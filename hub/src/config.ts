@@ -3,6 +3,8 @@ import { crypto, fs } from '@mirrorhub/shared/kit/runtime/builtins';
 import { hostname } from 'node:os';
 import { progressDeadlineFromEnv } from '@mirrorhub/shared/kit/k8s/watcher';
 import type { HubConfig } from './hub.js';
+import { endpointOverridesFromEnv } from './clusters/aws/endpoints.js';
+import { hasProxy, proxyEnvFrom } from './clusters/egress-proxy.js';
 
 const { randomBytes } = crypto;
 const { readFileSync } = fs;
@@ -26,8 +28,16 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * AWS: the hub's own credentials come from the SDK's default chain (AWS_* env, IRSA's
  * AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, EKS Pod Identity, a profile); they are not read
  * here. MIRRORHUB_STS_ENDPOINT / MIRRORHUB_EKS_ENDPOINT point AssumeRole / DescribeCluster at an
- * emulator or a VPC endpoint, MIRRORHUB_STS_REGION sets the region of AssumeRole calls (default:
- * each cluster's region), MIRRORHUB_ROLE_DURATION_SECONDS the session length (900-3600).
+ * emulator or a VPC endpoint for every region; MIRRORHUB_STS_ENDPOINT_<REGION> /
+ * MIRRORHUB_EKS_ENDPOINT_<REGION> (REGION as EU_WEST_1) for one region, which wins for it (one
+ * interface VPC endpoint per region: clusters/aws/endpoints.ts). MIRRORHUB_STS_REGION sets the
+ * region of AssumeRole calls (default: each cluster's region), MIRRORHUB_ROLE_DURATION_SECONDS
+ * the session length (900-3600).
+ *
+ * Egress proxy: HTTPS_PROXY / https_proxy, HTTP_PROXY / http_proxy (http:// endpoints only) and
+ * NO_PROXY / no_proxy, as curl and Go read them (clusters/egress-proxy.ts), for the hub's calls to
+ * STS and EKS and its connections to follower API servers; a follower kubeconfig's proxy-url wins
+ * for its cluster. Not for the hub's own API server (the pod's service account) or Vault.
  *
  * Trust: MIRRORHUB_SIGNING_KEY_FILE (required) is the hub's Ed25519 private key in PKCS#8 PEM
  * (the hub chart mounts signing.existingSecret there). Tenancy: MIRRORHUB_REMOTE_NAMESPACES, a
@@ -96,6 +106,7 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
     ...seconds(env, 'MIRRORHUB_CLEANUP_GRACE_SECONDS', 'cleanupGraceMs', 0, 30 * 86_400),
     ...progressDeadline(env),
     ...awsFromEnv(env),
+    ...proxyFromEnv(env),
   };
 }
 
@@ -146,12 +157,21 @@ function awsFromEnv(env: Record<string, string | undefined>): Pick<EnvConfig, 'a
   if (sts) aws.stsEndpoint = sts;
   const eks = url('MIRRORHUB_EKS_ENDPOINT');
   if (eks) aws.eksEndpoint = eks;
+  const stsByRegion = endpointOverridesFromEnv(env, 'sts')?.byRegion;
+  if (stsByRegion) aws.stsEndpoints = stsByRegion;
+  const eksByRegion = endpointOverridesFromEnv(env, 'eks')?.byRegion;
+  if (eksByRegion) aws.eksEndpoints = eksByRegion;
   const region = env['MIRRORHUB_STS_REGION']?.trim();
   if (region) aws.region = region;
   if (env['MIRRORHUB_ROLE_DURATION_SECONDS']?.trim()) {
     aws.roleDurationSeconds = intFrom(env, 'MIRRORHUB_ROLE_DURATION_SECONDS', 3600, 900, 3600);
   }
   return Object.keys(aws).length > 0 ? { aws } : {};
+}
+
+function proxyFromEnv(env: Record<string, string | undefined>): Pick<EnvConfig, 'proxy'> {
+  const proxy = proxyEnvFrom(env);
+  return hasProxy(proxy) ? { proxy } : {};
 }
 
 function seconds<K extends string>(

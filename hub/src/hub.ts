@@ -22,6 +22,7 @@ import { ClusterRegistry } from './clusters/registry.js';
 import { localTarget, type ClusterTarget } from './clusters/target.js';
 import { ClusterController, type HubAwsConfig } from './clusters/controller.js';
 import { EksSessions } from './clusters/eks-sessions.js';
+import type { ProxyEnv } from './clusters/egress-proxy.js';
 import { PendingCleanups } from './clusters/pending.js';
 import { MirrorController } from './mirrors/controller.js';
 import { VaultConnections, vaultRequests } from './vault/connections.js';
@@ -92,6 +93,11 @@ export interface HubConfig {
   unreachableAfterMs?: number;
   /** How the hub reaches EKS followers (MirrorCluster spec.eks). Default: the AWS default chain. */
   aws?: HubAwsConfig;
+  /**
+   * The egress proxy (HTTPS_PROXY / NO_PROXY, config.ts) for STS, EKS and follower API servers.
+   * Default: every connection direct.
+   */
+  proxy?: ProxyEnv;
   /**
    * Health probe of each MirrorCluster, jittered by ±10% (default 10 s); a healthy cluster every
    * third interval, and at once when a request to it fails.
@@ -507,6 +513,7 @@ function clusterPeer(p: HubParts): Runnable {
         holds: (cluster, name) => p.mirrors?.clusterHolds(cluster, name),
         onObserved: () => p.feed.changed(),
         ...(config.aws ? { aws: config.aws } : {}),
+        ...(config.proxy ? { proxy: config.proxy } : {}),
         eksSessions: p.eksSessions,
         ...(config.clusterHealthIntervalMs !== undefined
           ? { healthIntervalMs: config.clusterHealthIntervalMs }

@@ -10,6 +10,7 @@ import {
 } from '@mirrorhub/shared/kit/runtime/index';
 import { runProcess } from '@mirrorhub/shared/kit/controller/index';
 import { configFromEnv } from './config.js';
+import { describeProxy } from './clusters/egress-proxy.js';
 import { createHub } from './hub.js';
 
 async function main(): Promise<void> {
@@ -42,6 +43,13 @@ async function main(): Promise<void> {
       namespace: config.namespace,
       identity: config.identity,
       server: kubeConfig.getCurrentCluster()?.server,
+      // Where the proxy is, never who logs in to it.
+      ...(config.proxy
+        ? {
+            egressProxy: describeProxy(config.proxy.httpsProxy ?? config.proxy.httpProxy ?? ''),
+            noProxy: config.proxy.noProxy,
+          }
+        : {}),
     },
     'starting',
   );

@@ -1,4 +1,7 @@
-// The platform engineer's path, end to end, as docs/getting-started.md walks it:
+// The platform engineer's path, end to end, as docs/getting-started.md walks it and as
+// terraform/examples/multi-account/README.md prints it: the README's command block is read from
+// the README and run by bash as it is printed (terraform, openssl, kubectl, helm, jq on PATH, kube
+// contexts mgmt / eu-prod-1 / us-prod-1), against the kit:
 //
 //   terraform apply (terraform/examples/multi-account)
 //   -> helm install mirrorhub-hub into the management cluster, mirrorhub-agent into each follower,
@@ -16,8 +19,9 @@
 // identity is what the EKS pod identity webhook injects for the role the chart annotates (IRSA:
 // a projected token with audience sts.amazonaws.com, AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE),
 // so the hub really uses the roles, ExternalIds and access entries terraform created.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,39 +30,64 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { ensureTerraformSetup } from '@mirrorhub/infra/components/index';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
-import { chartsDir } from './support/crds.js';
 import { deploymentRunner, type DeploymentRunner } from './support/deployment.js';
 import { eventually } from './support/eventually.js';
 import { isolatedHelm, type Helm } from './support/helm.js';
-import { generateHubKeyPair } from './support/signing.js';
 import {
-  applyMultiAccountExample,
   prepareExampleAccounts,
+  prepareMultiAccountExample,
   terraformRunner,
   type AppliedExample,
   type ExampleFollower,
+  type PreparedExample,
 } from './support/terraform.js';
 
 const repo = resolve(import.meta.dirname, '../..');
-/** The hub's signing key pair, made as docs/getting-started.md makes it. */
-const HUB_KEY = generateHubKeyPair();
+const EXAMPLE = join(repo, 'terraform/examples/multi-account');
 const NS = 'mirrorhub-system';
+
+/** The README's command block: the one `sh` block after "The commands". */
+function readmeCommands(): string {
+  const readme = readFileSync(join(EXAMPLE, 'README.md'), 'utf8');
+  const at = readme.indexOf('The commands');
+  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
+  if (at < 0 || !block) throw new Error('README.md: no sh block after "The commands"');
+  return block[1]!;
+}
+
+/** `labels = { env = "prod", region = "eu" }` of follower `key` in terraform.tfvars.example. */
+function exampleLabels(key: 'a' | 'b'): Record<string, string> {
+  const tfvars = readFileSync(join(EXAMPLE, 'terraform.tfvars.example'), 'utf8');
+  const block = new RegExp(`follower_${key} = \\{([\\s\\S]*?)\\n\\}`).exec(tfvars)?.[1] ?? '';
+  const labels = /labels\s*=\s*\{([^}]*)\}/.exec(block)?.[1] ?? '';
+  return Object.fromEntries(
+    [...labels.matchAll(/([\w.-]+)\s*=\s*"([^"]*)"/g)].map((m) => [m[1]!, m[2]!]),
+  );
+}
+
+/** The example's followers, labelled as its tfvars example labels them; the kit's clusters. */
 const FOLLOWERS: readonly [ExampleFollower, ExampleFollower] = [
   {
     key: 'a',
     cluster: 'follower-a',
     externalId: 'mirrorhub-follower-a-e2e1',
-    labels: { env: 'prod', region: 'eu' },
+    labels: exampleLabels('a'),
   },
   {
     key: 'b',
     cluster: 'follower-b',
     externalId: 'mirrorhub-follower-b-e2e2',
-    labels: { env: 'prod', region: 'us' },
+    labels: exampleLabels('b'),
   },
 ];
+/** The README's kube contexts, for the kit's clusters. */
+const CONTEXTS: Record<string, string> = {
+  mgmt: 'hub',
+  'eu-prod-1': 'follower-a',
+  'us-prod-1': 'follower-b',
+};
 /** The source's value: it must reach the copies and appear in no log line. */
 const DOCKER_PASSWORD = 'e2e-registry-password-5b1f9c';
 
@@ -66,6 +95,10 @@ let kit: Kit;
 let helm: Helm;
 let work: string;
 let applied: AppliedExample;
+let prepared: PreparedExample;
+let tf: Awaited<ReturnType<typeof ensureTerraformSetup>>;
+/** What bash printed running the README's commands. */
+let readmeRun: { code: number; stdout: string; stderr: string };
 /** The source Secret's data as the API server holds it (base64): in the copies, in no log. */
 let sourceData: Record<string, string>;
 /** The charts' Deployments, run as processes (support/deployment.ts). */
@@ -91,7 +124,7 @@ async function file(name: string, text: string): Promise<string> {
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'mirrorhub-e2e-'));
   // The builds (once per machine, cached) before the kit, so no API server idles meanwhile.
-  const tf = await ensureTerraformSetup(work);
+  tf = await ensureTerraformSetup(work);
   helm = await isolatedHelm();
   kit = await startKit({ clusters: ['hub', ...FOLLOWERS.map((f) => f.cluster)] });
   deployments = deploymentRunner(kit, NS, work);
@@ -99,8 +132,7 @@ beforeAll(async () => {
     kit,
     FOLLOWERS.map((f) => f.cluster),
   );
-  applied = await applyMultiAccountExample({
-    terraform: terraformRunner(tf),
+  prepared = await prepareMultiAccountExample({
     kit,
     work,
     accounts,
@@ -123,52 +155,77 @@ afterAll(async () => {
 describe('terraform apply -> helm install -> kubectl apply -> copies in both followers', () => {
   let hubAdmin: KubeConfig;
 
-  it('helm installs the hub into the management cluster with the values terraform output', async () => {
+  it("runs the example README's commands as printed: terraform, the signing key, helm, the MirrorClusters, the guide's mirror", async () => {
     hubAdmin = kit.cluster('hub').kubeConfig();
-    const values = await file('hub-values.yaml', applied.outputs.hub_helm_values!.value as string);
-    // What a cluster with private endpoints adds: the kit's STS and EKS stand in for AWS's.
-    const { stsEndpoint, eksEndpoint, region } = kit.aws!;
-    const endpoints = await file(
-      'hub-endpoints.yaml',
-      [
-        `aws:`,
-        `  region: ${region}`,
-        `env:`,
-        `  - { name: MIRRORHUB_STS_ENDPOINT, value: "${stsEndpoint}" }`,
-        `  - { name: MIRRORHUB_EKS_ENDPOINT, value: "${eksEndpoint}" }`,
-        // The SDK's web-identity call (IRSA) goes to STS too.
-        `  - { name: AWS_ENDPOINT_URL_STS, value: "${stsEndpoint}" }`,
-        '',
-      ].join('\n'),
-    );
-    // The signing key, as the page makes it (openssl genpkey / pkey -pubout make the same PEMs).
-    await kubectl('hub', ['create', 'namespace', NS]);
-    await kubectl('hub', [
-      '-n',
-      NS,
-      'create',
-      'secret',
-      'generic',
-      'mirrorhub-hub-signing',
-      `--from-file=private.pem=${await file('hub-signing.pem', HUB_KEY.privateKeyPem)}`,
-    ]);
-    const out = await helm([
-      'install',
-      'mirrorhub-hub',
-      join(chartsDir, 'mirrorhub-hub'),
-      '--namespace',
-      NS,
-      '--create-namespace',
-      '--kubeconfig',
-      kit.cluster('hub').kubeconfigPath,
-      '-f',
-      values,
-      '-f',
-      endpoints,
-      '--set',
-      'signing.existingSecret=mirrorhub-hub-signing',
-    ]);
-    expect(out).toContain('STATUS: deployed');
+    // The operator's machine: the repository (the example a private copy, as terraform writes
+    // next to it), the tools on PATH, a kubeconfig with the README's contexts.
+    const root = join(work, 'repo');
+    await mkdir(join(root, 'terraform'), { recursive: true });
+    await symlink(join(repo, 'charts'), join(root, 'charts'));
+    await symlink(join(repo, 'examples'), join(root, 'examples'));
+    await symlink(join(prepared.tree, 'examples'), join(root, 'terraform/examples'));
+    await symlink(join(prepared.tree, 'modules'), join(root, 'terraform/modules'));
+    const bin = join(work, 'bin');
+    await mkdir(bin);
+    await symlink(tf.terraform, join(bin, 'terraform'));
+    await symlink(kit.kubectl, join(bin, 'kubectl'));
+    await symlink(helm.bin, join(bin, 'helm'));
+    const merged = { apiVersion: 'v1', kind: 'Config', clusters: [], users: [], contexts: [] } as {
+      clusters: unknown[];
+      users: unknown[];
+      contexts: unknown[];
+      'current-context'?: string;
+    };
+    for (const [context, cluster] of Object.entries(CONTEXTS)) {
+      const doc = parseYaml(await readFile(kit.cluster(cluster).kubeconfigPath, 'utf8')) as Record<
+        string,
+        Array<{ name: string; cluster?: unknown; user?: unknown }>
+      >;
+      merged.clusters.push({ name: context, cluster: doc['clusters']![0]!.cluster });
+      merged.users.push({ name: context, user: doc['users']![0]!.user });
+      merged.contexts.push({ name: context, context: { cluster: context, user: context } });
+    }
+    const kubeconfig = await file('kubeconfig', stringifyYaml(merged));
+    const script = readmeCommands();
+    readmeRun = await new Promise((resolvePromise, reject) => {
+      const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', script], {
+        cwd: root,
+        env: {
+          ...tf.env,
+          ...prepared.env,
+          ...helm.env,
+          PATH: `${bin}:${process.env['PATH'] ?? ''}`,
+          KUBECONFIG: kubeconfig,
+          REGISTRY_PASSWORD: DOCKER_PASSWORD,
+          // What the operator types at terraform apply's prompt.
+          TF_CLI_ARGS_apply: '-auto-approve',
+          TF_INPUT: '0',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.once('error', reject);
+      child.once('close', (code) => resolvePromise({ code: code ?? -1, stdout, stderr }));
+    });
+    expect(readmeRun.code, `${readmeRun.stderr}\n${readmeRun.stdout}`.slice(-6000)).toBe(0);
+    applied = {
+      dir: prepared.dir,
+      env: prepared.env,
+      outputs: JSON.parse(
+        (await terraformRunner(tf)(prepared.dir, ['output', '-json'], { env: prepared.env }))
+          .stdout,
+      ) as AppliedExample['outputs'],
+    };
+  });
+
+  it('helm installed the hub into the management cluster with the values terraform output', () => {
+    expect(readmeRun.stdout).toMatch(/NAME: mirrorhub-hub[\s\S]*?STATUS: deployed/);
+  });
+
+  it('the hub chart annotated its ServiceAccount with the hub role terraform made', async () => {
     const sa = await hubAdmin
       .makeApiClient(CoreV1Api)
       .readNamespacedServiceAccount({ namespace: NS, name: 'mirrorhub-hub' });
@@ -178,36 +235,33 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
   });
 
   it.each(FOLLOWERS)(
-    'helm installs an agent into $cluster with its values from terraform',
+    'helm installed an agent into $cluster with its values from terraform',
     async (f) => {
       const all = applied.outputs.agent_helm_values!.value as Record<string, string>;
       expect(parseYaml(all[f.key]!)).toMatchObject({ clusterName: f.cluster });
-      const out = await helm([
-        'install',
-        'mirrorhub-agent',
-        join(chartsDir, 'mirrorhub-agent'),
-        '--namespace',
-        NS,
-        '--create-namespace',
-        '--kubeconfig',
-        kit.cluster(f.cluster).kubeconfigPath,
-        '-f',
-        await file(`agent-${f.key}-values.yaml`, all[f.key]!),
-        '--set-file',
-        `hubPublicKeys[0]=${await file('hub-signing.pub', HUB_KEY.publicKeyPem)}`,
+      const releases = JSON.parse(
+        await helm([
+          'list',
+          '-n',
+          NS,
+          '-o',
+          'json',
+          '--kubeconfig',
+          kit.cluster(f.cluster).kubeconfigPath,
+        ]),
+      ) as Array<{ name: string; status: string }>;
+      expect(releases).toEqual([
+        expect.objectContaining({ name: 'mirrorhub-agent', status: 'deployed' }),
       ]);
-      expect(out).toContain('STATUS: deployed');
     },
   );
 
-  it("kubectl applies terraform's MirrorClusters on the hub", async () => {
-    const manifest = await file(
-      'mirrorclusters.yaml',
-      applied.outputs.mirror_clusters_manifest!.value as string,
+  it("kubectl applied terraform's MirrorClusters on the hub, and the guide's mirror", () => {
+    expect(readmeRun.stdout).toContain('mirrorcluster.mirrorhub.io/follower-a created');
+    expect(readmeRun.stdout).toContain('mirrorcluster.mirrorhub.io/follower-b created');
+    expect(readmeRun.stdout).toContain(
+      'clustersecretmirror.mirrorhub.io/registry-credentials created',
     );
-    const out = await kubectl('hub', ['apply', '-f', manifest]);
-    expect(out).toContain('mirrorcluster.mirrorhub.io/follower-a created');
-    expect(out).toContain('mirrorcluster.mirrorhub.io/follower-b created');
   });
 
   it('the agents and the hub run as their Deployments, with the identities the charts and terraform made', async () => {
@@ -226,6 +280,12 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
       AWS_WEB_IDENTITY_TOKEN_FILE: await file('hub-web-identity-token', token.status!.token!),
       AWS_STS_REGIONAL_ENDPOINTS: 'regional',
       AWS_EC2_METADATA_DISABLED: 'true',
+      // The cloud: what the pod identity webhook injects on EKS, and the kit's STS and EKS in
+      // place of AWS's public endpoints (the SDK's web-identity call, IRSA, goes to STS too).
+      AWS_REGION: kit.aws!.region,
+      MIRRORHUB_STS_ENDPOINT: kit.aws!.stsEndpoint,
+      MIRRORHUB_EKS_ENDPOINT: kit.aws!.eksEndpoint,
+      AWS_ENDPOINT_URL_STS: kit.aws!.stsEndpoint,
     });
     // Each follower: reachable as the follower role terraform made (which trusts only the hub
     // role, with that follower's ExternalId: the STS gate enforces it), its agent heartbeating.
@@ -261,26 +321,9 @@ describe('terraform apply -> helm install -> kubectl apply -> copies in both fol
     );
   });
 
-  it('kubectl apply of a ClusterSecretMirror selecting clusters by label puts copies in both followers', async () => {
-    await kubectl('hub', ['create', 'namespace', 'platform']);
-    await kubectl('hub', [
-      'create',
-      'secret',
-      'docker-registry',
-      'registry-credentials',
-      '-n',
-      'platform',
-      '--docker-server=registry.example.com',
-      '--docker-username=ci',
-      `--docker-password=${DOCKER_PASSWORD}`,
-    ]);
-    const out = await kubectl('hub', [
-      'apply',
-      '-f',
-      join(repo, 'examples/registry-credentials.yaml'),
-    ]);
-    expect(out).toContain('clustersecretmirror.mirrorhub.io/registry-credentials created');
-
+  it('the ClusterSecretMirror selecting clusters by label puts copies in every cluster its labels say', async () => {
+    // Every follower the example labels env=prod, as the guide's mirror selects.
+    expect(FOLLOWERS.map((f) => f.labels['env'])).toEqual(['prod', 'prod']);
     const source = await hubAdmin
       .makeApiClient(CoreV1Api)
       .readNamespacedSecret({ namespace: 'platform', name: 'registry-credentials' });

@@ -51,6 +51,7 @@ import type { ClusterRegistry } from './registry.js';
 import type { ClusterTarget } from './target.js';
 import type { EksSessions } from './eks-sessions.js';
 import { parseKubeconfig } from './kubeconfig.js';
+import type { ProxyEnv } from './egress-proxy.js';
 import type { PendingCleanups } from './pending.js';
 import {
   CONDITION,
@@ -80,8 +81,12 @@ export interface HubAwsConfig {
   baseCredentials?: AwsCredentials | AwsCredentialsProvider;
   /** STS endpoint for AssumeRole (emulators, VPC endpoints). */
   stsEndpoint?: string;
-  /** EKS endpoint for DescribeCluster (emulators). */
+  /** EKS endpoint for DescribeCluster (emulators, VPC endpoints). */
   eksEndpoint?: string;
+  /** STS endpoint by region (interface VPC endpoints); wins over stsEndpoint for its region. */
+  stsEndpoints?: Readonly<Record<string, string>>;
+  /** EKS endpoint by region; wins over eksEndpoint for its region. */
+  eksEndpoints?: Readonly<Record<string, string>>;
   /** Region of the AssumeRole calls. Default: each cluster's own region. */
   region?: string;
   /** Length of an assumed-role session, 900..3600 (default 3600). */
@@ -113,6 +118,11 @@ export interface ClusterControllerOptions {
   /** Whether `cluster` still holds delivery `name` (undefined: not known yet). */
   holds?: (cluster: string, name: string) => boolean | undefined;
   aws?: HubAwsConfig;
+  /**
+   * The egress proxy (HTTPS_PROXY / NO_PROXY) for STS, EKS and every follower's API server
+   * (a kubeconfig's proxy-url wins for its cluster). Default: every connection direct.
+   */
+  proxy?: ProxyEnv;
   /**
    * AWS sessions that outlive this controller (one leadership term): taken for each EKS cluster
    * when registered, handed back when the controller stops, so a new term does not assume every
@@ -452,6 +462,8 @@ export class ClusterController {
       new awsModule.StsClients({
         ...(aws.baseCredentials ? { baseCredentials: aws.baseCredentials } : {}),
         ...(aws.stsEndpoint ? { stsEndpoint: aws.stsEndpoint } : {}),
+        ...(aws.stsEndpoints ? { stsEndpoints: aws.stsEndpoints } : {}),
+        ...(this.opts.proxy ? { proxy: this.opts.proxy } : {}),
         requestTimeoutMs: this.timeoutMs,
       });
     return this.opts.eksSessions?.stsClients(make) ?? (this.ownStsClients ??= make());
@@ -476,6 +488,8 @@ export class ClusterController {
           cluster: access.eks,
           stsClients: this.stsClients(awsModule),
           ...(aws.eksEndpoint ? { eksEndpoint: aws.eksEndpoint } : {}),
+          ...(aws.eksEndpoints ? { eksEndpoints: aws.eksEndpoints } : {}),
+          ...(this.opts.proxy ? { proxy: this.opts.proxy } : {}),
           ...(aws.region ? { stsRegion: aws.region } : {}),
           ...(aws.roleDurationSeconds !== undefined
             ? { roleDurationSeconds: aws.roleDurationSeconds }
@@ -674,6 +688,7 @@ export class ClusterController {
         const parsed = parseKubeconfig(
           Buffer.from(data, 'base64').toString('utf8'),
           `${where} (key "${key}")`,
+          this.opts.proxy ? { proxy: this.opts.proxy } : {},
         );
         if (parsed.ok) {
           const kc = parsed.kubeConfig;

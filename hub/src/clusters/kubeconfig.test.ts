@@ -2,6 +2,7 @@ import type https from 'node:https';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { describe, expect, it } from 'vitest';
 import { parseKubeconfig } from './kubeconfig.js';
+import { ProxyHttpsAgent } from './egress-proxy.js';
 
 const WHERE = 'Secret ops/follower (key "kubeconfig")';
 
@@ -79,5 +80,47 @@ describe('parseKubeconfig', () => {
   it('never echoes credentials in its errors', () => {
     const r = parseKubeconfig(kubeconfig('token: s3cr3t-token\n      exec: { command: x }'), WHERE);
     expect((r as { error: string }).error).not.toContain('s3cr3t');
+  });
+
+  describe('proxy', () => {
+    const agentOf = async (r: ReturnType<typeof parseKubeconfig>) => {
+      const opts: https.RequestOptions = {};
+      await (r as { kubeConfig: KubeAccess }).kubeConfig.applyToHTTPSOptions(opts);
+      return opts.agent;
+    };
+
+    it('tunnels through the cluster proxy-url, whatever NO_PROXY says (as client-go)', async () => {
+      const r = parseKubeconfig(
+        kubeconfig('token: abc.def', 'proxy-url: http://user:pw@squid.corp:3128'),
+        WHERE,
+        { proxy: { noProxy: '*' } },
+      );
+      const agent = await agentOf(r);
+      expect(agent).toBeInstanceOf(ProxyHttpsAgent);
+      expect((agent as ProxyHttpsAgent).proxyFor('10.0.0.1', 6443)?.host).toBe('squid.corp:3128');
+    });
+
+    it('takes the egress proxy without a proxy-url, and goes direct for NO_PROXY', async () => {
+      const proxied = parseKubeconfig(kubeconfig('token: abc.def'), WHERE, {
+        proxy: { httpsProxy: 'http://egress:3128' },
+      });
+      expect(await agentOf(proxied)).toBeInstanceOf(ProxyHttpsAgent);
+      const direct = parseKubeconfig(kubeconfig('token: abc.def'), WHERE, {
+        proxy: { httpsProxy: 'http://egress:3128', noProxy: '10.0.0.0/8' },
+      });
+      expect(await agentOf(direct)).toBeUndefined();
+      expect(await agentOf(parseKubeconfig(kubeconfig('token: abc.def'), WHERE))).toBeUndefined();
+    });
+
+    it('refuses a SOCKS proxy-url, and says so without its credentials', () => {
+      const r = parseKubeconfig(
+        kubeconfig('token: abc.def', 'proxy-url: socks5://user:s3cret-pw@socks.corp:1080'),
+        WHERE,
+      );
+      expect(r.ok).toBe(false);
+      const error = (r as { error: string }).error;
+      expect(error).toMatch(/proxy-url .*SOCKS is not supported/);
+      expect(error).not.toContain('s3cret-pw');
+    });
   });
 });

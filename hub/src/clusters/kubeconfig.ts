@@ -6,12 +6,17 @@
 // from the hub's own filesystem (client-certificate, client-key, certificate-authority, tokenFile
 // as paths) is refused: only inline credentials (token, client-certificate-data / client-key-data,
 // certificate-authority-data, username/password) are accepted. Only the current context is used.
+//
+// The cluster's `proxy-url` (http:// or https://; SOCKS is refused) is honoured as client-go
+// honours it: every connection to the server is a CONNECT tunnel through it, whatever
+// HTTPS_PROXY / NO_PROXY say. Without one, the hub's egress proxy applies as to every follower.
 import {
   kubeconfigContextAccess,
   type KubeAccess,
   type KubeconfigContext,
 } from '@mirrorhub/shared/kit/k8s/access';
 import { parseYaml } from '@mirrorhub/shared/kit/k8s/yaml';
+import { apiServerAgent, parseProxyUrl, type ProxyEnv } from './egress-proxy.js';
 
 export type KubeconfigResult = { ok: true; kubeConfig: KubeAccess } | { ok: false; error: string };
 
@@ -22,7 +27,11 @@ const FILE_FIELDS_CLUSTER = ['certificate-authority'];
  * Parses `text` (from Secret `where`) into a KubeAccess, or says what is wrong with it and how
  * to fix it. No I/O: nothing is read, nothing is run.
  */
-export function parseKubeconfig(text: string, where: string): KubeconfigResult {
+export function parseKubeconfig(
+  text: string,
+  where: string,
+  opts: { proxy?: ProxyEnv } = {},
+): KubeconfigResult {
   let doc: unknown;
   try {
     doc = parseYaml(text) as unknown;
@@ -61,6 +70,19 @@ export function parseKubeconfig(text: string, where: string): KubeconfigResult {
       return fail(
         where,
         `cluster "${clusterName}" refers to a file (${f}); the hub reads no files for a MirrorCluster: inline it as ${f}-data`,
+      );
+    }
+  }
+  let proxyUrl: URL | undefined;
+  const rawProxy = cluster['proxy-url'];
+  if (rawProxy !== undefined) {
+    try {
+      if (typeof rawProxy !== 'string' || !rawProxy) throw new Error('is not a URL');
+      proxyUrl = parseProxyUrl(rawProxy, 'proxy-url');
+    } catch (err) {
+      return fail(
+        where,
+        `cluster "${clusterName}" has a proxy-url the hub cannot use: ${firstLine(err)}`,
       );
     }
   }
@@ -106,11 +128,23 @@ export function parseKubeconfig(text: string, where: string): KubeconfigResult {
   set('password', str(user['password']));
   let kc: KubeAccess;
   try {
-    kc = kubeconfigContextAccess(parsed);
+    kc = withAgent(kubeconfigContextAccess(parsed), apiServerAgent(server, opts.proxy, proxyUrl));
   } catch (err) {
     return fail(where, `cannot be loaded (${firstLine(err)})`);
   }
   return { ok: true, kubeConfig: kc };
+}
+
+/** `access`, its connections made by `agent` (a proxy tunnel) when there is one. */
+function withAgent(access: KubeAccess, agent: ReturnType<typeof apiServerAgent>): KubeAccess {
+  if (!agent) return access;
+  return {
+    getCurrentCluster: () => access.getCurrentCluster(),
+    async applyToHTTPSOptions(reqOpts) {
+      await access.applyToHTTPSOptions(reqOpts);
+      reqOpts.agent = agent;
+    },
+  };
 }
 
 function fail(where: string, what: string): KubeconfigResult {

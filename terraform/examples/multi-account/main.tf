@@ -50,6 +50,7 @@ module "follower_a" {
   cluster_name          = var.follower_a.cluster_name
   agent_namespace       = var.namespace
   mirror_cluster_labels = var.follower_a.labels
+  hub_egress_cidrs      = var.follower_a.hub_egress_cidrs
 }
 
 module "follower_b" {
@@ -65,4 +66,5 @@ module "follower_b" {
   cluster_name          = var.follower_b.cluster_name
   agent_namespace       = var.namespace
   mirror_cluster_labels = var.follower_b.labels
+  hub_egress_cidrs      = var.follower_b.hub_egress_cidrs
 }

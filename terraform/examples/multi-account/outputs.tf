@@ -42,3 +42,13 @@ output "aws_auth_map_roles" {
   description = "Legacy aws-auth mapRoles entries, by follower: only for clusters still in CONFIG_MAP mode (see the follower module's README)."
   value       = { a = module.follower_a.aws_auth_map_roles, b = module.follower_b.aws_auth_map_roles }
 }
+
+output "public_access_cidrs" {
+  description = "By follower: the publicAccessCidrs its cluster needs for the hub (empty without hub_egress_cidrs); apply them with aws eks update-cluster-config (docs/multicluster.md, Networking)."
+  value       = { a = module.follower_a.public_access_cidrs, b = module.follower_b.public_access_cidrs }
+}
+
+output "endpoint_access" {
+  description = "By follower: its API endpoint, public and/or private, and its publicAccessCidrs now."
+  value       = { a = module.follower_a.endpoint_access, b = module.follower_b.endpoint_access }
+}

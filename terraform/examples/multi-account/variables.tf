@@ -24,6 +24,9 @@ variable "follower_a" {
     profile         = optional(string)
     assume_role_arn = optional(string)
     labels          = optional(map(string), {})
+    # Networking (docs/multicluster.md): the hub's public egress addresses (NAT gateway EIPs,
+    # the proxy's), added to the public_access_cidrs output.
+    hub_egress_cidrs = optional(list(string), [])
   })
 }
 
@@ -36,6 +39,9 @@ variable "follower_b" {
     profile         = optional(string)
     assume_role_arn = optional(string)
     labels          = optional(map(string), {})
+    # Networking (docs/multicluster.md): the hub's public egress addresses (NAT gateway EIPs,
+    # the proxy's), added to the public_access_cidrs output.
+    hub_egress_cidrs = optional(list(string), [])
   })
 }
 

@@ -106,3 +106,11 @@ resource "aws_eks_access_entry" "hub" {
 # covers mirrorhub's MirrorDeliveries. The agent chart's hub-access Role is the whole grant.
 # (variables.tf refuses the inputs that used to add one; the next apply after an upgrade removes
 # an association an earlier version of this module created.)
+
+################################################################################
+# Networking
+################################################################################
+
+locals {
+  vpc_config = try(data.aws_eks_cluster.this.vpc_config[0], null)
+}

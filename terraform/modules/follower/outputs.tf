@@ -57,3 +57,18 @@ output "aws_auth_map_roles" {
     groups   = var.kubernetes_groups
   }])
 }
+
+output "endpoint_access" {
+  description = "How the cluster's API endpoint is reachable: public and/or private, and the publicAccessCidrs it has now (docs/multicluster.md, Networking)."
+  value = {
+    endpoint            = data.aws_eks_cluster.this.endpoint
+    public              = try(local.vpc_config.endpoint_public_access, null)
+    private             = try(local.vpc_config.endpoint_private_access, null)
+    public_access_cidrs = try(local.vpc_config.public_access_cidrs, [])
+  }
+}
+
+output "public_access_cidrs" {
+  description = "The publicAccessCidrs the cluster needs so the hub reaches its public endpoint: the current ones plus hub_egress_cidrs. Apply with `aws eks update-cluster-config --name <cluster> --resources-vpc-config publicAccessCidrs=<these, comma-separated>`, or in the cluster's own terraform. Empty when hub_egress_cidrs is."
+  value       = length(var.hub_egress_cidrs) == 0 ? [] : distinct(concat(try(local.vpc_config.public_access_cidrs, []), var.hub_egress_cidrs))
+}

@@ -180,3 +180,20 @@ variable "mirror_cluster_labels" {
   type        = map(string)
   default     = {}
 }
+
+################################################################################
+# Networking: what the module can say about the hub's path to the API server (the security-group
+# rule for a private path is the follower-network module's). Routes, peering or Transit Gateway
+# attachments, Route 53 Resolver rules and NAT are the network team's.
+################################################################################
+
+variable "hub_egress_cidrs" {
+  description = "Public addresses the hub's connections leave from over the internet (the management VPC's NAT gateway EIPs as /32, or the egress proxy's). They are added to the public_access_cidrs output: the publicAccessCidrs the cluster needs for the hub, which the module does not apply (it does not own the cluster)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.hub_egress_cidrs : can(cidrhost(c, 0))])
+    error_message = "hub_egress_cidrs must be CIDRs (203.0.113.10/32)."
+  }
+}

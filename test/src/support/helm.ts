@@ -26,20 +26,23 @@ export interface Helm {
   fails(args: string[]): Promise<string>;
   /** Removes the temp home. */
   cleanup(): Promise<void>;
+  /** The binary, and the environment it runs with (its isolated home), for scripts that run it. */
+  bin: string;
+  env: Record<string, string>;
 }
 
 export async function isolatedHelm(): Promise<Helm> {
   const bin = await ensureHelm();
   const home = await mkdtemp(join(tmpdir(), 'mirrorhub-helm-'));
+  const env = {
+    HOME: home,
+    HELM_CACHE_HOME: join(home, 'cache'),
+    HELM_CONFIG_HOME: join(home, 'config'),
+    HELM_DATA_HOME: join(home, 'data'),
+  };
   const helm = (async (args: string[]) => {
     const { stdout } = await run(bin, args, {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: home,
-        HELM_CACHE_HOME: join(home, 'cache'),
-        HELM_CONFIG_HOME: join(home, 'config'),
-        HELM_DATA_HOME: join(home, 'data'),
-      },
+      env: { PATH: process.env.PATH ?? '', ...env },
       maxBuffer: 32 * 1024 * 1024,
     });
     return stdout;
@@ -53,6 +56,8 @@ export async function isolatedHelm(): Promise<Helm> {
     throw new Error(`helm ${args.join(' ')} succeeded, expected it to fail`);
   };
   helm.cleanup = () => rm(home, { recursive: true, force: true });
+  helm.bin = bin;
+  helm.env = env;
   return helm;
 }
 

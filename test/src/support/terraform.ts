@@ -144,20 +144,29 @@ export interface AppliedExample {
   outputs: Record<string, { value: unknown }>;
 }
 
+export interface PreparedExample {
+  /** The private copy of terraform/ (modules/, examples/). */
+  tree: string;
+  /** examples/multi-account in it. */
+  dir: string;
+  /** The environment terraform runs with (the operator's keys only). */
+  env: NodeJS.ProcessEnv;
+}
+
 /**
- * `terraform init` + `apply` of examples/multi-account as a user applies it, plus one override
- * file: every provider talks to the kit's emulators (IAM and STS are moto, EKS is the emulator)
- * and never to the metadata API. Returns `terraform output -json`.
+ * examples/multi-account as a user has it before `terraform init`, plus two files: an override
+ * pointing every provider at the kit's emulators (IAM and STS are moto, EKS is the emulator;
+ * never the metadata API), and terraform.tfvars.json with the kit's accounts, which terraform
+ * loads after a terraform.tfvars copied from the example, so its values win.
  */
-export async function applyMultiAccountExample(o: {
-  terraform: Terraform;
+export async function prepareMultiAccountExample(o: {
   kit: Kit;
   work: string;
   accounts: ExampleAccounts;
   followers: readonly [ExampleFollower, ExampleFollower];
-  log?: (line: string) => void;
-}): Promise<AppliedExample> {
-  const dir = join(await copyOfTerraformDir(o.work), 'examples/multi-account');
+}): Promise<PreparedExample> {
+  const tree = await copyOfTerraformDir(o.work);
+  const dir = join(tree, 'examples/multi-account');
   const { stsEndpoint, eksEndpoint, region } = o.kit.aws!;
   const endpoints = (alias: string) => `provider "aws" {
   alias                   = "${alias}"
@@ -202,6 +211,22 @@ export async function applyMultiAccountExample(o: {
     AWS_SHARED_CREDENTIALS_FILE: join(o.work, 'no-aws-credentials'),
     AWS_EC2_METADATA_DISABLED: 'true',
   };
+  return { tree, dir, env };
+}
+
+/**
+ * `terraform init` + `apply` of examples/multi-account as a user applies it (prepared by
+ * prepareMultiAccountExample). Returns `terraform output -json`.
+ */
+export async function applyMultiAccountExample(o: {
+  terraform: Terraform;
+  kit: Kit;
+  work: string;
+  accounts: ExampleAccounts;
+  followers: readonly [ExampleFollower, ExampleFollower];
+  log?: (line: string) => void;
+}): Promise<AppliedExample> {
+  const { dir, env } = await prepareMultiAccountExample(o);
   await o.terraform(dir, ['init', '-input=false'], { env });
   const started = Date.now();
   await o.terraform(dir, ['apply', '-auto-approve', '-input=false'], { env });

@@ -771,6 +771,16 @@ describe('EksClusterAccess error messages', () => {
         `AssumeRole ${roleA} failed: ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1; ` +
         'check that the hub can reach http://127.0.0.1:1 (network, proxy, VPC endpoint)',
     },
+    {
+      name: 'an egress proxy nobody answers on (its password in no message)',
+      opts: () => ({ proxy: { httpProxy: 'http://ops:s3cret-pw-0c1@127.0.0.1:1' } }),
+      step: 'AssumeRole',
+      code: 'ECONNREFUSED',
+      message: () =>
+        `AssumeRole ${roleA} failed: ECONNREFUSED: proxy http://127.0.0.1:1: ECONNREFUSED ` +
+        `(CONNECT ${new URL(sts.endpoint).host}); check that the hub can reach ${sts.endpoint} ` +
+        'through the proxy http://127.0.0.1:1 (network, proxy, VPC endpoint)',
+    },
   ];
 
   it.each(cases)('names the call and what to check for $name', async (c) => {

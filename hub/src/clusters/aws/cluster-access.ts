@@ -30,6 +30,15 @@ import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { Backoff } from '@mirrorhub/shared/kit/runtime/backoff';
 import {
+  ProxyHttpAgent,
+  ProxyHttpsAgent,
+  describeProxy,
+  hasProxy,
+  proxyFor,
+  type ProxyEnv,
+} from '../egress-proxy.js';
+import { endpointFor, type AwsEndpointOverrides } from './endpoints.js';
+import {
   EksTokenSource,
   kubeAccessForCluster,
   type AwsCredentials,
@@ -63,16 +72,27 @@ export interface EksClusterAccessOptions {
    * Identity, env, profile), one instance shared by every EksClusterAccess in the process.
    */
   baseCredentials?: AwsCredentials | AwsCredentialsProvider;
-  /** STS endpoint for AssumeRole (emulators, VPC endpoints). Not used for tokens. */
+  /**
+   * STS endpoint for AssumeRole (emulators, VPC endpoints), for every region. Not used for
+   * tokens. `stsEndpoints` names one per region, which wins for its region.
+   */
   stsEndpoint?: string;
+  stsEndpoints?: Readonly<Record<string, string>>;
   /**
    * STS URL the bearer token is presigned for. Default the cluster region's public endpoint
    * (what `aws eks get-token` uses): the apiserver's authenticator replays the URL itself and
    * accepts only https STS hostnames it knows, so an AssumeRole override must not leak here.
    */
   tokenStsEndpoint?: string;
-  /** EKS endpoint for DescribeCluster (emulators). */
+  /** EKS endpoint for DescribeCluster (emulators, VPC endpoints), for every region. */
   eksEndpoint?: string;
+  /** EKS endpoint by region (interface VPC endpoints); wins over `eksEndpoint` for its region. */
+  eksEndpoints?: Readonly<Record<string, string>>;
+  /**
+   * The egress proxy (HTTPS_PROXY / NO_PROXY) for DescribeCluster and the follower's API server;
+   * AssumeRole takes the StsClients' own. Default: none, every connection direct.
+   */
+  proxy?: ProxyEnv;
   /** Region of the AssumeRole call. Default: the cluster's region. */
   stsRegion?: string;
   /** Default `mirrorhub-hub-<short host id>`. Must contain "mirrorhub" ([\w+=,.@-], 2-64). */
@@ -169,16 +189,82 @@ export function defaultRoleSessionName(host: string = hostname()): string {
 }
 
 let defaultChain: AwsCredentialsProvider | undefined;
-/** One default chain per process: it memoises and refreshes, so N clusters cost one IRSA call. */
-function defaultBaseCredentials(): AwsCredentialsProvider {
-  defaultChain ??= fromNodeProviderChain();
-  return defaultChain;
+let proxiedChain: { proxy: ProxyEnv; chain: AwsCredentialsProvider } | undefined;
+/**
+ * One default chain per process: it memoises and refreshes, so N clusters cost one IRSA call.
+ * Behind an egress proxy its own STS call (IRSA's AssumeRoleWithWebIdentity) goes through the
+ * proxy too; EKS Pod Identity's agent is link-local and never proxied.
+ */
+function defaultBaseCredentials(proxy?: ProxyEnv): AwsCredentialsProvider {
+  if (!hasProxy(proxy)) {
+    defaultChain ??= fromNodeProviderChain();
+    return defaultChain;
+  }
+  if (proxiedChain?.proxy !== proxy) {
+    proxiedChain = {
+      proxy,
+      chain: fromNodeProviderChain({
+        clientConfig: { requestHandler: awsRequestHandler(10_000, proxy) },
+      }),
+    };
+  }
+  return proxiedChain.chain;
 }
 
 interface StsClientOptions {
   baseCredentials?: AwsCredentials | AwsCredentialsProvider;
+  /** Every region's AssumeRole endpoint, unless `stsEndpoints` names the region. */
   stsEndpoint?: string;
+  stsEndpoints?: Readonly<Record<string, string>>;
+  /** The egress proxy (HTTPS_PROXY / NO_PROXY); default none. */
+  proxy?: ProxyEnv;
   requestTimeoutMs?: number;
+}
+
+/** The endpoints `global` / `byRegion` as overrides (undefined when neither is set). */
+function overrides(
+  global: string | undefined,
+  byRegion: Readonly<Record<string, string>> | undefined,
+): AwsEndpointOverrides | undefined {
+  if (!global && !byRegion) return undefined;
+  return { ...(global ? { global } : {}), ...(byRegion ? { byRegion } : {}) };
+}
+
+/**
+ * The SDK's request handler options: its timeouts, and with a proxy, agents that tunnel through
+ * it (NO_PROXY hosts direct). Each client gets agents of its own: destroying a client destroys
+ * its agents.
+ */
+export function awsRequestHandler(
+  requestTimeoutMs: number,
+  proxy: ProxyEnv | undefined,
+): {
+  requestTimeout: number;
+  connectionTimeout: number;
+  httpsAgent?: ProxyHttpsAgent;
+  httpAgent?: ProxyHttpAgent;
+} {
+  const base = { requestTimeout: requestTimeoutMs, connectionTimeout: 5000 };
+  if (!hasProxy(proxy)) return base;
+  // Idle tunnels close: STS is called seldom, and a tunnel held open between calls holds a
+  // proxy connection for nothing.
+  const agentOpts = { keepAlive: true, connectTimeoutMs: 5000, timeout: 60_000 };
+  return {
+    ...base,
+    httpsAgent: new ProxyHttpsAgent(proxy, agentOpts),
+    httpAgent: new ProxyHttpAgent(proxy, agentOpts),
+  };
+}
+
+/** Where a call to `endpoint` goes, for a hint: the endpoint, and the proxy it went through. */
+function via(endpoint: string, proxy: ProxyEnv | undefined): string {
+  let p: URL | undefined;
+  try {
+    p = proxy ? proxyFor(proxy, endpoint) : undefined;
+  } catch {
+    p = undefined;
+  }
+  return p ? `${endpoint} through the proxy ${describeProxy(p)}` : endpoint;
 }
 
 /**
@@ -188,26 +274,31 @@ interface StsClientOptions {
  */
 export class StsClients {
   readonly baseCredentials: AwsCredentials | AwsCredentialsProvider;
+  readonly proxy: ProxyEnv | undefined;
   private readonly clients = new Map<string, STSClient>();
   private readonly opts: StsClientOptions;
 
   constructor(opts: StsClientOptions = {}) {
     this.opts = opts;
-    this.baseCredentials = opts.baseCredentials ?? defaultBaseCredentials();
+    this.baseCredentials = opts.baseCredentials ?? defaultBaseCredentials(opts.proxy);
+    this.proxy = opts.proxy;
+  }
+
+  /** The AssumeRole endpoint for `region`: its own, the global one, or undefined (the SDK's). */
+  endpoint(region: string): string | undefined {
+    return endpointFor(overrides(this.opts.stsEndpoint, this.opts.stsEndpoints), region);
   }
 
   /** The client for AssumeRole calls in `region`. */
   get(region: string): STSClient {
     let client = this.clients.get(region);
     if (!client) {
+      const endpoint = this.endpoint(region);
       client = new STSClient({
         region,
         credentials: this.baseCredentials,
-        ...(this.opts.stsEndpoint ? { endpoint: this.opts.stsEndpoint } : {}),
-        requestHandler: {
-          requestTimeout: this.opts.requestTimeoutMs ?? 10_000,
-          connectionTimeout: 5000,
-        },
+        ...(endpoint ? { endpoint } : {}),
+        requestHandler: awsRequestHandler(this.opts.requestTimeoutMs ?? 10_000, this.opts.proxy),
       });
       this.clients.set(region, client);
     }
@@ -259,6 +350,10 @@ export class EksClusterAccess {
   /** How long invalidateEndpoint() waits after the last describe (see describeMaxIntervalMs). */
   private describeIntervalMs: number;
   private readonly sts: STSClient;
+  /** Where AssumeRole goes (for hints). */
+  private readonly stsWhere: string;
+  /** The agent of the follower's API server connections when a proxy applies to it. */
+  private readonly apiProxy: ProxyEnv | undefined;
   /** The STS clients made for this access alone (no `stsClients` given): destroyed with it. */
   private readonly ownStsClients: StsClients | undefined;
   private readonly tokens: EksTokenSource;
@@ -316,9 +411,9 @@ export class EksClusterAccess {
     };
     this.backoff = { AssumeRole: new Backoff(backoff), DescribeCluster: new Backoff(backoff) };
 
-    if (opts.stsClients && (opts.baseCredentials || opts.stsEndpoint)) {
+    if (opts.stsClients && (opts.baseCredentials || opts.stsEndpoint || opts.stsEndpoints)) {
       throw new Error(
-        'EksClusterAccess: with stsClients, give baseCredentials and stsEndpoint to the StsClients',
+        'EksClusterAccess: with stsClients, give baseCredentials and stsEndpoint to the StsClients (stsEndpoints too)',
       );
     }
     const clients =
@@ -326,8 +421,16 @@ export class EksClusterAccess {
       new StsClients({
         baseCredentials: opts.baseCredentials,
         stsEndpoint: opts.stsEndpoint,
+        ...(opts.stsEndpoints ? { stsEndpoints: opts.stsEndpoints } : {}),
+        ...(opts.proxy ? { proxy: opts.proxy } : {}),
         requestTimeoutMs: opts.requestTimeoutMs,
       });
+    this.apiProxy = opts.proxy;
+    const stsRegion = opts.stsRegion ?? region;
+    this.stsWhere = via(
+      clients.endpoint(stsRegion) ?? `https://sts.${stsRegion}.amazonaws.com`,
+      clients.proxy,
+    );
     this.ownStsClients = clients === opts.stsClients ? undefined : clients;
     const base = clients.baseCredentials;
     this.staticSecrets = typeof base === 'function' ? [] : secretsOf(base);
@@ -359,6 +462,7 @@ export class EksClusterAccess {
       server: ep.server,
       caPem: ep.caPem,
       token: () => this.bearerToken(),
+      ...(this.apiProxy ? { proxy: this.apiProxy } : {}),
     });
     this.access = { access, server: ep.server, caPem: ep.caPem };
     return access;
@@ -532,14 +636,12 @@ export class EksClusterAccess {
     // An AssumeRole failure surfaces as itself, not as a DescribeCluster failure.
     const credentials = await this.credentials();
     const { name, region } = this.cluster;
+    const endpoint = this.eksEndpoint();
     const eks = new EKSClient({
       region,
       credentials,
-      ...(this.opts.eksEndpoint ? { endpoint: this.opts.eksEndpoint } : {}),
-      requestHandler: {
-        requestTimeout: this.opts.requestTimeoutMs ?? 10_000,
-        connectionTimeout: 5000,
-      },
+      ...(endpoint ? { endpoint } : {}),
+      requestHandler: awsRequestHandler(this.opts.requestTimeoutMs ?? 10_000, this.opts.proxy),
     });
     try {
       const { cluster } = await eks.send(new DescribeClusterCommand({ name }));
@@ -588,6 +690,14 @@ export class EksClusterAccess {
     } finally {
       eks.destroy();
     }
+  }
+
+  /** DescribeCluster's endpoint for the cluster's region, or undefined for the SDK's. */
+  private eksEndpoint(): string | undefined {
+    return endpointFor(
+      overrides(this.opts.eksEndpoint, this.opts.eksEndpoints),
+      this.cluster.region,
+    );
   }
 
   private async bearerToken(): Promise<string> {
@@ -640,8 +750,8 @@ export class EksClusterAccess {
     if (isNetworkError(err)) {
       const where =
         step === 'DescribeCluster'
-          ? (this.opts.eksEndpoint ?? `eks.${region}.amazonaws.com`)
-          : (this.opts.stsEndpoint ?? `sts.${this.opts.stsRegion ?? region}.amazonaws.com`);
+          ? via(this.eksEndpoint() ?? `https://eks.${region}.amazonaws.com`, this.opts.proxy)
+          : this.stsWhere;
       return `check that the hub can reach ${where} (network, proxy, VPC endpoint)`;
     }
     if (step === 'AssumeRole') {

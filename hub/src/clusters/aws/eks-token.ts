@@ -9,6 +9,7 @@
 import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
+import { apiServerAgent, type ProxyEnv } from '../egress-proxy.js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 
@@ -207,6 +208,8 @@ export interface ClusterKubeConfigOptions {
   caPem: string;
   /** Where bearer tokens come from: an EksTokenSource or any async function. */
   token: EksTokenSource | (() => Promise<string>);
+  /** The egress proxy (HTTPS_PROXY / NO_PROXY): the API server is reached through it. */
+  proxy?: ProxyEnv;
 }
 
 /** `token` as a function that answers the current bearer token. */
@@ -225,9 +228,11 @@ export function kubeAccessForCluster(opts: ClusterKubeConfigOptions): KubeAccess
   const getToken = bearerTokens(opts.token);
   const server = opts.server;
   const ca = Buffer.from(opts.caPem, 'utf8');
+  const agent = apiServerAgent(server, opts.proxy);
   return {
     getCurrentCluster: () => ({ server }),
     async applyToHTTPSOptions(reqOpts) {
+      if (agent) reqOpts.agent = agent;
       reqOpts.ca = ca;
       reqOpts.rejectUnauthorized = true;
       const token = await getToken();

@@ -230,10 +230,14 @@ export class RestClient {
     }
     const isHttp = url.protocol === 'http:';
     // client-node's applyToHTTPSOptions sets a fresh agent per call; use our pool instead (the
-    // pool keys connections by the TLS options set above, so credentials are respected).
-    reqOpts.agent = isHttp
-      ? (this.httpAgent ??= new http.Agent(this.agentOptions))
-      : (this.httpsAgent ??= new https.Agent(this.agentOptions));
+    // pool keys connections by the TLS options set above, so credentials are respected). An
+    // agent of another kind is a proxy's (a CONNECT tunnel): it is how the server is reached,
+    // so it stays.
+    if (!isProxyAgent(reqOpts.agent)) {
+      reqOpts.agent = isHttp
+        ? (this.httpAgent ??= new http.Agent(this.agentOptions))
+        : (this.httpsAgent ??= new https.Agent(this.agentOptions));
+    }
     const context = `${method} ${url.pathname}`;
     const { status, body } = await new Promise<{ status: number; body: string }>(
       (resolve, reject) => {
@@ -262,6 +266,15 @@ export class RestClient {
     }
     throw new KubeApiError(status, parseStatus(body), context);
   }
+}
+
+/** An agent that is not node's own (a subclass, e.g. one that tunnels through a proxy). */
+function isProxyAgent(agent: unknown): boolean {
+  return (
+    agent instanceof http.Agent &&
+    agent.constructor !== http.Agent &&
+    agent.constructor !== https.Agent
+  );
 }
 
 function parseStatus(body: string): StatusLike {
