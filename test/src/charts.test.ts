@@ -1259,6 +1259,9 @@ describe('charts, installed on real API servers', () => {
   it('installs with CRDs, workloads, ServiceAccounts and RBAC, and prints its next steps', async () => {
     expect(installed.hub).toContain('STATUS: deployed');
     // How to reach the dashboard and sign in to it.
+    expect(installed.hub).toContain(
+      `kubectl mirrorhub dashboard --hub-namespace ${NS} --service mirrorhub-hub`,
+    );
     expect(installed.hub).toContain(`kubectl -n ${NS} port-forward svc/mirrorhub-hub 8080`);
     expect(installed.hub).toContain('kubectl create token <serviceaccount> -n <namespace>');
     expect(installed.hub).toContain(
