@@ -5,23 +5,27 @@ import { countWrites, logOutcomes, registerGauges } from './metrics.js';
 import type { Outcome } from './plan.js';
 
 describe('delivery controller metrics', () => {
-  it('samples copies, conflicts and failed namespaces on scrape', async () => {
+  it('samples copies, conflicts, failed and denied namespaces on scrape', async () => {
     const m = createMetrics({ component: 'agent', defaultMetrics: false });
     const copies = { Secret: { size: 3 }, ConfigMap: { size: 1 } };
-    let totals = { conflicts: 2, failures: 1 };
+    let totals = { conflicts: 2, failures: 1, denied: 3 };
     registerGauges(m.registry, copies, { totals: () => totals });
     // A second controller on the same registry does not register them twice.
-    registerGauges(m.registry, copies, { totals: () => ({ conflicts: 9, failures: 9 }) });
+    registerGauges(m.registry, copies, {
+      totals: () => ({ conflicts: 9, failures: 9, denied: 9 }),
+    });
     let out = await m.render();
     expect(out).toContain('mirrorhub_agent_copies{kind="Secret",component="agent"} 3');
     expect(out).toContain('mirrorhub_agent_copies{kind="ConfigMap",component="agent"} 1');
     expect(out).toContain('mirrorhub_agent_conflicts{component="agent"} 2');
     expect(out).toContain('mirrorhub_agent_failed_namespaces{component="agent"} 1');
-    totals = { conflicts: 0, failures: 4 };
+    expect(out).toContain('mirrorhub_agent_denied_namespaces{component="agent"} 3');
+    totals = { conflicts: 0, failures: 4, denied: 0 };
     copies.Secret.size = 5;
     out = await m.render();
     expect(out).toContain('mirrorhub_agent_copies{kind="Secret",component="agent"} 5');
     expect(out).toContain('mirrorhub_agent_failed_namespaces{component="agent"} 4');
+    expect(out).toContain('mirrorhub_agent_denied_namespaces{component="agent"} 0');
   });
 
   it('counts copy writes and failed writes by status code, and tells of work', async () => {

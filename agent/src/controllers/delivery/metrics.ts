@@ -11,7 +11,7 @@ import type { WriteObserver } from './apply.js';
 import type { DeliveryNotes } from './notes.js';
 import type { Outcome } from './plan.js';
 
-/** mirrorhub_agent_copies{kind}, _conflicts and _failed_namespaces, sampled on scrape. */
+/** mirrorhub_agent_copies{kind}, _conflicts, _failed_namespaces and _denied_namespaces, on scrape. */
 export function registerGauges(
   registry: Registry,
   copies: Record<SourceKind, { readonly size: number }>,
@@ -46,6 +46,16 @@ export function registerGauges(
       registers: [registry],
       collect() {
         this.set(notes.totals().failures);
+      },
+    });
+  }
+  if (!registry.getSingleMetric('mirrorhub_agent_denied_namespaces')) {
+    new Gauge({
+      name: 'mirrorhub_agent_denied_namespaces',
+      help: "Selected namespaces where this cluster's policy refuses a copy (PolicyDenied).",
+      registers: [registry],
+      collect() {
+        this.set(notes.totals().denied);
       },
     });
   }

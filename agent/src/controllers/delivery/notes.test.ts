@@ -80,13 +80,25 @@ describe('DeliveryNotes', () => {
   it('starts clean for a delivery re-created under the same name', () => {
     const notes = new DeliveryNotes();
     notes.of(delivery('u-1')).remember([failed('a'), conflict('b')], entries('a', 'b'), 0);
-    expect(notes.totals()).toEqual({ conflicts: 1, failures: 1 });
+    expect(notes.totals()).toEqual({ conflicts: 1, failures: 1, denied: 0 });
     expect(notes.of(delivery('u-1')).failures.size).toBe(1);
     expect(notes.of(delivery('u-2')).failures.size).toBe(0);
-    expect(notes.totals()).toEqual({ conflicts: 0, failures: 0 });
+    expect(notes.totals()).toEqual({ conflicts: 0, failures: 0, denied: 0 });
     notes.of(delivery('u-2')).remember([failed('a')], entries('a'), 0);
     notes.forget('d-1');
-    expect(notes.totals()).toEqual({ conflicts: 0, failures: 0 });
+    expect(notes.totals()).toEqual({ conflicts: 0, failures: 0, denied: 0 });
+  });
+
+  it("counts the namespaces the last plan found refused by the follower's policy", () => {
+    const notes = new DeliveryNotes();
+    const refused = (name: string) => ({ name, state: 'PolicyDenied' });
+    notes
+      .of(delivery('u-1'))
+      .remember([], [refused('kube-system'), refused('kube-public'), { name: 'a' }], 0);
+    expect(notes.totals().denied).toBe(2);
+    // The next plan selects the refused namespaces no more (excludeNamespaces): none is left.
+    notes.of(delivery('u-1')).remember([], entries('a'), 0);
+    expect(notes.totals().denied).toBe(0);
   });
 
   it('compiles a matcher once per uid and generation', () => {

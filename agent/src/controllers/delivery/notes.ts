@@ -1,6 +1,7 @@
 // What the delivery controller remembers about each delivery between reconciles: the namespaces
 // where the last write failed or found someone else's object (the plan reports them until a
-// write there works), and the delivery's compiled namespace matcher.
+// write there works), how many namespaces the follower's policy refused, and the delivery's
+// compiled namespace matcher.
 
 import type { MirrorDelivery } from '@mirrorhub/shared/api/types.gen';
 import type { NamespaceMatcher } from '@mirrorhub/shared/mirror/namespaces';
@@ -13,6 +14,8 @@ export class DeliveryNote {
   readonly failures = new Map<string, string>();
   /** namespace -> the conflict a create found there, and when. */
   readonly conflicts = new Map<string, { info: ConflictInfo; at: number }>();
+  /** Selected namespaces the follower's policy refused in the last plan (PolicyDenied). */
+  denied = 0;
   matcher?: { uid: string | undefined; generation: number | undefined; matcher: NamespaceMatcher };
 
   /**
@@ -28,7 +31,12 @@ export class DeliveryNote {
    * Fold this round's outcomes into what we remember per namespace; `planned` are the plan's
    * entries (the namespaces it reported on).
    */
-  remember(outcomes: readonly Outcome[], planned: readonly { name: string }[], now: number): void {
+  remember(
+    outcomes: readonly Outcome[],
+    planned: readonly { name: string; state?: string | undefined }[],
+    now: number,
+  ): void {
+    this.denied = planned.filter((e) => e.state === 'PolicyDenied').length;
     for (const o of outcomes) {
       switch (o.result) {
         case 'ok':
@@ -88,15 +96,17 @@ export class DeliveryNotes {
     return note.matcher.matcher;
   }
 
-  /** Namespaces with a conflict, and with a failed write, over every delivery (gauges). */
-  totals(): { conflicts: number; failures: number } {
+  /** Namespaces with a conflict, with a failed write, and refused by policy (gauges). */
+  totals(): { conflicts: number; failures: number; denied: number } {
     let conflicts = 0;
     let failures = 0;
+    let denied = 0;
     for (const n of this.byName.values()) {
       conflicts += n.conflicts.size;
       failures += n.failures.size;
+      denied += n.denied;
     }
-    return { conflicts, failures };
+    return { conflicts, failures, denied };
   }
 
   private named(name: string): DeliveryNote {
