@@ -18,11 +18,12 @@
 // exempt by themselves: list them (curl does the same), so a proxy a test puts in front of a
 // loopback emulator really is used. A proxy URL's user:password goes into Proxy-Authorization and
 // never into a message: describeProxy() prints it without them.
-import http from 'node:http';
+import type { AgentOptions, ClientRequestArgs } from 'node:http';
 import https from 'node:https';
 import { BlockList, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import { http } from '@mirrorhub/shared/kit/runtime/builtins';
 
 /** The proxies and exemptions of one process, as read from its environment. */
 export interface ProxyEnv {
@@ -341,11 +342,7 @@ export class ProxyHttpAgent extends http.Agent {
   private readonly proxy: URL | undefined;
   private readonly connectTimeoutMs: number;
 
-  constructor(
-    env: ProxyEnv,
-    opts: http.AgentOptions & { connectTimeoutMs?: number } = {},
-    fixed?: URL,
-  ) {
+  constructor(env: ProxyEnv, opts: AgentOptions & { connectTimeoutMs?: number } = {}, fixed?: URL) {
     super(opts);
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 30_000;
     this.proxy = fixed ?? (env.httpProxy ? parseProxyUrl(env.httpProxy, 'HTTP_PROXY') : undefined);
@@ -353,7 +350,7 @@ export class ProxyHttpAgent extends http.Agent {
   }
 
   override createConnection(
-    options: http.ClientRequestArgs,
+    options: ClientRequestArgs,
     callback?: Callback,
   ): Duplex | null | undefined {
     const host = String(options.host ?? 'localhost');
