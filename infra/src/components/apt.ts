@@ -1,5 +1,6 @@
 // Installing a Debian package with apt-get, once: root only, under a lock in the cache dir.
 
+import { constants as fsConstants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { cacheDir, progress, runLogged, which, withFileLock } from './cache.js';
@@ -67,4 +68,16 @@ export async function aptInstall(opts: AptInstallOptions): Promise<string> {
     },
   );
   return logFile;
+}
+
+/** Whether `file` is an executable regular file: a system package's binary is installed. */
+export async function isExecutableFile(file: string): Promise<boolean> {
+  try {
+    const stat = await fs.stat(file);
+    if (!stat.isFile()) return false;
+    await fs.access(file, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

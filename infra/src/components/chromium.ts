@@ -4,23 +4,12 @@
 import { constants as fsConstants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { aptInstall } from './apt.js';
+import { aptInstall, isExecutableFile } from './apt.js';
 
 const ENV_VAR = 'MIRRORHUB_CHROMIUM';
 /** Where Debian's `chromium` package puts its launcher. */
 export const DEBIAN_CHROMIUM = '/usr/bin/chromium';
 const PACKAGE = 'chromium';
-
-async function isExecutableFile(file: string): Promise<boolean> {
-  try {
-    const stat = await fs.stat(file);
-    if (!stat.isFile()) return false;
-    await fs.access(file, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Why `$MIRRORHUB_CHROMIUM` cannot be used, or undefined when it is an executable file. */
 async function refuseEnvPath(file: string): Promise<string | undefined> {

@@ -2,10 +2,9 @@
 // missing and allowed): promtool checks and unit-tests the charts' alert rules, and a real
 // Prometheus scrapes a hub and an agent in the alerting e2e test.
 
-import { constants as fsConstants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { aptInstall } from './apt.js';
+import { aptInstall, isExecutableFile } from './apt.js';
 import { findFreePort, startService, waitFor, type ServiceProcess } from './cache.js';
 
 const ENV_VAR = 'MIRRORHUB_PROMETHEUS';
@@ -16,17 +15,6 @@ const PACKAGE = 'prometheus';
 export interface PrometheusBins {
   prometheus: string;
   promtool: string;
-}
-
-async function isExecutableFile(file: string): Promise<boolean> {
-  try {
-    const stat = await fs.stat(file);
-    if (!stat.isFile()) return false;
-    await fs.access(file, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function binsBeside(prometheus: string): PrometheusBins {
