@@ -8,20 +8,11 @@
 // tunnel's target and answers anything else 405, so a request sent to it in the clear fails.
 // The kit's STS and EKS are http:// on loopback, so they go through HTTP_PROXY (tunnelled the
 // same way); the API servers are https:// and go through HTTPS_PROXY with TLS end to end.
-import {
-  AssociateAccessPolicyCommand,
-  CreateAccessEntryCommand,
-  EKSClient,
-} from '@aws-sdk/client-eks';
 import { readFile } from 'node:fs/promises';
 
-import {
-  createRole,
-  createUserWithAccessKey,
-  trustPolicy,
-  type Principal,
-} from '@mirrorhub/infra/aws/moto';
+import type { Principal } from '@mirrorhub/infra/aws/moto';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
+import { hubWithEditAccess } from './support/edit-access.js';
 import { EksClusterAccess, StsClients } from '@mirrorhub/hub/clusters/aws/cluster-access';
 import { endpointOverridesFromEnv } from '@mirrorhub/hub/clusters/aws/endpoints';
 import { timedRestClient } from '@mirrorhub/hub/clusters/client';
@@ -35,7 +26,6 @@ import { ConnectProxy } from './support/connect-proxy.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 const AGENT_NS = 'mirrorhub-system';
-const EDIT = 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy';
 const EXTERNAL_ID = 'mirrorhub-egress-test';
 /** In the proxy URL: it must reach the proxy, and no message or status. */
 const PROXY_PASSWORD = 'pr0xy-pw-7c41';
@@ -109,36 +99,12 @@ async function reach(access: KubeAccess): Promise<void> {
 
 beforeAll(async () => {
   kit = await startKit({ clusters: ['hub', 'follower-a', 'follower-b'] });
-  const { stsEndpoint, eksEndpoint, region } = kit.aws!;
-  const follower = kit.cluster('follower-a');
-  hub = await createUserWithAccessKey(stsEndpoint, {
-    accountId: kit.cluster('hub').accountId,
-    userName: 'mirrorhub-hub',
-  });
-  roleArn = (
-    await createRole(stsEndpoint, {
-      accountId: follower.accountId,
-      roleName: 'mirrorhub-follower',
-      trustPolicy: trustPolicy({ principals: [hub.arn], externalId: EXTERNAL_ID }),
-    })
-  ).arn;
-  const admin = await createUserWithAccessKey(stsEndpoint, {
-    accountId: follower.accountId,
-    userName: 'platform-admin',
-  });
-  const eks = new EKSClient({ endpoint: eksEndpoint, region, credentials: admin.credentials });
-  await eks.send(
-    new CreateAccessEntryCommand({ clusterName: 'follower-a', principalArn: roleArn }),
-  );
-  await eks.send(
-    new AssociateAccessPolicyCommand({
-      clusterName: 'follower-a',
-      principalArn: roleArn,
-      policyArn: EDIT,
-      accessScope: { type: 'namespace', namespaces: [AGENT_NS] },
-    }),
-  );
-  eks.destroy();
+  ({ hub, roleArn } = await hubWithEditAccess(kit, {
+    hubCluster: 'hub',
+    follower: 'follower-a',
+    externalId: EXTERNAL_ID,
+    namespace: AGENT_NS,
+  }));
   for (const name of ['follower-a', 'follower-b']) {
     const { CoreV1Api } = await import('@kubernetes/client-node');
     const core = kit.cluster(name).kubeConfig().makeApiClient(CoreV1Api);

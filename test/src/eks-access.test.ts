@@ -11,19 +11,10 @@
 //
 // What moto cannot show: it never expires a session, so an old session's token would still be
 // accepted; what is proven is that rotating underneath live clients never produces a 401.
-import {
-  CreateAccessEntryCommand,
-  AssociateAccessPolicyCommand,
-  EKSClient,
-} from '@aws-sdk/client-eks';
 import { ApiException, AuthenticationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import {
-  createRole,
-  createUserWithAccessKey,
-  trustPolicy,
-  type Principal,
-} from '@mirrorhub/infra/aws/moto';
+import type { Principal } from '@mirrorhub/infra/aws/moto';
 import { startKit, type Kit } from '@mirrorhub/infra/kit/index';
+import { hubWithEditAccess } from './support/edit-access.js';
 import {
   EksClusterAccess,
   type EksClusterAccessOptions,
@@ -33,7 +24,6 @@ import { eksKubeConfig } from '@mirrorhub/infra/aws/eks-kubeconfig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const AGENT_NS = 'mirrorhub-system';
-const EDIT = 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy';
 const EXTERNAL_ID = 'mirrorhub-eks-access-test';
 const ROUNDS = 40;
 const PARALLEL = 3;
@@ -80,39 +70,16 @@ async function motoSessions(): Promise<Array<{ access_key_id: string; session_na
 
 beforeAll(async () => {
   kit = await startKit({ clusters: ['hub', 'follower-a'] });
-  const { stsEndpoint, eksEndpoint, region } = kit.aws!;
   const follower = kit.cluster('follower-a');
 
   // What terraform/ sets up: the hub's identity, a follower role trusting it (with ExternalId),
   // an access entry scoped to the agent namespace.
-  hub = await createUserWithAccessKey(stsEndpoint, {
-    accountId: kit.cluster('hub').accountId,
-    userName: 'mirrorhub-hub',
-  });
-  roleArn = (
-    await createRole(stsEndpoint, {
-      accountId: follower.accountId,
-      roleName: 'mirrorhub-follower',
-      trustPolicy: trustPolicy({ principals: [hub.arn], externalId: EXTERNAL_ID }),
-    })
-  ).arn;
-  const admin = await createUserWithAccessKey(stsEndpoint, {
-    accountId: follower.accountId,
-    userName: 'platform-admin',
-  });
-  const eks = new EKSClient({ endpoint: eksEndpoint, region, credentials: admin.credentials });
-  await eks.send(
-    new CreateAccessEntryCommand({ clusterName: 'follower-a', principalArn: roleArn }),
-  );
-  await eks.send(
-    new AssociateAccessPolicyCommand({
-      clusterName: 'follower-a',
-      principalArn: roleArn,
-      policyArn: EDIT,
-      accessScope: { type: 'namespace', namespaces: [AGENT_NS] },
-    }),
-  );
-  eks.destroy();
+  ({ hub, roleArn } = await hubWithEditAccess(kit, {
+    hubCluster: 'hub',
+    follower: 'follower-a',
+    externalId: EXTERNAL_ID,
+    namespace: AGENT_NS,
+  }));
 
   const core = follower.kubeConfig().makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: 'team-a' } } });
