@@ -104,6 +104,12 @@ describe('configFromEnv', () => {
     });
   });
 
+  it('shares the followers only when told to', () => {
+    expect(configFromEnv({}).shareFollowers).toBeUndefined();
+    expect(configFromEnv({ MIRRORHUB_SHARE_FOLLOWERS: 'true' }).shareFollowers).toBe(true);
+    expect(configFromEnv({ MIRRORHUB_SHARE_FOLLOWERS: 'false' }).shareFollowers).toBeUndefined();
+  });
+
   it('reads the egress proxy as curl and Go do', () => {
     expect(
       configFromEnv({ https_proxy: 'http://squid.corp:3128', NO_PROXY: '.internal,10.0.0.0/8' })
@@ -118,6 +124,11 @@ describe('configFromEnv', () => {
     [{ PORT: '70000' }, /PORT must be an integer from 0 to 65535/],
     [{ MIRRORHUB_CONCURRENCY: '0' }, /MIRRORHUB_CONCURRENCY/],
     [{ MIRRORHUB_LEADER_ELECTION: 'maybe' }, /MIRRORHUB_LEADER_ELECTION must be true or false/],
+    [{ MIRRORHUB_SHARE_FOLLOWERS: 'yes' }, /MIRRORHUB_SHARE_FOLLOWERS must be true or false/],
+    [
+      { MIRRORHUB_SHARE_FOLLOWERS: 'true', MIRRORHUB_LEADER_ELECTION: 'false' },
+      /MIRRORHUB_SHARE_FOLLOWERS=true needs leader election/,
+    ],
     [{ MIRRORHUB_STS_ENDPOINT: 'moto:5000' }, /MIRRORHUB_STS_ENDPOINT must be an http\(s\) URL/],
     [{ MIRRORHUB_ROLE_DURATION_SECONDS: '7200' }, /from 900 to 3600/],
     [{ MIRRORHUB_EKS_ENDPOINT_EU_WEST_1: 'vpce' }, /MIRRORHUB_EKS_ENDPOINT_EU_WEST_1 must be/],

@@ -17,7 +17,8 @@ export type EnvConfig = Omit<HubConfig, 'kubeConfig' | 'logger' | 'version'> & {
  * MIRRORHUB_NAMESPACE (hub namespace, default mirrorhub-system), MIRRORHUB_AGENT_NAMESPACE
  * (default: the hub namespace), MIRRORHUB_CLUSTER_NAME (default hub), PORT (default 8080),
  * POD_NAME (identity; default the host name), MIRRORHUB_CONCURRENCY, MIRRORHUB_LEADER_ELECTION
- * ("false" to run without). LOG_LEVEL / LOG_FORMAT are read by the logger (logConfigFromEnv).
+ * ("false" to run without), MIRRORHUB_SHARE_FOLLOWERS ("true": the replicas share the followers;
+ * needs leader election). LOG_LEVEL / LOG_FORMAT are read by the logger (logConfigFromEnv).
  *
  * Followers: MIRRORHUB_CLUSTER_HEALTH_INTERVAL_SECONDS (10), MIRRORHUB_AGENT_HEARTBEAT_GRACE_SECONDS
  * (90), MIRRORHUB_CLUSTER_REQUEST_TIMEOUT_SECONDS (10), MIRRORHUB_CLEANUP_GRACE_SECONDS (120).
@@ -79,7 +80,17 @@ export function configFromEnv(env: Record<string, string | undefined>): EnvConfi
     throw new Error(`MIRRORHUB_DASHBOARD must be true or false; got "${dashboard}"`);
   }
   const podName = env['POD_NAME']?.trim();
+  const share = env['MIRRORHUB_SHARE_FOLLOWERS']?.trim().toLowerCase() ?? '';
+  if (share !== '' && share !== 'true' && share !== 'false') {
+    throw new Error(`MIRRORHUB_SHARE_FOLLOWERS must be true or false; got "${share}"`);
+  }
+  if (share === 'true' && le === 'false') {
+    throw new Error(
+      'MIRRORHUB_SHARE_FOLLOWERS=true needs leader election: the leader writes what has one writer (unset MIRRORHUB_LEADER_ELECTION or set it to true)',
+    );
+  }
   return {
+    ...(share === 'true' ? { shareFollowers: true } : {}),
     ...(dashboard === 'false' ? { dashboard: false } : {}),
     ...(podName ? { podName } : {}),
     ...(sa ? { serviceAccount: { namespace, name: sa } } : {}),

@@ -30,6 +30,9 @@ import type { Tenancy } from './mirrors/destinations/clusters/plan.js';
 import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
 import { createSigner, type Signer } from '@mirrorhub/shared/mirror/signing';
 import { ensureHashKey } from './hashkey.js';
+import { ALWAYS_LEADING, OWN_EVERYTHING, type Ownership, type Role } from './shards/ownership.js';
+import { ElectedRole } from './shards/role.js';
+import { FleetShards } from './shards/shards.js';
 import { DEFAULT_LEASE_NAME, validateClusterName } from './names.js';
 import { USER_AGENT } from '@mirrorhub/shared/api/contract';
 import { DashboardFeed, RecentEvents } from './dashboard/feed.js';
@@ -125,6 +128,14 @@ export interface HubConfig {
   /** false: run the controllers at once (one replica, tests). Default: elect with defaults. */
   leaderElection?: false | LeaderElectionConfig;
   /**
+   * The replicas share the followers (docs/multicluster.md, "Hub replicas"): every replica runs
+   * the controllers with warm caches, each MirrorCluster is written by one replica at a time
+   * (shards/), and the elected leader writes what has one writer (mirror status, the hub's own
+   * cluster, Vault). Needs leader election. Default false: the leader does everything and the
+   * other replicas stand by.
+   */
+  shareFollowers?: boolean;
+  /**
    * The hub's Ed25519 private key (PKCS#8 PEM): every MirrorDelivery and payload Secret is
    * signed with it, and agents act only on what verifies against their hubPublicKeys.
    */
@@ -182,6 +193,28 @@ export function createHub(config: HubConfig): Hub {
   const { log, metrics, feed } = p;
   const le = config.leaderElection;
   const election = le || HUB_DEFAULTS.leaderElection;
+  const leaseName = (le && le.leaseName) || DEFAULT_LEASE_NAME;
+  if (config.shareFollowers) {
+    if (le === false) {
+      throw new Error(
+        'hub: replicas sharing the followers need leader election (MIRRORHUB_LEADER_ELECTION=true)',
+      );
+    }
+    const role = new ElectedRole();
+    p.role = role;
+    p.ownership = p.shards = new FleetShards({
+      kubeConfig: config.kubeConfig,
+      namespace: p.namespace,
+      leaseName,
+      identity: config.identity,
+      leaseDurationMs: election.leaseDurationMs,
+      renewDeadlineMs: election.renewDeadlineMs,
+      retryPeriodMs: election.retryPeriodMs,
+      watchProgressDeadlineMs: config.watchProgressDeadlineMs,
+      logger: p.logger,
+      metrics,
+    });
+  }
   const manager = createManager({
     logger: log,
     metrics,
@@ -200,7 +233,7 @@ export function createHub(config: HubConfig): Hub {
         ? undefined
         : {
             namespace: p.namespace,
-            name: le?.leaseName ?? DEFAULT_LEASE_NAME,
+            name: leaseName,
             identity: config.identity,
             kubeConfig: config.kubeConfig,
             leaseDurationMs: election.leaseDurationMs,
@@ -221,10 +254,12 @@ export function createHub(config: HubConfig): Hub {
   // The hub's peers, in start order; each stops before the ones registered above it.
   manager
     .add(dashboardPeer(p, manager))
-    .add({ name: 'AWS sessions', start() {}, stop: () => p.eksSessions.close() })
+    .add({ name: 'AWS sessions', start() {}, stop: () => p.eksSessions.close() });
+  if (p.shards) manager.add(replicasPeer(p, p.shards));
+  manager
     .add({
       name: 'hash key',
-      needLeaderElection: true,
+      needLeaderElection: !p.shards,
       start: async (signal) => void (p.hubSecret = await readHashKey(p, signal)),
       stop() {},
     })
@@ -232,6 +267,7 @@ export function createHub(config: HubConfig): Hub {
     .add(clusterPeer(p))
     .add(vaultPeer(p))
     .add(mirrorPeer(p, mirrorController));
+  if (p.shards) manager.add(leaderRolePeer(p.role as ElectedRole));
 
   /** One term's mirror controller (its options are one block, rebuilt with the mirror path). */
   function mirrorController(
@@ -250,6 +286,8 @@ export function createHub(config: HubConfig): Hub {
       identity: config.identity,
       logger,
       metrics,
+      ownership: p.ownership,
+      role: p.role,
       ...(config.concurrency ? { concurrency: config.concurrency } : {}),
       ...(config.deliveryConcurrency ? { deliveryConcurrency: config.deliveryConcurrency } : {}),
       ...(config.unreachableAfterMs !== undefined
@@ -326,6 +364,12 @@ interface HubParts {
   pending: PendingCleanups;
   /** AWS sessions to EKS clusters, kept by the process across leadership terms. */
   eksSessions: EksSessions;
+  /** Which followers this replica writes to (all of them, unless replicas share the fleet). */
+  ownership: Ownership;
+  /** Whether this replica writes what has one writer (always, unless replicas share the fleet). */
+  role: Role;
+  /** The Leases replicas share the followers with (shareFollowers). */
+  shards?: FleetShards | undefined;
   rest: RestClient;
   feed: DashboardFeed;
   recentEvents: RecentEvents;
@@ -386,6 +430,8 @@ function hubParts(config: HubConfig): HubParts {
     registry: new ClusterRegistry([implicitLocal]),
     pending: new PendingCleanups(),
     eksSessions: new EksSessions(),
+    ownership: OWN_EVERYTHING,
+    role: ALWAYS_LEADING,
     rest: new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub }),
     feed: new DashboardFeed(),
     recentEvents: new RecentEvents(),
@@ -499,7 +545,7 @@ function clusterPeer(p: HubParts): Runnable {
   const { config } = p;
   return {
     name: 'MirrorCluster controller',
-    needLeaderElection: true,
+    needLeaderElection: !p.shards,
     async start(signal) {
       const clusters = (p.clusters = new ClusterController({
         kubeConfig: config.kubeConfig,
@@ -511,6 +557,8 @@ function clusterPeer(p: HubParts): Runnable {
         metrics: p.metrics,
         pending: p.pending,
         holds: (cluster, name) => p.mirrors?.clusterHolds(cluster, name),
+        ownership: p.ownership,
+        role: p.role,
         onObserved: () => p.feed.changed(),
         ...(config.aws ? { aws: config.aws } : {}),
         ...(config.proxy ? { proxy: config.proxy } : {}),
@@ -549,7 +597,7 @@ function vaultPeer(p: HubParts): Runnable {
   const { config } = p;
   return {
     name: 'Vault connections',
-    needLeaderElection: true,
+    needLeaderElection: !p.shards,
     async start() {
       const vault = (p.vault = new VaultConnections({
         kubeConfig: config.kubeConfig,
@@ -559,6 +607,7 @@ function vaultPeer(p: HubParts): Runnable {
         ownNamespaces: [p.namespace, p.agentNamespace],
         requestTimeoutMs: config.vaultRequestTimeoutMs,
         identity: config.identity,
+        role: p.role,
         logger: p.logger,
         metrics: p.metrics,
         requests: vaultRequests(p.metrics),
@@ -581,7 +630,7 @@ function mirrorPeer(
 ): Runnable {
   return {
     name: 'mirror controller',
-    needLeaderElection: true,
+    needLeaderElection: !p.shards,
     async start() {
       if (!p.hubSecret) throw new Error('hub: no hash key');
       if (!p.vault) throw new Error('hub: no Vault connections');
@@ -593,5 +642,32 @@ function mirrorPeer(
       if (p.mirrors === mirrors) p.mirrors = undefined;
     },
     ready: () => (p.mirrors?.hasSynced() ? true : 'mirror caches not synced'),
+  };
+}
+
+/**
+ * Shared followers: joins the replicas before the controllers start (they ask it what they own),
+ * and leaves after they stopped, so every follower is given up only once nothing writes to it.
+ */
+function replicasPeer(p: HubParts, shards: FleetShards): Runnable {
+  return {
+    name: 'hub replicas',
+    start: () => shards.start(),
+    stop: () => shards.stop(),
+    ready: () => shards.ready(),
+  };
+}
+
+/** Shared followers: the controllers run on every replica; this one's term makes it lead. */
+function leaderRolePeer(role: ElectedRole): Runnable {
+  return {
+    name: 'leader role',
+    needLeaderElection: true,
+    start() {
+      role.set(true);
+    },
+    stop() {
+      role.set(false);
+    },
   };
 }
