@@ -109,7 +109,7 @@ export class FleetShards implements Ownership {
   private loops: Promise<void>[] = [];
 
   constructor(private readonly opts: FleetShardsOptions) {
-    this.log = childLogger(opts.logger, { controller: 'shards' });
+    this.log = childLogger(opts.logger, { controller: 'shards', replica: opts.identity });
     this.clock = opts.clock ?? realClock;
     this.renewPeriodMs = Math.max(
       opts.retryPeriodMs,
@@ -534,6 +534,7 @@ export class FleetShards implements Ownership {
     if (!this.owned.delete(follower)) return;
     this.ownedGauge?.set({}, this.owned.size);
     await this.notify(follower, false);
+    this.log.info({ follower }, 'follower given up: nothing writes to it any more');
   }
 
   private async release(follower: string, remove: boolean): Promise<void> {

@@ -85,6 +85,8 @@ export interface MultiClusterOptions {
   agent?: Partial<AgentConfig>;
   /** Register the followers as MirrorClusters (default true). */
   registerFollowers?: boolean;
+  /** Start the in-process hub (default true; false: the test runs its own, e.g. as processes). */
+  startHub?: boolean;
 }
 
 /**
@@ -158,7 +160,7 @@ export class MultiCluster {
     if (this.opts.registerFollowers ?? true) {
       for (const f of this.followers) await this.registerEks(f.name, f.labels);
     }
-    await this.startHub();
+    if (this.opts.startHub ?? true) await this.startHub();
   }
 
   // ---- clusters ---------------------------------------------------------------------------------
