@@ -36,6 +36,7 @@ import {
   type ControllerMetrics,
   type Gauge,
   type Logger,
+  type Timer,
 } from '@mirrorhub/shared/kit/runtime/index';
 import { USER_AGENT } from '@mirrorhub/shared/api/contract';
 import type { Ownership } from './ownership.js';
@@ -104,6 +105,7 @@ export class FleetShards implements Ownership {
   private stopping = false;
   private started = false;
   private lastRenew = 0;
+  private fenceTimer: Timer | undefined;
   private scheduled = false;
   private readonly stopController = new AbortController();
   private loops: Promise<void>[] = [];
@@ -201,6 +203,7 @@ export class FleetShards implements Ownership {
     if (this.stopping) return;
     this.stopping = true;
     this.member = false;
+    this.fenceTimer?.cancel();
     this.stopController.abort();
     await Promise.all(this.loops);
     if (this.started) {
@@ -271,10 +274,32 @@ export class FleetShards implements Ownership {
 
   private renewed(at: number): void {
     this.lastRenew = at;
-    if (!this.member && !this.stopping) {
+    if (this.stopping) return;
+    // The deadline runs on a timer of its own: a renewal stuck on a dead connection must not
+    // hold the fence back.
+    this.fenceTimer?.cancel();
+    this.fenceTimer = this.clock.setTimer(
+      () => this.fence(),
+      Math.max(0, at + this.opts.renewDeadlineMs - this.clock.now()),
+    );
+    if (!this.member) {
       this.member = true;
       this.schedule();
     }
+  }
+
+  /**
+   * Nothing renewed for renewDeadline: stop writing to every follower before another replica may
+   * count this one gone (leaseDuration after the last renewal it saw).
+   */
+  private fence(): void {
+    if (!this.member || this.clock.now() - this.lastRenew < this.opts.renewDeadlineMs) return;
+    this.member = false;
+    this.log.error(
+      { renewDeadlineMs: this.opts.renewDeadlineMs, followers: this.owned.size },
+      'the member Lease was not renewed in time: giving every follower up',
+    );
+    this.schedule();
   }
 
   /** One renewal of the member Lease (a merge patch: only this replica writes it). */
@@ -304,29 +329,13 @@ export class FleetShards implements Ownership {
     }
   }
 
-  /**
-   * Renew every renewPeriod; after a failure every retryPeriod; and when nothing was renewed for
-   * renewDeadline, stop writing to every follower (fenced) before another replica may count this
-   * one gone (leaseDuration after the last renewal it saw).
-   */
+  /** Renew every renewPeriod; after a failure every retryPeriod (fence() watches the deadline). */
   private async renewLoop(): Promise<void> {
     const signal = this.stopController.signal;
     let wait = this.renewPeriodMs;
     while (!signal.aborted) {
       if (!(await sleep(this.clock, wait, signal))) break;
-      if (await this.renew()) {
-        wait = this.renewPeriodMs;
-        continue;
-      }
-      wait = this.opts.retryPeriodMs;
-      if (this.member && this.clock.now() - this.lastRenew >= this.opts.renewDeadlineMs) {
-        this.member = false;
-        this.log.error(
-          { renewDeadlineMs: this.opts.renewDeadlineMs, followers: this.owned.size },
-          'the member Lease was not renewed in time: giving every follower up',
-        );
-        this.schedule();
-      }
+      wait = (await this.renew()) ? this.renewPeriodMs : this.opts.retryPeriodMs;
     }
   }
 
@@ -458,6 +467,7 @@ export class FleetShards implements Ownership {
   }
 
   private async act(a: ShardAction): Promise<void> {
+    let failed = false;
     try {
       switch (a.type) {
         case 'claim':
@@ -475,19 +485,27 @@ export class FleetShards implements Ownership {
           return await this.forget(a.follower);
       }
     } catch (err) {
+      failed = true;
       this.log.warn(
         { follower: a.follower, action: a.type, err: errorMessage(err) },
         'shard action failed; retrying',
       );
     } finally {
-      this.busy.delete(a.follower);
-      this.schedule();
+      // A failure is retried after retryPeriod (the API server may be unreachable for a while).
+      const done = () => {
+        this.busy.delete(a.follower);
+        this.schedule();
+      };
+      if (failed && !this.stopping) setTimeout(done, this.opts.retryPeriodMs).unref();
+      else done();
     }
   }
 
   private async claim(follower: string): Promise<void> {
     const name = followerLeaseName(this.opts.leaseName, follower);
     const known = this.followerLeases.get(follower);
+    const holder = known?.spec?.holderIdentity ?? '';
+    if (holder !== '' && holder !== this.opts.identity && !(await this.confirmGone(holder))) return;
     const now = microTime(this.clock.now());
     const spec = {
       holderIdentity: this.opts.identity,
@@ -527,6 +545,30 @@ export class FleetShards implements Ownership {
       'follower claimed: this replica writes to it',
     );
     await this.notify(follower, true);
+  }
+
+  /**
+   * Whether `holder` is gone, read afresh: its member Lease is deleted, or unchanged since we
+   * first saw that version at least its duration ago. Our watch may have missed its renewals (this
+   * replica was cut off itself), so the cache alone never takes a follower from anyone; as the
+   * leader election, only a record unchanged on our clock for the lease duration counts.
+   */
+  private async confirmGone(holder: string): Promise<boolean> {
+    const name = memberLeaseName(this.opts.leaseName, holder);
+    let lease: Lease;
+    try {
+      lease = await this.rest.get<Lease>(this.leasePath(name));
+    } catch (err) {
+      if (isNotFound(err)) return true; // it left, after giving its followers up
+      throw err;
+    }
+    this.observed(lease);
+    const seen = this.seen.get(name);
+    const gone =
+      (lease.spec?.holderIdentity ?? '') !== holder ||
+      (seen !== undefined && this.clock.now() - seen.at >= seen.ttlMs);
+    if (!gone) this.log.debug({ holder }, 'the holder renewed after all: not taking its follower');
+    return gone;
   }
 
   /** Stop writing to the follower: listeners' promises end when every write to it has. */
