@@ -7,7 +7,8 @@
  * who sent each request (every shape runs as a ServiceAccount of its own), which Lease each
  * write renewed, and that nothing else was written; /proc says each process's CPU and RSS.
  */
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -38,6 +39,7 @@ export interface AuditLog {
  */
 export async function auditLog(): Promise<AuditLog> {
   const dir = await mkdtemp(join(tmpdir(), 'mirrorhub-bench-audit-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const policy = join(dir, 'policy.yaml');
   await writeFile(
     policy,
@@ -168,6 +170,7 @@ export async function runIdleBench(kit: Kit, o: IdleBenchOptions): Promise<IdleB
   // Each shape runs as a ServiceAccount of its own (cluster-admin, as the kit's admin the other
   // benchmarks use), so the audit log tells its requests from the others'.
   const dir = await mkdtemp(join(tmpdir(), 'mirrorhub-bench-idle-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const kubeconfigs: Record<string, string> = {};
   for (const s of SHAPES) {
     await core.createNamespace({ body: { metadata: { name: s.namespace } } });
@@ -287,6 +290,7 @@ export async function runIdleBench(kit: Kit, o: IdleBenchOptions): Promise<IdleB
     return { windowMs: t1 - t0, rows, others };
   } finally {
     await stopAll(procs.map((p) => p.child));
+    await rm(dir, { recursive: true, force: true }); // the ServiceAccounts' tokens, at once
   }
 }
 
