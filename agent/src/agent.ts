@@ -24,6 +24,12 @@ export interface LeaderElectionConfig {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /**
+   * How often the leader renews the Lease (default: a third of leaseDuration, see
+   * shared/kit/controller/leader.ts). A standby takes over leaseDuration after the last
+   * renewal whatever this is; a shorter one only writes the Lease more often.
+   */
+  renewPeriodMs?: number;
 }
 
 export interface AgentConfig {
@@ -170,6 +176,7 @@ export function createAgent(config: AgentConfig, options: AgentOptions = {}): Ag
             leaseDurationMs: le.leaseDurationMs,
             renewDeadlineMs: le.renewDeadlineMs,
             retryPeriodMs: le.retryPeriodMs,
+            ...(le.renewPeriodMs !== undefined ? { renewPeriodMs: le.renewPeriodMs } : {}),
           }
         : undefined,
   });

@@ -75,6 +75,7 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv): MainConfig {
           leaseDurationMs: 15_000,
           renewDeadlineMs: 10_000,
           retryPeriodMs: 2_000,
+          renewPeriodMs: 5_000,
         }
       : false,
   };

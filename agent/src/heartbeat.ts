@@ -41,6 +41,12 @@ export class Heartbeat {
 
   constructor(private readonly opts: HeartbeatOptions) {
     this.clock = opts.clock ?? realClock;
+    // Why every 30 s, no less and no more often: the hub calls an agent stale once its last
+    // renewal is older than the AgentHealthy grace (hub/src/clusters/controller.ts: 3 x this
+    // interval). A failed beat is not retried before the next one, so at this interval, jitter
+    // included, one beat may fail without the cluster turning Unknown; at 45 s a single failed
+    // write would. Beating more often would write more without the hub noticing sooner: it
+    // reads the Lease when it probes a healthy cluster, about as often.
     this.intervalMs = opts.intervalMs ?? 30_000;
   }
 

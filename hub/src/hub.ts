@@ -46,6 +46,12 @@ export interface LeaderElectionConfig {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /**
+   * How often the leader renews the Lease (default: a third of leaseDuration, see
+   * shared/kit/controller/leader.ts). A standby takes over leaseDuration after the last
+   * renewal whatever this is; a shorter one only writes the Lease more often.
+   */
+  renewPeriodMs?: number;
 }
 
 export interface HubConfig {
@@ -185,7 +191,12 @@ export const HUB_DEFAULTS = {
   clusterName: 'hub',
   namespace: 'mirrorhub-system',
   agentNamespace: 'mirrorhub-system',
-  leaderElection: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+  leaderElection: {
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    renewPeriodMs: 5_000,
+  },
 } as const;
 
 export function createHub(config: HubConfig): Hub {
@@ -210,6 +221,7 @@ export function createHub(config: HubConfig): Hub {
       leaseDurationMs: election.leaseDurationMs,
       renewDeadlineMs: election.renewDeadlineMs,
       retryPeriodMs: election.retryPeriodMs,
+      renewPeriodMs: election.renewPeriodMs,
       watchProgressDeadlineMs: config.watchProgressDeadlineMs,
       logger: p.logger,
       metrics,
@@ -239,6 +251,9 @@ export function createHub(config: HubConfig): Hub {
             leaseDurationMs: election.leaseDurationMs,
             renewDeadlineMs: election.renewDeadlineMs,
             retryPeriodMs: election.retryPeriodMs,
+            ...(election.renewPeriodMs !== undefined
+              ? { renewPeriodMs: election.renewPeriodMs }
+              : {}),
           },
     onNewLeader: (holder) => {
       p.leaderIdentity = holder;

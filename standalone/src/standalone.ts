@@ -9,8 +9,14 @@
 // chart's RBAC and admission policies bind it exactly as they bind a separate agent pod.
 //
 // hub/ and agent/ never import each other; this package is the only place that holds both.
-import { createAgent, type Agent, type AgentConfig } from '@mirrorhub/agent/agent';
+import {
+  createAgent,
+  type Agent,
+  type AgentConfig,
+  type AgentOptions,
+} from '@mirrorhub/agent/agent';
 import { createHub, type Hub, type HubConfig } from '@mirrorhub/hub/hub';
+import type { Manager } from '@mirrorhub/shared/kit/controller/manager';
 
 export interface StandaloneConfig {
   hub: HubConfig;
@@ -44,6 +50,16 @@ export function checkPairing(hub: HubConfig, agent: AgentConfig): void {
   }
 }
 
+/**
+ * One election for the process: when both halves would elect, the agent half leads exactly
+ * while the hub does, on the hub's Lease, so the pod that plans deliveries also applies them
+ * and a second Lease (its renewals, a standby's reads) adds nothing.
+ */
+export function agentHalf(config: StandaloneConfig, hub: Manager): AgentOptions {
+  const oneElection = !!config.agent.leaderElection && config.hub.leaderElection !== false;
+  return oneElection ? { follow: hub } : {};
+}
+
 export function createStandalone(config: StandaloneConfig): Standalone {
   checkPairing(config.hub, config.agent);
   const hub = createHub({
@@ -53,11 +69,7 @@ export function createStandalone(config: StandaloneConfig): Standalone {
       'local-agent': () => agent.ready() || "the in-process agent's caches are not synced",
     },
   });
-  // One election for the process: when both halves would elect, the agent half leads exactly
-  // while the hub does, on the hub's Lease, so the pod that plans deliveries also applies them
-  // and a second Lease adds nothing.
-  const oneElection = !!config.agent.leaderElection && config.hub.leaderElection !== false;
-  const agent = createAgent(config.agent, oneElection ? { follow: hub.manager } : {});
+  const agent = createAgent(config.agent, agentHalf(config, hub.manager));
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {

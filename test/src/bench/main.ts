@@ -8,6 +8,7 @@
  *   npm run bench -- --only multicluster   # or --only load, engine, engine-one, scale,
  *                                           # growth, signing, status or vault
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
+ *   npm run bench -- --only idle  # every install shape at idle, side by side (--steady: 180 s)
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
  *                                 # NODE_OPTIONS for every hub and agent (default: the charts')
@@ -51,6 +52,7 @@ import { runStatusCostBench, type StatusCostResult } from './status.js';
 import { fmtMs, phaseCostText } from './util.js';
 import { figureTable, recordSection, SECTIONS, type DocSection, type Figure } from './record.js';
 import { runVaultBench, type VaultBenchResult } from './vault.js';
+import { auditLog, renderIdle, runIdleBench, type IdleBenchResult } from './idle.js';
 
 const root = resolve(import.meta.dirname, '../../..');
 
@@ -262,6 +264,24 @@ async function main(): Promise<void> {
       await kit.stop();
     }
     await report(renderVault(result, cmd('vault', ...steadyArg)), record, log);
+  }
+  if (only === undefined || only === 'idle') {
+    const audit = await auditLog();
+    const kit = await startKit({ clusters: ['hub'], aws: false, apiserverArgs: audit.args, log });
+    let result: IdleBenchResult;
+    try {
+      result = await runIdleBench(kit, {
+        auditLogPath: audit.path,
+        windowMs: Number(values.steady ?? 180) * 1000,
+        settleMs: 20_000,
+        nodeOptions,
+        root,
+        log,
+      });
+    } finally {
+      await kit.stop();
+    }
+    await report(renderIdle(result, cmd('idle', ...steadyArg), machine()), record, log);
   }
 }
 

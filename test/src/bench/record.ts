@@ -16,6 +16,7 @@ export const SECTIONS: readonly string[] = [
   'signing',
   'status',
   'vault',
+  'idle',
 ];
 
 /** One benchmark's part of the page. */

@@ -21,13 +21,23 @@ class MemoryLeases implements LeaseClient {
   private rv = 1;
   down = false;
   writes: string[] = [];
+  /** With a clock: when each call was made, as `<ms> <call>` (failed ones too). */
+  calls: string[] = [];
+
+  constructor(private readonly clock?: FakeClock) {}
+
+  private note(call: string): void {
+    if (this.clock) this.calls.push(`${this.clock.now()} ${call}${this.down ? ' (down)' : ''}`);
+  }
 
   async get(): Promise<Lease | undefined> {
+    this.note('get');
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
     return this.lease ? this.roundTrip(this.lease) : undefined;
   }
   async create(_ns: string, lease: Lease): Promise<Lease> {
+    this.note(`create ${lease.spec?.holderIdentity}`);
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
     if (this.lease) throw new ApiError(409);
@@ -39,6 +49,7 @@ class MemoryLeases implements LeaseClient {
     return this.roundTrip(this.lease);
   }
   async replace(_ns: string, _name: string, lease: Lease): Promise<Lease> {
+    this.note(`replace ${lease.spec?.holderIdentity || '<released>'}`);
     await Promise.resolve();
     if (this.down) throw new ApiError(503);
     if (lease.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion)
@@ -87,7 +98,8 @@ describe('LeaderElector', () => {
     const clock = new FakeClock(0);
     const leases = new MemoryLeases();
     const log: string[] = [];
-    const a = elector('a', leases, clock, log).start();
+    // client-go's cadence: the leader renews every retryPeriod.
+    const a = elector('a', leases, clock, log, { renewPeriodMs: 2_000 }).start();
     await settle();
     const b = elector('b', leases, clock, log).start();
     await settle();
@@ -147,7 +159,7 @@ describe('LeaderElector', () => {
     const log: string[] = [];
     const a = elector('a', leases, clock, log).start();
     await settle();
-    await clock.advance(4_000); // last successful renew at 4000
+    await clock.advance(4_000); // renewed at 0; the next renewal is due at 5000
     leases.down = true;
     await clock.advance(20_000);
     expect(a.isLeader()).toBe(false);
@@ -192,6 +204,23 @@ describe('LeaderElector', () => {
     await a.stop();
   });
 
+  it('steps down when the leader work fails without waiting for the next renewal', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases(clock);
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log, {
+      onStartedLeading: async () => {
+        await Promise.resolve();
+        log.push(`${clock.now()} a failed`);
+        throw new Error('controller crashed');
+      },
+    }).start();
+    await clock.advance(1_000);
+    expect(log.slice(0, 2)).toEqual(['0 a failed', '0 a stopped']);
+    expect(leases.calls.filter((c) => c.includes('replace'))[0]).toBe('0 replace <released>');
+    await a.stop();
+  });
+
   it.each([
     { leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
     { leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 2_000 },
@@ -199,6 +228,130 @@ describe('LeaderElector', () => {
   ])('rejects inconsistent timings %o', (t) => {
     expect(() => elector('a', new MemoryLeases(), new FakeClock(), [], t)).toThrow();
   });
+
+  it.each([
+    {
+      renewPeriodMs: 8_000,
+      error:
+        'leader election: renewPeriod (8000 ms) + retryPeriod (2000 ms) must be less than renewDeadline (10000 ms), so that a failed renewal is retried at least once before the leader steps down: lower renewPeriodMs below 8000 ms, or raise renewDeadlineMs above 10000 ms (keeping it below leaseDuration)',
+    },
+    {
+      renewPeriodMs: 1_000,
+      error:
+        'leader election: renewPeriod (1000 ms) must be at least retryPeriod (2000 ms): raise renewPeriodMs to 2000 or more, or leave it unset (default: a third of leaseDuration)',
+    },
+  ])('rejects renewPeriodMs $renewPeriodMs, saying what to change', ({ renewPeriodMs, error }) => {
+    expect(() => elector('a', new MemoryLeases(), new FakeClock(), [], { renewPeriodMs })).toThrow(
+      error,
+    );
+  });
+
+  /** Lease writes by the leader `a` in the minute after it took the Lease, alone or watched. */
+  async function writesInAMinute(over: Partial<LeaderElectionOptions>): Promise<number> {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log, over).start();
+    await settle();
+    const b = elector('b', leases, clock, log, over).start();
+    await settle();
+    expect(leases.writes).toEqual(['create a']);
+    await clock.advance(60_000);
+    expect(a.isLeader()).toBe(true);
+    expect(b.isLeader()).toBe(false); // the standby saw the record change often enough
+    expect(log).toEqual(['0 a started']);
+    await b.stop();
+    await a.stop();
+    return leases.writes.filter((w) => w === 'replace a').length;
+  }
+
+  it.each([
+    { timings: {}, perMinute: 12 }, // the default: a third of the 15 s lease
+    { timings: { renewPeriodMs: 2_000 }, perMinute: 30 }, // client-go's: every retryPeriod
+    { timings: { renewPeriodMs: 7_500 }, perMinute: 8 },
+    {
+      timings: { leaseDurationMs: 60_000, renewDeadlineMs: 40_000, retryPeriodMs: 5_000 },
+      perMinute: 3, // every 20 s
+    },
+  ])('at idle, renews $perMinute times a minute with $timings', async ({ timings, perMinute }) => {
+    expect(await writesInAMinute(timings)).toBe(perMinute);
+  });
+
+  it('keeps renewing every retryPeriod where renewDeadline leaves no room for a retry', async () => {
+    // client-go accepts renewDeadline 3 s with retryPeriod 2 s; renewing less often would leave
+    // a failed renewal no retry, so the default stays at retryPeriod for such timings.
+    expect(await writesInAMinute({ renewDeadlineMs: 3_000 })).toBe(30);
+  });
+
+  it('retries a failed renewal every retryPeriod, steps down at renewDeadline, and renews on schedule again', async () => {
+    const clock = new FakeClock(0);
+    const leases = new MemoryLeases(clock);
+    const log: string[] = [];
+    const a = elector('a', leases, clock, log).start();
+    await settle();
+    await clock.advance(6_000); // renewed at 5000
+    leases.down = true;
+    await clock.advance(3_000);
+    expect(a.isLeader()).toBe(true);
+    // Back before the deadline (5000 + 10000): the retry at 14000 renews, the next is due 5 s on.
+    await clock.advance(4_500); // 13500
+    leases.down = false;
+    await clock.advance(6_000); // 19500
+    expect(a.isLeader()).toBe(true);
+    expect(leases.calls.filter((c) => !c.endsWith(' get'))).toEqual([
+      '0 create a',
+      '5000 replace a',
+      '10000 get (down)', // due 5 s after the last renewal: fails
+      '12000 get (down)', // retried every retryPeriod
+      '14000 replace a', // renewed before the deadline
+      '19000 replace a',
+    ]);
+    // Down for good: retries every 2 s from the renewal due at 24000, then it steps down once
+    // 10 s have passed since its last renewal (19000), before a standby could take over
+    // (19000 + 15000 on the standby's clock at the earliest).
+    leases.calls.length = 0;
+    leases.down = true;
+    await clock.advance(15_000); // 34500
+    expect(a.isLeader()).toBe(false);
+    expect(leases.calls.filter((c) => Number(c.split(' ')[0]) < 29_000)).toEqual([
+      '24000 get (down)',
+      '26000 get (down)',
+      '28000 get (down)',
+    ]);
+    expect(log).toEqual(['0 a started', '29000 a signal aborted', '29000 a stopped']);
+    await a.stop();
+  });
+
+  it.each([{ renewPeriodMs: 2_000 }, { renewPeriodMs: 5_000 }, {}])(
+    'a standby takes over an abandoned Lease leaseDuration after its last renewal, as before (%o)',
+    async (timings) => {
+      for (const crashAt of [11_000, 12_500, 14_900]) {
+        const clock = new FakeClock(0);
+        const leases = new MemoryLeases(clock);
+        const log: string[] = [];
+        const a = elector('a', leases, clock, log, { ...timings, releaseOnStop: false }).start();
+        await settle();
+        const b = elector('b', leases, clock, log, timings).start();
+        await clock.advance(crashAt);
+        await a.stop(); // like a crash: the Lease still names 'a'
+        const lastRenewal = Number(
+          leases.calls
+            .filter((c) => c.endsWith('a'))
+            .at(-1)
+            ?.split(' ')[0],
+        );
+        await clock.advance(30_000);
+        expect(b.isLeader()).toBe(true);
+        const tookOver = Number(leases.calls.find((c) => c.endsWith('replace b'))?.split(' ')[0]);
+        // Never before leaseDuration after the last renewal it saw; within one more retry period.
+        expect(tookOver - lastRenewal).toBeGreaterThanOrEqual(15_000);
+        expect(tookOver - lastRenewal).toBeLessThanOrEqual(15_000 + 2_000);
+        // So from the crash, never later than with client-go's cadence.
+        expect(tookOver - crashAt).toBeLessThanOrEqual(15_000 + 2_000);
+        await b.stop();
+      }
+    },
+  );
 });
 
 /**

@@ -11,10 +11,16 @@
  *   clock comparisons: renewTime is informational only).
  * - Writes are optimistic: `replace` carries the resourceVersion we read, so two candidates
  *   racing for an expired lease cannot both win; the loser gets 409 and tries next period.
- * - The leader renews every `retryPeriod`. If it cannot renew for `renewDeadline`, it stops
- *   leading (aborts the signal given to `onStartedLeading`, calls `onStoppedLeading`) before
- *   anyone else can take over, since `renewDeadline < leaseDuration`. It then becomes a
- *   candidate again.
+ * - The leader renews every `renewPeriod` (default a third of `leaseDuration`), not every
+ *   `retryPeriod` as client-go does: a standby only needs to see the record change within each
+ *   leaseDuration, and every renewal is a write the API server, etcd and every watcher of
+ *   Leases pay for, all the time, in every cluster. A renewal that fails is retried every
+ *   `retryPeriod`; if the leader cannot renew for `renewDeadline` (counted from the last
+ *   renewal that succeeded), it stops leading (aborts the signal given to `onStartedLeading`,
+ *   calls `onStoppedLeading`) before anyone else can take over, since
+ *   `renewDeadline < leaseDuration`. It then becomes a candidate again. So the renew period
+ *   changes how often we write, not when a standby may take over: that is still leaseDuration
+ *   after the record last changed, on the standby's own clock.
  * - `stop()` ends leadership and, unless told otherwise, releases the lease (empty holder) so a
  *   standby takes over within one retryPeriod instead of waiting out leaseDuration.
  *
@@ -96,8 +102,15 @@ export interface LeaderElectionOptions {
   leaseDurationMs?: number;
   /** How long the leader keeps trying to renew before it steps down (default 10 s). */
   renewDeadlineMs?: number;
-  /** Interval between attempts (default 2 s). */
+  /** Between a candidate's attempts, and between retries of a failed renewal (default 2 s). */
   retryPeriodMs?: number;
+  /**
+   * How often the leader renews (default leaseDuration / 3, never less than retryPeriod, and
+   * leaving a retry before renewDeadline when the other timings allow it). Must be at least
+   * retryPeriod, and renewPeriod + retryPeriod must be less than renewDeadline, so that a
+   * failed renewal is retried at least once before the leader steps down.
+   */
+  renewPeriodMs?: number;
   /** Release the lease on stop() (default true). */
   releaseOnStop?: boolean;
   /**
@@ -125,6 +138,7 @@ export class LeaderElector {
   private readonly leaseDurationMs: number;
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
+  private readonly renewPeriodMs: number;
   private readonly stopController = new AbortController();
   private loopDone: Promise<void> = Promise.resolve();
   private started = false;
@@ -136,6 +150,8 @@ export class LeaderElector {
   private observedTime = 0;
   private observedHolder: string | undefined;
   private stepDown = false;
+  /** Aborts the wait for the next renewal: the leader's work failed, step down now. */
+  private stepDownNow: AbortController | undefined;
 
   constructor(private readonly opts: LeaderElectionOptions) {
     this.clock = opts.clock ?? realClock;
@@ -155,6 +171,10 @@ export class LeaderElector {
         'leader election: leaseDuration must be at least 1 s (the Lease counts seconds)',
       );
     }
+    this.renewPeriodMs =
+      opts.renewPeriodMs ??
+      defaultRenewPeriod(this.leaseDurationMs, this.renewDeadlineMs, this.retryPeriodMs);
+    checkRenewPeriod(this.renewPeriodMs, this.renewDeadlineMs, this.retryPeriodMs);
     if (opts.client) {
       this.client = opts.client;
     } else if (opts.kubeConfig) {
@@ -229,10 +249,16 @@ export class LeaderElector {
         await sleep(this.clock, jitterUp(this.retryPeriodMs, 0.2, this.random), signal);
       }
       if (this.stopped) break;
+      const stepDownNow = new AbortController();
+      this.stepDownNow = stepDownNow;
+      const wake = AbortSignal.any([signal, stepDownNow.signal]);
       this.becomeLeader();
-      // Renew until we cannot, or are told to stop.
+      // Renew until we cannot, or are told to stop. The next renewal is due renewPeriod after
+      // the last one began, however long its request took, so the retries it may need still
+      // fit before renewDeadline.
       while (!this.stopped && !this.stepDown) {
-        await sleep(this.clock, this.retryPeriodMs, signal);
+        const due = this.lastRenew + this.renewPeriodMs - this.clock.now();
+        await sleep(this.clock, Math.max(0, due), wake);
         if (this.stopped || this.stepDown) break;
         if (await this.renewWithinDeadline()) continue;
         this.log?.warn(
@@ -269,6 +295,7 @@ export class LeaderElector {
           if (abort.signal.aborted) return;
           this.log?.error({ err, lease: this.leaseName }, 'leader work failed: stepping down');
           this.stepDown = true;
+          this.stepDownNow?.abort();
         },
       );
   }
@@ -451,6 +478,44 @@ export class LeaderElector {
         'releasing the lease failed; standbys will wait for it to expire',
       );
     }
+  }
+}
+
+/**
+ * A third of leaseDuration: a standby then sees the record change about three times in every
+ * leaseDuration it waits, so one lost or slow renewal does not make the lease look abandoned.
+ * Never below retryPeriod (renewing more often than a failed renewal is retried buys nothing),
+ * and, where the timings allow, short enough that a failed renewal is retried before
+ * renewDeadline; where they do not (renewDeadline < 2 x retryPeriod), retryPeriod, client-go's
+ * cadence.
+ */
+function defaultRenewPeriod(
+  leaseDurationMs: number,
+  renewDeadlineMs: number,
+  retryPeriodMs: number,
+): number {
+  const third = Math.floor(leaseDurationMs / 3);
+  const latest = renewDeadlineMs - retryPeriodMs - 1; // still leaves one retry
+  return Math.max(retryPeriodMs, Math.min(third, latest));
+}
+
+/** Throws, saying what to change, when renewPeriod does not fit the other timings. */
+function checkRenewPeriod(renewPeriodMs: number, renewDeadlineMs: number, retryPeriodMs: number) {
+  if (!(renewPeriodMs >= retryPeriodMs)) {
+    throw new Error(
+      `leader election: renewPeriod (${renewPeriodMs} ms) must be at least retryPeriod (${retryPeriodMs} ms): ` +
+        `raise renewPeriodMs to ${retryPeriodMs} or more, or leave it unset (default: a third of leaseDuration)`,
+    );
+  }
+  // The default may equal retryPeriod without room for a retry (renewDeadline < 2 x retryPeriod,
+  // which client-go allows): today's cadence, which a configuration that was valid keeps.
+  if (renewPeriodMs === retryPeriodMs) return;
+  if (renewPeriodMs + retryPeriodMs >= renewDeadlineMs) {
+    throw new Error(
+      `leader election: renewPeriod (${renewPeriodMs} ms) + retryPeriod (${retryPeriodMs} ms) must be less than renewDeadline (${renewDeadlineMs} ms), ` +
+        'so that a failed renewal is retried at least once before the leader steps down: ' +
+        `lower renewPeriodMs below ${renewDeadlineMs - retryPeriodMs} ms, or raise renewDeadlineMs above ${renewPeriodMs + retryPeriodMs} ms (keeping it below leaseDuration)`,
+    );
   }
 }
 

@@ -50,6 +50,8 @@ export interface ManagerElection {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** How often the leader renews (default: the elector's, a third of leaseDuration). */
+  renewPeriodMs?: number;
 }
 
 export interface ManagerOptions {
