@@ -89,7 +89,10 @@ function ownerView(name: string, m: SecretMirror, source = found()): ClusterObse
 function reportFrom(name: string, m: SecretMirror, source = found()) {
   const obs = ownerView(name, m, source);
   const owner = plan({ mirror: m, source, clusters: [obs] });
-  return { report: deliveryReportOf(m, owner, obs)!, entry: owner.status.clusters![0]! };
+  return {
+    report: deliveryReportOf(m, owner, obs)!,
+    entry: owner.status.clusters!.find((c) => c.name === name)!,
+  };
 }
 
 describe('planMirror with remote clusters', () => {
