@@ -195,7 +195,7 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
       now: ctx.now,
     });
     return Promise.resolve({
-      writes: mirror.writes.length > 0,
+      writes: mirror.writes.length > 0 || mirror.remoteWrites === true,
       name,
       conns,
       observed: clusters,

@@ -213,3 +213,15 @@ describe('planCleanup with remote clusters', () => {
     });
   });
 });
+
+describe('the finalizer comes first, wherever the writes are', () => {
+  it('asks for it when only a remote cluster is delivered to', () => {
+    const p = plan({ clusters: [cluster('a', { remote: { owner: 'hub-1', report: undefined } })] });
+    expect(p.writes).toEqual([]);
+    expect(p.remoteWrites).toBe(true);
+  });
+
+  it('does not ask for it without remote clusters (one replica writes as before)', () => {
+    expect(plan({ clusters: [cluster('a')] }).remoteWrites).toBeUndefined();
+  });
+});

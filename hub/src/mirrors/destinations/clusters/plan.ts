@@ -199,6 +199,11 @@ export interface MirrorPlan {
   events: PlannedEvent[];
   /** The content hash delivered (what a delivery report proves it describes). */
   contentHash?: string;
+  /**
+   * Another hub replica delivers to a selected cluster: the mirror must hold the hub's
+   * finalizer (set by the leader before anything is written anywhere) for it to write there.
+   */
+  remoteWrites?: boolean;
 }
 
 // ---- constants --------------------------------------------------------------------------------
@@ -573,6 +578,9 @@ export function planMirror(input: PlanInput): MirrorPlan {
     status,
     events: [],
     ...(contentHashOut !== undefined ? { contentHash: contentHashOut } : {}),
+    ...(contentHashOut !== undefined && selection.selected.some((c) => c.remote)
+      ? { remoteWrites: true }
+      : {}),
   });
 }
 
