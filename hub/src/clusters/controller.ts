@@ -325,9 +325,11 @@ export class ClusterController {
     // registered with "not read yet" and re-registered a moment later. A Secret the hub cannot
     // list does not hold the start-up: its cluster reports why.
     for (const mc of w.list()) {
+      const name = mc.metadata.name ?? '';
+      // Only the followers this replica owns: another's kubeconfig is never read here.
+      if (!this.ownership.owns(name)) continue;
       const r = resolveAccess(mc, this.opts.hubClusterName);
-      if (r.ok && r.access.type === 'Kubeconfig')
-        this.watchSecret(r.access, mc.metadata.name ?? '');
+      if (r.ok && r.access.type === 'Kubeconfig') this.watchSecret(r.access, name);
     }
     await Promise.race([
       Promise.all(
