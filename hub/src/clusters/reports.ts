@@ -46,7 +46,7 @@ export class DeliveryReportStore {
 
   /**
    * Forget `cluster` (this replica no longer owns it) or, without a name, every cluster (this
-   * replica leads now); nothing is announced: nobody writes these clusters' reports from here.
+   * replica leads now). Announced at once, so an owner's status drops what it no longer reports.
    */
   clear(cluster?: string): void {
     const names = cluster === undefined ? [...this.byCluster.keys()] : [cluster];
@@ -55,6 +55,7 @@ export class DeliveryReportStore {
       if (!c) continue;
       c.timer?.cancel();
       this.byCluster.delete(name);
+      this.emit(name);
     }
   }
 

@@ -4,7 +4,6 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { SecretMirror, SecretMirrorSpec } from '@mirrorhub/shared';
 import { createSigner } from '@mirrorhub/shared/mirror/signing';
-import { compilePattern } from '@mirrorhub/shared/mirror/namespaces';
 import {
   cleanupReportOf,
   deliveryReportOf,
