@@ -2,6 +2,9 @@
 // connection to them, the finalizer asked for before they write, their reports counted, a new
 // report re-plans the mirror it names, and a deletion waits for what they still hold.
 import { generateKeyPairSync } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
 import { describe, expect, it } from 'vitest';
 import type { ClusterSecretMirror, DeliveryReport } from '@mirrorhub/shared/api/index';
 import { deliveryName } from '@mirrorhub/shared/mirror/index';
@@ -132,3 +135,123 @@ describe('ClusterDestinations on the leader, followers owned elsewhere', () => {
     await d.stop();
   });
 });
+
+/** A follower's API server whose writes wait until the test lets them answer. */
+async function slowFollower() {
+  const held: (() => void)[] = [];
+  const writes: string[] = [];
+  const state = { open: false };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const send = (status: number, out: unknown) => {
+        res.writeHead(status, { 'Content-Type': 'application/json' });
+        res.end(out === undefined ? '' : JSON.stringify(out));
+      };
+      if (req.method === 'GET') {
+        if (url.searchParams.get('watch') === 'true') return send(200, undefined);
+        if (/\/(mirrordeliveries|secrets)\/[^/]+$/.test(url.pathname)) {
+          return send(404, { kind: 'Status', code: 404, reason: 'NotFound' });
+        }
+        return send(200, { metadata: { resourceVersion: '5' }, items: [] });
+      }
+      writes.push(`${req.method} ${url.pathname}`);
+      const parsed = (body ? JSON.parse(body) : {}) as { metadata?: object };
+      const answer = () =>
+        send(201, { ...parsed, metadata: { ...parsed.metadata, resourceVersion: '6', uid: 'u' } });
+      if (state.open) answer();
+      else held.push(answer);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const access: KubeAccess = {
+    getCurrentCluster: () => ({ server: base }),
+    applyToHTTPSOptions: () => Promise.resolve(),
+  };
+  return {
+    access,
+    held,
+    writes,
+    /** Answer the writes held, and every later one at once. */
+    open: () => {
+      state.open = true;
+      while (held.length > 0) held.shift()!();
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+describe('ClusterDestinations losing a follower', () => {
+  it('gives it up only once the writes in flight there have ended, and writes there no more', async () => {
+    const follower = await slowFollower();
+    let owned = true;
+    const listeners: ((name: string, owned: boolean) => void | Promise<void>)[] = [];
+    const ownership: Ownership = {
+      owns: () => owned,
+      ownerOf: () => (owned ? 'hub-1' : 'hub-2'),
+      onChange: (l) => {
+        listeners.push(l);
+        return () => undefined;
+      },
+    };
+    const target: ClusterTarget = {
+      name: 'b',
+      agentNamespace: 'mirrorhub-system',
+      labels: {},
+      local: false,
+      type: 'Kubeconfig',
+      kubeConfig: () => Promise.resolve(follower.access),
+    };
+    const d = new ClusterDestinations({
+      registry: new ClusterRegistry([target]),
+      originCluster: 'hub',
+      hubSecret: Buffer.alloc(32, 1),
+      signer: SIGNER,
+      logger: silentLogger(),
+      metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
+      clock: realClock,
+      enqueue: () => undefined,
+      enqueueAll: () => undefined,
+      ownership,
+    });
+    try {
+      await d.start();
+      const ctx = { key: KEY, id: ID, mirror: MIRROR, now: new Date() };
+      let plan = await d.plan(ctx, SOURCE);
+      for (let i = 0; i < 200 && plan.mirror?.writes.length === 0; i++) {
+        await tick();
+        plan = await d.plan(ctx, SOURCE);
+      }
+      await d.apply(ctx, plan);
+      for (let i = 0; i < 200 && follower.held.length === 0; i++) await tick();
+      expect(follower.held.length).toBeGreaterThan(0); // a write in flight
+
+      owned = false;
+      let given = false;
+      const giving = Promise.all(listeners.map((l) => l('b', false))).then(() => (given = true));
+      for (let i = 0; i < 10; i++) await tick();
+      expect(given).toBe(false); // the write has not ended: the claim is kept
+
+      follower.open();
+      await giving;
+      const written = follower.writes.length;
+      void d.apply(ctx, plan); // a late plan for b changes nothing there
+      for (let i = 0; i < 10; i++) await tick();
+      expect(follower.writes.length).toBe(written);
+    } finally {
+      await d.stop();
+      await follower.close();
+    }
+  });
+});
+
+function tick(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 10));
+}
