@@ -81,12 +81,14 @@ export class VaultDynamicSources implements SourceKind {
   }
 
   async observe(ctx: MirrorContext, source: ResolvedSource | undefined): Promise<SourceReading> {
-    if (!this.leases) return this.observeRecorded(ctx, source);
+    // This term's leases, even if leadership ends while this reconcile waits.
+    const leases = this.leases;
+    if (!leases) return this.observeRecorded(ctx, source);
     const dynamic = source?.kind === 'Vault' && source.dynamic ? source : undefined;
     const policies = mirrorPolicies(ctx.mirror.spec);
     if (!dynamic) {
       // No longer a dynamic source: its lease goes as deletePolicy says.
-      if (!this.leases.has(ctx.key) && !ctx.mirror.status?.lease) return { state: 'other' };
+      if (!leases.has(ctx.key) && !ctx.mirror.status?.lease) return { state: 'other' };
       return { state: 'other', report: await this.releaseNow(ctx.key, policies.deletePolicy) };
     }
     const refusal = await this.opts.connections.refusal(dynamic.connection, ctx.id.namespace, {
@@ -99,20 +101,20 @@ export class VaultDynamicSources implements SourceKind {
       return { state: 'observed', observation: { state: 'missing' }, refusal, report };
     }
     // Renewed even while suspended: the copies' credentials must not expire under them.
-    this.leases.set(
+    leases.set(
       ctx.key,
       dynamic,
       policies.pollPeriodSeconds * 1000,
       // A tenant through a shared identity: only a credential endpoint of an issuing engine.
       ctx.id.namespace !== undefined && dynamic.connection.kind === 'ClusterVaultConnection',
     );
-    const seen = this.leases.get(ctx.key);
+    const seen = leases.get(ctx.key);
     if (seen.state === 'unknown') return { state: 'unknown' }; // its first poll enqueues the mirror
-    const lease = this.leases.leaseStatus(ctx.key);
+    const lease = leases.leaseStatus(ctx.key);
     return {
       state: 'observed',
       observation: seen,
-      report: { ...(lease ? { status: { lease } } : {}), events: this.leases.takeEvents(ctx.key) },
+      report: { ...(lease ? { status: { lease } } : {}), events: leases.takeEvents(ctx.key) },
     };
   }
 
@@ -153,18 +155,19 @@ export class VaultDynamicSources implements SourceKind {
   }
 
   async release(ctx: CleanupContext): Promise<Report> {
-    if (!this.leases) {
+    const leases = this.leases;
+    if (!leases) {
       this.reader?.forget(ctx.key);
       return {};
     }
     if (!ctx.mirror || !ctx.held) {
       // Gone before it delivered anything: a lease it read is still revoked (best effort).
-      if (this.leases.has(ctx.key)) await this.leases.release(ctx.key, true);
+      if (leases.has(ctx.key)) await leases.release(ctx.key, true);
       return {};
     }
-    if (!this.leases.has(ctx.key) && !ctx.mirror.status?.lease) return {};
+    if (!leases.has(ctx.key) && !ctx.mirror.status?.lease) return {};
     const remove = mirrorPolicies(ctx.mirror.spec).deletePolicy === 'Delete';
-    const error = await this.leases.release(ctx.key, remove);
+    const error = await leases.release(ctx.key, remove);
     const failure =
       error === undefined
         ? undefined
