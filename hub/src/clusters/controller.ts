@@ -427,6 +427,8 @@ export class ClusterController {
       if (resolved.ok) this.registerRemote(mc, resolved.access);
       else this.unregisterRemote(name);
       if (this.teardown(name)) this.log.info({ cluster: name }, 'cluster handed to its owner');
+      // Its owner counts it in its gauge.
+      if (this.readiness.delete(name)) this.updateGauge();
       return;
     }
     this.unregisterRemote(name, { keepTarget: true });
@@ -503,6 +505,7 @@ export class ClusterController {
     const resolved = mc ? resolveAccess(mc, this.opts.hubClusterName) : undefined;
     if (mc && resolved?.ok) this.registerRemote(mc, resolved.access);
     if (this.teardown(name)) this.log.info({ cluster: name }, 'cluster handed to another replica');
+    if (this.readiness.delete(name)) this.updateGauge();
     await loop;
   }
 
