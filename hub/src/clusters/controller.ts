@@ -13,6 +13,13 @@
 // Nothing here waits on a follower inside a reconcile: probes run in each cluster's own loop
 // (jittered, every request with a deadline) and hand their result to the reconcile, which only
 // talks to the hub cluster (status, Events).
+//
+// Several hub replicas (hub/src/shards/ownership.ts): all of the above only for the followers
+// this replica owns. One it does not own is registered as a remote target (name, labels, agent
+// namespace, owner, and its owner's report from status.deliveries), so every replica plans every
+// mirror against the same clusters; this replica takes no credentials for it, never probes it
+// and writes nothing of it. For the followers it owns and does not lead, the status also
+// carries what the mirror controller reports of the deliveries there (reports.ts).
 import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
@@ -53,6 +60,8 @@ import type { EksSessions } from './eks-sessions.js';
 import { parseKubeconfig } from './kubeconfig.js';
 import type { ProxyEnv } from './egress-proxy.js';
 import type { PendingCleanups } from './pending.js';
+import type { DeliveryReportStore } from './reports.js';
+import { OWN_EVERYTHING, type Ownership, type Role } from '../shards/ownership.js';
 import {
   CONDITION,
   parsePendingCleanups,
@@ -146,6 +155,23 @@ export interface ClusterControllerOptions {
   /** MirrorClusters reconciled at once (default 4). */
   concurrency?: number;
   clock?: Clock;
+  /**
+   * Which followers this replica owns (default: every one, as with one replica). A follower it
+   * does not own is only registered as a remote target.
+   */
+  ownership?: Ownership;
+  /**
+   * Whether this replica leads. Nothing this controller writes has one writer (a follower's
+   * status is its owner's), so it changes nothing here; taken so that every controller is
+   * handed the same two facts.
+   */
+  role?: Role;
+  /**
+   * What the mirror controller reports of the deliveries in the followers this replica owns
+   * (when it does not lead), written to their status.deliveries. The same store goes to the
+   * mirror controller. Default: none (one replica).
+   */
+  reports?: DeliveryReportStore;
 }
 
 export const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
@@ -190,6 +216,9 @@ export class ClusterController {
   private readonly writer: StatusWriter<MirrorCluster>;
   private readonly clusters: Watcher<MirrorCluster>;
   private readonly entries = new Map<string, Entry>();
+  /** Followers another replica owns, as registered (remote targets, or the local one). */
+  private readonly remotes = new Map<string, { target: ClusterTarget; fingerprint: string }>();
+  private readonly ownership: Ownership;
   private readonly secretWatches = new Map<string, SecretWatch>();
   private readonly readiness = new Map<string, string>();
   private readonly unsubscribe: (() => void)[] = [];
@@ -208,6 +237,7 @@ export class ClusterController {
   constructor(private readonly opts: ClusterControllerOptions) {
     this.log = childLogger(opts.logger, { controller: CONTROLLER });
     this.clock = opts.clock ?? realClock;
+    this.ownership = opts.ownership ?? OWN_EVERYTHING;
     this.intervalMs = opts.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS;
     this.graceMs = opts.heartbeatGraceMs ?? DEFAULT_HEARTBEAT_GRACE_MS;
     this.reportMs = opts.heartbeatReportMs ?? DEFAULT_HEARTBEAT_REPORT_MS;
@@ -280,6 +310,17 @@ export class ClusterController {
       onListed: () => this.writer.relisted(),
     });
     this.unsubscribe.push(this.opts.pending.onChange((cluster) => this.reconciler.add(cluster)));
+    const reports = this.opts.reports;
+    if (reports) {
+      this.unsubscribe.push(
+        reports.onChange((cluster) => {
+          if (this.ownership.owns(cluster)) this.reconciler.add(cluster);
+        }),
+      );
+    }
+    this.unsubscribe.push(
+      this.ownership.onChange((name, owned) => this.ownershipChanged(name, owned)),
+    );
     try {
       await w.synced;
     } catch {
@@ -290,9 +331,11 @@ export class ClusterController {
     // registered with "not read yet" and re-registered a moment later. A Secret the hub cannot
     // list does not hold the start-up: its cluster reports why.
     for (const mc of w.list()) {
+      const name = mc.metadata.name ?? '';
+      // Only the followers this replica owns: another's kubeconfig is never read here.
+      if (!this.ownership.owns(name)) continue;
       const r = resolveAccess(mc, this.opts.hubClusterName);
-      if (r.ok && r.access.type === 'Kubeconfig')
-        this.watchSecret(r.access, mc.metadata.name ?? '');
+      if (r.ok && r.access.type === 'Kubeconfig') this.watchSecret(r.access, name);
     }
     await Promise.race([
       Promise.all(
@@ -375,6 +418,7 @@ export class ClusterController {
     if (this.stopped) return;
     const mc = this.current(name);
     if (!mc) {
+      this.unregisterRemote(name);
       if (this.teardown(name))
         this.log.info({ cluster: name }, 'MirrorCluster deleted; cluster unregistered');
       this.opts.pending.clear(name);
@@ -383,6 +427,17 @@ export class ClusterController {
       return;
     }
     const resolved = resolveAccess(mc, this.opts.hubClusterName);
+    if (!this.ownership.owns(name)) {
+      // Another replica's: no credentials, no probe, no status, no Event; only its target
+      // (registered first, so the cluster never leaves the registry in between).
+      if (resolved.ok) this.registerRemote(mc, resolved.access);
+      else this.unregisterRemote(name);
+      if (this.teardown(name)) this.log.info({ cluster: name }, 'cluster handed to its owner');
+      // Its owner counts it in its gauge.
+      if (this.readiness.delete(name)) this.updateGauge();
+      return;
+    }
+    this.unregisterRemote(name, { keepTarget: true });
     let entry = this.entries.get(name);
     if (!resolved.ok) {
       if (this.teardown(name))
@@ -428,7 +483,87 @@ export class ClusterController {
     this.register(entry, mc);
     const holds = this.opts.holds;
     if (holds) this.opts.pending.prune(name, (delivery) => holds(name, delivery) === false);
-    await this.writeStatus(mc, planClusterStatus(this.statusInput(mc, entry)));
+    await this.writeStatus(
+      mc,
+      withDeliveries(planClusterStatus(this.statusInput(mc, entry)), this.reported(name)),
+    );
+  }
+
+  /** status.deliveries for `name`: this replica's reports (none while it leads). */
+  private reported(name: string): MirrorClusterStatus['deliveries'] {
+    const items = this.opts.reports?.list(name) ?? [];
+    return items.length > 0 ? { replica: this.opts.identity, items } : undefined;
+  }
+
+  /**
+   * `name` changed hands. Gained: it is reconciled as owned (credentials, probe, status).
+   * Lost: its probe and session stop now, before the claim is given up, and it is registered as
+   * a remote target (the cluster destinations stop writing to it in their own listener).
+   */
+  private async ownershipChanged(name: string, owned: boolean): Promise<void> {
+    if (this.stopped) return;
+    if (owned) {
+      this.reconciler.add(name);
+      return;
+    }
+    const loop = this.entries.get(name)?.loop;
+    const mc = this.clusters.get(name);
+    const resolved = mc ? resolveAccess(mc, this.opts.hubClusterName) : undefined;
+    if (mc && resolved?.ok) this.registerRemote(mc, resolved.access);
+    if (this.teardown(name)) this.log.info({ cluster: name }, 'cluster handed to another replica');
+    if (this.readiness.delete(name)) this.updateGauge();
+    await loop;
+  }
+
+  /**
+   * Register a follower another replica owns: what mirrors select it by, who owns it, and its
+   * owner's report. The hub's own cluster (inCluster) stays a local target: its deliveries are
+   * the leader's to write, whoever probes it.
+   */
+  private registerRemote(mc: MirrorCluster, access: AccessSpec): void {
+    const name = mc.metadata.name ?? '';
+    const labels = { ...(mc.metadata.labels ?? {}) };
+    const local = access.type === 'InCluster';
+    const owner = this.ownership.ownerOf(name);
+    const report = local ? undefined : mc.status?.deliveries;
+    const fingerprint = JSON.stringify([access.agentNamespace, canonical(labels), owner, report]);
+    const known = this.remotes.get(name);
+    if (known?.fingerprint === fingerprint && this.opts.registry.get(name) === known.target) return;
+    const target: ClusterTarget = local
+      ? {
+          name,
+          agentNamespace: access.agentNamespace,
+          labels,
+          local: true,
+          type: access.type,
+          kubeConfig: this.opts.localTarget.kubeConfig,
+        }
+      : {
+          name,
+          agentNamespace: access.agentNamespace,
+          labels,
+          local: false,
+          type: access.type,
+          kubeConfig: rejecting(`cluster ${name} is owned by hub replica ${owner ?? '(none yet)'}`),
+          remote: { owner, report },
+        };
+    this.remotes.set(name, { target, fingerprint });
+    this.opts.registry.set(target);
+  }
+
+  /**
+   * Forget the remote registration of `name`; with `keepTarget`, leave the registry as it is
+   * (this replica registers its own target for it next).
+   */
+  private unregisterRemote(name: string, opts: { keepTarget?: boolean } = {}): void {
+    const known = this.remotes.get(name);
+    if (!known) return;
+    this.remotes.delete(name);
+    if (opts.keepTarget) return;
+    if (known.target.local) {
+      if (this.opts.registry.get(name) === known.target)
+        this.opts.registry.set(this.opts.localTarget);
+    } else this.opts.registry.remove(name, known.target);
   }
 
   private statusInput(mc: MirrorCluster, entry: Entry | undefined, invalid?: string) {
@@ -811,6 +946,13 @@ export class ClusterController {
     for (const s of this.readiness.values()) counts[s] = (counts[s] ?? 0) + 1;
     for (const [state, n] of Object.entries(counts)) this.stateGauge.set({ state }, n);
   }
+}
+
+function withDeliveries(
+  next: { status: MirrorClusterStatus; events: ClusterEvent[] },
+  deliveries: MirrorClusterStatus['deliveries'],
+): { status: MirrorClusterStatus; events: ClusterEvent[] } {
+  return deliveries ? { ...next, status: { ...next.status, deliveries } } : next;
 }
 
 function readyOf(status: MirrorClusterStatus | undefined) {

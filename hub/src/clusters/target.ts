@@ -2,7 +2,7 @@
 // (controller.ts: EKS via AssumeRole + token, a kubeconfig Secret, or inCluster). The
 // mirror controller sees only this interface.
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
-import type { ClusterAccessType } from '@mirrorhub/shared/api/index';
+import type { ClusterAccessType, DeliveryReports } from '@mirrorhub/shared/api/index';
 
 export interface ClusterTarget {
   /** Cluster name: MirrorCluster name, or the hub's own cluster name. Shown in status. */
@@ -15,6 +15,12 @@ export interface ClusterTarget {
   readonly local: boolean;
   /** How the hub reaches it (MirrorCluster.status.type). */
   readonly type: ClusterAccessType;
+  /**
+   * Another hub replica owns this follower (hub/src/shards/ownership.ts): this replica never
+   * connects to it, and learns what it holds from its owner's report. Absent: this replica
+   * owns it (always so with one replica).
+   */
+  readonly remote?: RemoteCluster | undefined;
   /**
    * How to reach this cluster (a KubeAccess; client-node's KubeConfig is one). Called when a
    * connection starts (and again when it is restarted). The returned access must keep its own
@@ -29,6 +35,14 @@ export interface ClusterTarget {
    * an hour. Must not throw.
    */
   reportError?(err: unknown): void;
+}
+
+/** A follower another hub replica owns, as this replica sees it. */
+export interface RemoteCluster {
+  /** The replica that owns it, as last seen (Ownership.ownerOf); undefined: none yet. */
+  readonly owner: string | undefined;
+  /** Its owner's report on the deliveries it holds there (MirrorCluster status.deliveries). */
+  readonly report: DeliveryReports | undefined;
 }
 
 /** The hub's own cluster, reached with the hub's own credentials. */

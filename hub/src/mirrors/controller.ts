@@ -8,6 +8,14 @@
 // Watches: SecretMirrors and ClusterSecretMirrors (all namespaces); each kind watches or polls
 // what it needs and enqueues the mirror's key (`SecretMirror/<ns>/<name>`) when it changes; the
 // reconcile re-reads everything from the caches.
+//
+// Several hub replicas (hub/src/shards/ownership.ts): every replica runs this controller with
+// warm caches and plans every mirror. Only the leader writes a mirror's status, finalizer and
+// Events, Vault destinations and dynamic leases. A replica that does not lead applies the plans
+// for the followers it owns (once the mirror holds the finalizer) and reports what it holds
+// there for the leader (clusters/reports.ts). Kubernetes sources come from each replica's own
+// caches; Vault KV sources are polled by each replica (N replicas read Vault N times: the
+// price of a follower's owner not waiting on the leader for content).
 import {
   CLUSTER_SECRET_MIRROR,
   DEFAULT_POLL_PERIOD_MS,
@@ -48,6 +56,8 @@ import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import { FIELD_MANAGER, USER_AGENT } from '@mirrorhub/shared/api/contract';
 import type { ClusterRegistry } from '../clusters/registry.js';
 import { HUB_FINALIZER, mirrorKey, parseMirrorKey } from '../names.js';
+import type { DeliveryReportStore } from '../clusters/reports.js';
+import { ALWAYS_LEADING, OWN_EVERYTHING, type Ownership, type Role } from '../shards/ownership.js';
 import type { VaultConnections } from '../vault/connections.js';
 import type { Tenancy } from './destinations/clusters/plan.js';
 import type {
@@ -113,6 +123,19 @@ export interface MirrorControllerOptions {
   /** An Event was recorded about the mirror with this key (the dashboard's recent Events). */
   onEvent?(mirrorKey: string, event: ControllerEvent): void;
   clock?: Clock;
+  /** Which followers this replica writes deliveries to (default: every one). */
+  ownership?: Ownership | undefined;
+  /**
+   * Whether this replica leads (default: always). Only the leader writes mirrors' status,
+   * finalizers and Events, the hub's own cluster's deliveries, Vault destinations and leases.
+   */
+  role?: Role | undefined;
+  /**
+   * Where this replica, when it does not lead, reports the deliveries in the followers it owns
+   * (the same store goes to the MirrorCluster controller, which writes it to their status).
+   * Default: none (one replica).
+   */
+  reports?: DeliveryReportStore | undefined;
 }
 
 export const DEFAULT_CLEANUP_GRACE_MS = 2 * 60_000;
@@ -142,10 +165,13 @@ export class MirrorController {
   private stopped = false;
   private stopping: Promise<void> | undefined;
   private started = false;
+  private readonly role: Role;
+  private unsubscribeRole: (() => void) | undefined;
 
   constructor(private readonly opts: MirrorControllerOptions) {
     this.log = childLogger(opts.logger, { controller: CONTROLLER });
     this.clock = opts.clock ?? realClock;
+    this.role = opts.role ?? ALWAYS_LEADING;
     const kc = opts.kubeConfig;
     this.rest = new RestClient(kc, { userAgent: USER_AGENT.hub });
     const m = opts.metrics;
@@ -197,6 +223,9 @@ export class MirrorController {
         requestTimeoutMs: opts.requestTimeoutMs,
         onCleanupAbandoned: opts.onCleanupAbandoned,
         onObserved: opts.onObserved,
+        ownership: opts.ownership ?? OWN_EVERYTHING,
+        role: this.role,
+        reports: opts.reports,
       },
       enqueue,
       enqueueAll: () => {
@@ -241,6 +270,10 @@ export class MirrorController {
       });
     }
     this.kinds.clusters.setResyncPeriod(this.freshness.ms);
+    this.unsubscribeRole = this.role.onChange((leading) => {
+      // A new leader writes every mirror's status from its warm caches.
+      if (leading) for (const m of this.mirrors()) this.reconciler.add(mirrorKey(identityOf(m)));
+    });
     await Promise.all([...this.sources, ...this.destinations].map((k) => k.start?.()));
     await this.reconciler.synced();
     if (this.stopped) return;
@@ -263,6 +296,7 @@ export class MirrorController {
 
   private async shutdown(): Promise<void> {
     this.stopped = true;
+    this.unsubscribeRole?.();
     await this.reconciler.stop(); // and the mirror watches
     await Promise.all([...this.sources, ...this.destinations].map((k) => k.stop()));
     this.rest.close();
@@ -354,6 +388,7 @@ export class MirrorController {
     this.freshness.set(key, pollMs);
     const gathered = await this.gather(ctx);
     if (!gathered) return; // not observed yet: its watch or poll enqueues the mirror again
+    if (!this.role.leading()) return this.follow(ctx, gathered, pollMs);
     const plans = await Promise.all(this.destinations.map((d) => d.plan(ctx, gathered.source)));
     let current = mirror;
     if (plans.some((p) => p.writes)) {
@@ -395,6 +430,24 @@ export class MirrorController {
   }
 
   /**
+   * A replica that does not lead: apply the cluster destinations' plan (their connections are
+   * the followers this replica owns; writes wait for the finalizer the leader sets), which
+   * reports what it holds there. No status, finalizer, Event or Vault destination.
+   */
+  private async follow(
+    ctx: MirrorContext,
+    gathered: { source: GatheredSource; reports: Report[] },
+    pollMs: number,
+  ): Promise<ProcessResult | void> {
+    const clusters = this.kinds.clusters;
+    const plan = await clusters.plan(ctx, gathered.source);
+    const report = await clusters.apply(ctx, plan);
+    if (gathered.reports.some((r) => r.retry)) return { retryWithinMs: pollMs };
+    if (report.invalid) return;
+    return { requeueAfterMs: pollMs };
+  }
+
+  /**
    * The mirror's source, from the kind that follows it (every other kind lets go of it).
    * Undefined: not observed yet.
    */
@@ -421,11 +474,19 @@ export class MirrorController {
     const { key, mirror } = ctx;
     this.freshness.set(key, undefined);
     this.setPhase(key, undefined);
+    const leading = this.role.leading();
+    // A replica that does not lead removes only what it wrote: the deliveries in its followers.
+    const destinations = leading ? this.destinations : [this.kinds.clusters];
     const reports: CleanupReport[] = await Promise.all([
-      ...this.destinations.map((d) => d.cleanUp(ctx)),
+      ...destinations.map((d) => d.cleanUp(ctx)),
       ...this.sources.map((s) => s.release(ctx)),
     ]);
     if (!mirror || !ctx.held) return;
+    if (!leading) {
+      // The leader releases the finalizer once every report says nothing is left.
+      const waits = reports.flatMap((r) => (r.waitMs !== undefined ? [r.waitMs] : []));
+      return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : undefined;
+    }
     const named = reports.find((r) => r.mirrorStatus !== undefined);
     const status = withReports(named?.mirrorStatus ?? mirror.status ?? {}, reports);
     const current = await this.writer.writeStatus(

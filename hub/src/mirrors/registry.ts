@@ -100,6 +100,9 @@ export function createKinds(o: KindsOptions): Kinds {
         clock: o.clock,
         retryInitialMs: vault.retryInitialMs,
         enqueue: o.enqueue,
+        role: o.clusters.role,
+        kubeConfig: o.kubeConfig,
+        watchProgressDeadlineMs: o.watchProgressDeadlineMs,
       }),
     ],
     destinations: [

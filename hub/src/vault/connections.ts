@@ -15,6 +15,9 @@
 // ServiceAccount exists only in a ClusterVaultConnection; a SecretMirror may use a
 // ClusterVaultConnection only when spec.allowedNamespaces admits its namespace and
 // spec.tenantPaths grants the path (`refusal`, paths.ts).
+//
+// Several hub replicas: every replica builds the clients it reads Vault with (each polls its
+// own Vault KV sources), but only the leader writes a connection's status and Events.
 import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import {
   CLUSTER_VAULT_CONNECTION,
@@ -72,6 +75,7 @@ import {
   type SecretRole,
 } from './decide.js';
 import { grantRefusal, type GrantUse } from './paths.js';
+import { ALWAYS_LEADING, type Role } from '../shards/ownership.js';
 
 const { createHash } = crypto;
 
@@ -111,6 +115,8 @@ export interface VaultConnectionsOptions {
   /** How often a Ready connection's login is checked again (default 5 min). */
   recheckMs?: number | undefined;
   clock?: Clock | undefined;
+  /** Whether this replica leads (default: always): only the leader writes status and Events. */
+  role?: Role | undefined;
 }
 
 /** mirrorhub_vault_requests_total: every request to Vault by operation and outcome. */
@@ -161,6 +167,8 @@ export class VaultConnections {
   private readonly secretWatches: SourceWatches;
   private stopped = false;
 
+  private unsubscribeRole: (() => void) | undefined;
+
   constructor(private readonly opts: VaultConnectionsOptions) {
     this.log = childLogger(opts.logger, { controller: CONTROLLER });
     this.clock = opts.clock ?? realClock;
@@ -208,6 +216,13 @@ export class VaultConnections {
   }
 
   async start(): Promise<void> {
+    this.unsubscribeRole = (this.opts.role ?? ALWAYS_LEADING).onChange((leading) => {
+      // A new leader reports every connection as it finds it.
+      if (!leading) return;
+      for (const c of [...this.namespaced.list(), ...this.cluster.list()]) {
+        this.reconciler.add(keyOfObject(c));
+      }
+    });
     for (const w of [this.namespaced, this.cluster] as Watcher<AnyConnection>[]) {
       this.reconciler.watch(w, {
         onAdd: (obj) => this.changed(obj),
@@ -222,6 +237,7 @@ export class VaultConnections {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribeRole?.();
     await this.reconciler.stop();
     await this.secretWatches.stop();
     const all = [...this.built.values()];
@@ -624,7 +640,9 @@ export class VaultConnections {
           : { type: 'Warning', reason, message: message.slice(0, 1024) },
       );
     }
-    await this.writer.writeStatus(conn, next, events);
+    if ((this.opts.role ?? ALWAYS_LEADING).leading()) {
+      await this.writer.writeStatus(conn, next, events);
+    }
     const recheck = this.opts.recheckMs ?? 5 * 60_000;
     return { requeueAfterMs: ready ? recheck : Math.min(recheck, 30_000) };
   }

@@ -684,6 +684,22 @@ const predecessor = stringEnum(
   ['reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'],
 );
 
+const mirrorProblem = object(
+  'MirrorProblem',
+  'One namespace whose copy is not in sync.',
+  {
+    cluster: string('MirrorCluster name.', { maxLength: 253 }),
+    namespace: string('Namespace name.', { maxLength: 63 }),
+    state: stringEnum(
+      'ProblemState',
+      "Failed: writing failed. Conflict: the name is taken. PolicyDenied: the cluster's policy refuses it.",
+      ['Failed', 'Conflict', 'PolicyDenied'],
+    ),
+    message: string('What went wrong.', { maxLength: 1024 }),
+  },
+  { required: ['cluster', 'namespace', 'state'] },
+);
+
 const mirrorStatus = (tsType: string): Schema =>
   object(tsType, 'Observed state of the mirror, written by the hub.', {
     phase: phase(
@@ -775,21 +791,7 @@ const mirrorStatus = (tsType: string): Schema =>
     ),
     problems: array(
       'Namespaces that failed, conflict or are refused by policy, at most 50 (see counts for the totals).',
-      object(
-        'MirrorProblem',
-        'One namespace whose copy is not in sync.',
-        {
-          cluster: string('MirrorCluster name.', { maxLength: 253 }),
-          namespace: string('Namespace name.', { maxLength: 63 }),
-          state: stringEnum(
-            'ProblemState',
-            "Failed: writing failed. Conflict: the name is taken. PolicyDenied: the cluster's policy refuses it.",
-            ['Failed', 'Conflict', 'PolicyDenied'],
-          ),
-          message: string('What went wrong.', { maxLength: 1024 }),
-        },
-        { required: ['cluster', 'namespace', 'state'] },
-      ),
+      mirrorProblem,
       { maxItems: 50 },
     ),
     takenOver: array(
@@ -1059,6 +1061,63 @@ export const mirrorCluster: KindDefinition = {
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['delivery'],
       },
+    ),
+    deliveries: object(
+      'DeliveryReports',
+      'With several hub replicas: what the replica that owns this cluster holds there, per ' +
+        "mirror, for the replica that writes the mirrors' status. Absent with one replica.",
+      {
+        replica: string('The hub replica (its identity) that owns the cluster and reports.', {
+          maxLength: 253,
+        }),
+        items: array(
+          'One per delivery the owner holds in the cluster, of a mirror that exists or is being deleted.',
+          object(
+            'DeliveryReport',
+            'The state of one mirror in this cluster, as the owning replica sees it.',
+            {
+              delivery: string('MirrorDelivery (and payload Secret) name in the agent namespace.', {
+                maxLength: 63,
+              }),
+              mirror: string('The mirror, Kind/namespace/name.', { maxLength: 512 }),
+              generation: integer(
+                'metadata.generation of the mirror this report was planned from.',
+                { format: 'int64', minimum: 0 },
+              ),
+              contentHash: string(
+                'The content hash (a keyed HMAC) the owner delivers; absent while there is no source.',
+                { maxLength: 128 },
+              ),
+              present: boolean(
+                'Whether the cluster still holds the delivery or its payload Secret (false: removed).',
+              ),
+              phase: phase('Phase of the mirror in this cluster.'),
+              namespaces: count('Selected namespaces in this cluster.'),
+              synced: count('Namespaces with an up-to-date copy.'),
+              failed: count('Namespaces where writing the copy failed.'),
+              conflicts: count('Namespaces where the target name is taken.'),
+              denied: count("Namespaces refused by the cluster's policy."),
+              lastSyncTime: dateTime(
+                'When the copies in this cluster were last brought up to date.',
+              ),
+              message: string('Why the mirror is not Active in this cluster, if it is not.', {
+                maxLength: 1024,
+              }),
+              problems: array(
+                'Namespaces not in sync in this cluster, at most 10.',
+                mirrorProblem,
+                {
+                  maxItems: 10,
+                },
+              ),
+            },
+            { required: ['delivery', 'mirror', 'present'] },
+          ),
+          // Written whole by the one owner, like a mirror's status.clusters.
+          { maxItems: 5000, 'x-kubernetes-list-type': 'atomic' },
+        ),
+      },
+      { required: ['replica'] },
     ),
     conditions: conditionsOf(
       'Reachable, Authenticated, AgentHealthy (and CleanupPending while deliveries of deleted mirrors are left) detail Ready.',

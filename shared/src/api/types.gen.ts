@@ -1049,6 +1049,12 @@ export interface MirrorClusterStatus {
   pendingCleanup?: PendingCleanup[];
 
   /**
+   * With several hub replicas: what the replica that owns this cluster holds there, per mirror, for
+   * the replica that writes the mirrors' status. Absent with one replica.
+   */
+  deliveries?: DeliveryReports;
+
+  /**
    * Latest observations of the object (metav1.Condition), each with observedGeneration. Ready: True
    * when the current generation is fully applied and healthy; False with a reason otherwise.
    * Reconciling: True while a change is rolled out or a retry is expected to succeed (reason: what
@@ -1083,6 +1089,65 @@ export interface PendingCleanup {
 
   /** The deleted mirror, Kind/namespace/name. */
   mirror: string;
+}
+
+/**
+ * With several hub replicas: what the replica that owns this cluster holds there, per mirror, for
+ * the replica that writes the mirrors' status. Absent with one replica.
+ */
+export interface DeliveryReports {
+  /** The hub replica (its identity) that owns the cluster and reports. */
+  replica: string;
+
+  /**
+   * One per delivery the owner holds in the cluster, of a mirror that exists or is being deleted.
+   */
+  items?: DeliveryReport[];
+}
+
+/** The state of one mirror in this cluster, as the owning replica sees it. */
+export interface DeliveryReport {
+  /** MirrorDelivery (and payload Secret) name in the agent namespace. */
+  delivery: string;
+
+  /** The mirror, Kind/namespace/name. */
+  mirror: string;
+
+  /** metadata.generation of the mirror this report was planned from. */
+  generation?: number;
+
+  /** The content hash (a keyed HMAC) the owner delivers; absent while there is no source. */
+  contentHash?: string;
+
+  /** Whether the cluster still holds the delivery or its payload Secret (false: removed). */
+  present: boolean;
+
+  /** Phase of the mirror in this cluster. */
+  phase?: MirrorPhase;
+
+  /** Selected namespaces in this cluster. */
+  namespaces?: number;
+
+  /** Namespaces with an up-to-date copy. */
+  synced?: number;
+
+  /** Namespaces where writing the copy failed. */
+  failed?: number;
+
+  /** Namespaces where the target name is taken. */
+  conflicts?: number;
+
+  /** Namespaces refused by the cluster's policy. */
+  denied?: number;
+
+  /** When the copies in this cluster were last brought up to date. */
+  lastSyncTime?: string;
+
+  /** Why the mirror is not Active in this cluster, if it is not. */
+  message?: string;
+
+  /** Namespaces not in sync in this cluster, at most 10. */
+  problems?: MirrorProblem[];
 }
 
 /** The delivery, fully resolved by the hub. */
@@ -1839,6 +1904,17 @@ export const LIMITS = {
   PendingCleanup: {
     delivery: 63,
     mirror: 512,
+  },
+  DeliveryReports: {
+    replica: 253,
+    items: 5000,
+  },
+  DeliveryReport: {
+    delivery: 63,
+    mirror: 512,
+    contentHash: 128,
+    message: 1024,
+    problems: 10,
   },
   MirrorDeliverySpec: {
     originCluster: 253,

@@ -2,6 +2,13 @@
 // Secret + one MirrorDelivery in the agent namespace (plan.ts decides, with no I/O), written by
 // that cluster's connection (connection.ts) without ever waiting on the cluster; the agent there
 // makes the copies and reports back in the delivery's status.
+//
+// Several hub replicas (hub/src/shards/ownership.ts): connections (watches and writes) only to
+// the followers this replica owns, and to the hub's own cluster only while it leads. Every
+// other cluster is planned from its owner's report (plan.ts RemoteObservation). A replica that
+// does not lead reports what it holds in its followers (DeliveryReportStore) and writes a
+// delivery only once the mirror holds the hub's finalizer (the leader sets it before anything
+// is written anywhere, so a deletion always cleans up).
 import { deliveryName } from '@mirrorhub/shared/mirror/index';
 import type { Signer } from '@mirrorhub/shared/mirror/signing';
 import {
@@ -11,7 +18,15 @@ import {
   type Gauge,
   type Logger,
 } from '@mirrorhub/shared/kit/runtime/index';
-import type { MirrorDelivery } from '@mirrorhub/shared/api/index';
+import type { DeliveryReport, MirrorDelivery } from '@mirrorhub/shared/api/index';
+import { HUB_FINALIZER } from '../../../names.js';
+import type { DeliveryReportStore } from '../../../clusters/reports.js';
+import {
+  ALWAYS_LEADING,
+  OWN_EVERYTHING,
+  type Ownership,
+  type Role,
+} from '../../../shards/ownership.js';
 import type { ClusterRegistry } from '../../../clusters/registry.js';
 import type { ClusterTarget } from '../../../clusters/target.js';
 import type {
@@ -25,6 +40,8 @@ import type {
 } from '../../kinds.js';
 import { ClusterConnection } from './connection.js';
 import {
+  cleanupReportOf,
+  deliveryReportOf,
   planCleanup,
   planDeletionStatus,
   planMirror,
@@ -53,11 +70,19 @@ export interface ClusterDestinationsOptions {
   onCleanupAbandoned?(cluster: string, name: string, mirrorKey: string, reason: string): void;
   /** A delivery changed in the caches (the dashboard's live feed). */
   onObserved?(): void;
+  /** Which followers this replica writes to (default: every one). */
+  ownership?: Ownership | undefined;
+  /** Whether this replica leads (default: always): the hub's own cluster is the leader's. */
+  role?: Role | undefined;
+  /** Where a replica that does not lead reports its deliveries (default: nowhere). */
+  reports?: DeliveryReportStore | undefined;
 }
 
 export interface ClustersPlan extends DestinationPlan {
   name: string;
   conns: ClusterConnection[];
+  /** What was observed per cluster (this replica's report is made from it). */
+  observed: ClusterObservation[];
   /** The copies, when the spec names these clusters' namespaces (else only `deletes`). */
   mirror?: MirrorPlan;
   deletes: readonly string[];
@@ -66,13 +91,19 @@ export interface ClustersPlan extends DestinationPlan {
 export class ClusterDestinations implements DestinationKind<ClustersPlan> {
   private readonly log: Logger;
   private readonly connections = new Map<string, ClusterConnection>();
+  /** Connections being stopped: an ownership listener waits for their writes to end. */
+  private readonly closing = new Map<string, Promise<void>>();
   private readonly gauge: Gauge<'state'>;
-  private unsubscribe: (() => void) | undefined;
+  private readonly unsubscribe: (() => void)[] = [];
   private resyncMs: number | undefined;
   private stopped = false;
+  private readonly ownership: Ownership;
+  private readonly role: Role;
 
   constructor(private readonly opts: ClusterDestinationsOptions) {
     this.log = childLogger(opts.logger, { controller: 'mirror' });
+    this.ownership = opts.ownership ?? OWN_EVERYTHING;
+    this.role = opts.role ?? ALWAYS_LEADING;
     this.gauge = opts.metrics.gauge('clusters', 'Clusters the hub delivers to, by state.', [
       'state',
     ]);
@@ -80,7 +111,22 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
 
   /** Connects to every registered cluster; resolves once the local cluster's caches are synced. */
   async start(): Promise<void> {
-    this.unsubscribe = this.opts.registry.onChange(() => this.syncConnections());
+    this.unsubscribe.push(
+      this.opts.registry.onChange((c) => {
+        if (c.type === 'updated' && reportOnly(c.previous, c.target)) {
+          // Only the owner's report changed: the mirrors it names are looked at again.
+          for (const k of reportedMirrors(c.previous, c.target)) this.opts.enqueue(k);
+          return;
+        }
+        this.syncConnections();
+      }),
+      this.ownership.onChange((name, owned) => this.ownershipChanged(name, owned)),
+      this.role.onChange((leading) => {
+        // A leader writes the mirrors' status itself and reports nothing.
+        if (leading) this.opts.reports?.clear();
+        this.syncConnections();
+      }),
+    );
     this.syncConnections();
     const local = [...this.connections.values()].find((c) => c.target.local);
     if (local) await local.waitSynced();
@@ -88,9 +134,10 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe?.();
+    for (const u of this.unsubscribe.splice(0)) u();
     await Promise.all([...this.connections.values()].map((c) => c.stop()));
     this.connections.clear();
+    await Promise.all(this.closing.values());
   }
 
   get size(): number {
@@ -124,11 +171,17 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
   plan(ctx: MirrorContext, source: GatheredSource): Promise<ClustersPlan> {
     const name = deliveryName(ctx.id, this.opts.originCluster);
     const conns = [...this.connections.values()];
-    const clusters = conns.map((c) => observe(c, name));
+    const clusters = this.observeAll(name);
     if (ctx.mirror.spec.destination.vault !== undefined) {
       // Written to Vault instead: deliveries from an earlier spec go.
       const cleanup = planCleanup(clusters, { mirror: ctx.id });
-      return Promise.resolve({ writes: false, name, conns, deletes: cleanup.deletes });
+      return Promise.resolve({
+        writes: false,
+        name,
+        conns,
+        observed: clusters,
+        deletes: cleanup.deletes,
+      });
     }
     const mirror = planMirror({
       mirror: ctx.mirror,
@@ -142,16 +195,21 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
       now: ctx.now,
     });
     return Promise.resolve({
-      writes: mirror.writes.length > 0,
+      writes: mirror.writes.length > 0 || mirror.remoteWrites === true,
       name,
       conns,
+      observed: clusters,
       mirror,
       deletes: mirror.deletes,
     });
   }
 
   apply(ctx: MirrorContext, p: ClustersPlan): Promise<DestinationReport> {
-    const writes = new Map((p.mirror?.writes ?? []).map((w) => [w.cluster, w]));
+    // A replica that does not lead writes only once the leader made the mirror hold the
+    // finalizer (it is set before anything is written anywhere); deletes need no finalizer.
+    const mayWrite =
+      this.role.leading() || (ctx.mirror.metadata.finalizers?.includes(HUB_FINALIZER) ?? false);
+    const writes = new Map((mayWrite ? (p.mirror?.writes ?? []) : []).map((w) => [w.cluster, w]));
     const deletes = new Set(p.deletes);
     for (const conn of p.conns) {
       const w = writes.get(conn.name);
@@ -175,6 +233,9 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
         'deliveries requested',
       );
     }
+    this.report(p.name, p.observed, (obs) =>
+      p.mirror ? deliveryReportOf(ctx.mirror, p.mirror, obs) : cleanupReportOf(ctx.id, p.name, obs),
+    );
     if (!p.mirror) return Promise.resolve({});
     return Promise.resolve({
       mirrorStatus: p.mirror.status,
@@ -186,24 +247,24 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
   cleanUp(ctx: CleanupContext): Promise<CleanupReport> {
     const name = deliveryName(ctx.id, this.opts.originCluster);
     const conns = [...this.connections.values()];
+    const observed = this.observeAll(name);
     if (ctx.mirror && !ctx.held) {
       // Never delivered (or already cleaned up): nothing of ours to remove.
       for (const conn of conns) conn.request(name, ctx.key, undefined);
+      this.report(name, observed, (obs) => cleanupReportOf(ctx.id, name, obs));
       return Promise.resolve({});
     }
-    const plan = planCleanup(
-      conns.map((c) => observe(c, name)),
-      {
-        deletingSince: ctx.deletingSince,
-        now: ctx.now,
-        graceMs: ctx.graceMs,
-        mirror: ctx.id,
-      },
-    );
+    const plan = planCleanup(observed, {
+      deletingSince: ctx.deletingSince,
+      now: ctx.now,
+      graceMs: ctx.graceMs,
+      mirror: ctx.id,
+    });
     const deletes = new Set(plan.deletes);
     for (const conn of conns) {
       conn.request(name, ctx.key, deletes.has(conn.name) ? { op: 'delete' } : undefined);
     }
+    this.report(name, observed, (obs) => cleanupReportOf(ctx.id, name, obs));
     if (!ctx.mirror) {
       if (plan.deletes.length > 0) {
         this.log.info({ key: ctx.key, clusters: plan.deletes }, 'removing orphaned deliveries');
@@ -240,14 +301,84 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
 
   // ---- connections ----------------------------------------------------------------------------
 
+  /**
+   * Every registered cluster as this replica sees it for delivery `name`: through its
+   * connection, or, when another replica writes there, from its owner's report.
+   */
+  private observeAll(name: string): ClusterObservation[] {
+    return this.opts.registry.list().map((t) => {
+      const conn = this.connections.get(t.name);
+      if (conn) return observe(conn, name);
+      const report = t.remote?.report;
+      return {
+        name: t.name,
+        agentNamespace: t.agentNamespace,
+        labels: t.labels,
+        local: t.local,
+        synced: true,
+        remote: {
+          owner: t.remote?.owner ?? this.ownership.ownerOf(t.name),
+          report: report?.items?.find((i) => i.delivery === name),
+        },
+      };
+    });
+  }
+
+  /**
+   * A replica that does not lead reports, per follower it writes to, what it holds there of
+   * the mirror (`of` undefined: nothing). The leader reports nothing: it writes the mirrors'
+   * status itself, so one replica adds no write.
+   */
+  private report(
+    name: string,
+    observed: readonly ClusterObservation[],
+    of: (obs: ClusterObservation) => DeliveryReport | undefined,
+  ): void {
+    const store = this.opts.reports;
+    if (!store || this.role.leading()) return;
+    for (const obs of observed) {
+      if (obs.remote || obs.local) continue;
+      const r = of(obs);
+      if (r) store.set(obs.name, r);
+      else store.remove(obs.name, name);
+    }
+  }
+
+  /** This replica connects to `target`: a follower it owns, or the hub's own while leading. */
+  private connects(target: ClusterTarget): boolean {
+    if (target.remote) return false;
+    return target.local ? this.role.leading() : this.ownership.owns(target.name);
+  }
+
+  /**
+   * `name` changed hands. Lost: its connection stops, and the promise resolves only once its
+   * in-flight writes ended (the claim is given up after that). Gained: it is connected.
+   */
+  private async ownershipChanged(name: string, owned: boolean): Promise<void> {
+    if (!owned) {
+      this.opts.reports?.clear(name);
+      const conn = this.connections.get(name);
+      if (conn && !conn.target.local) {
+        this.connections.delete(name);
+        this.close(conn);
+        this.updateGauge();
+        this.changed();
+      }
+      // Stopped here or by a registry change a moment ago: either way, its writes end first.
+      await this.closing.get(name);
+      return;
+    }
+    this.syncConnections();
+  }
+
   private syncConnections(): void {
     if (this.stopped) return;
-    const targets = this.opts.registry.list();
+    const targets = this.opts.registry.list().filter((t) => this.connects(t));
     const names = new Set(targets.map((t) => t.name));
     for (const [name, conn] of this.connections) {
       if (!names.has(name)) {
         this.connections.delete(name);
-        void conn.stop();
+        this.close(conn);
       }
     }
     for (const target of targets) {
@@ -257,11 +388,23 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
         conn.retarget(target); // labels changed: the caches and writers stay
         continue;
       }
-      if (conn) void conn.stop();
+      if (conn) this.close(conn);
       this.connections.set(target.name, this.connect(target));
     }
     this.updateGauge();
     this.changed();
+  }
+
+  /** Stop `conn`, remembering the stop until it is done (see ownershipChanged). */
+  private close(conn: ClusterConnection): void {
+    const name = conn.name;
+    const before = this.closing.get(name) ?? Promise.resolve();
+    const done: Promise<void> = Promise.all([before, conn.stop().catch(() => undefined)]).then(
+      () => {
+        if (this.closing.get(name) === done) this.closing.delete(name);
+      },
+    );
+    this.closing.set(name, done);
   }
 
   private connect(target: ClusterTarget): ClusterConnection {
@@ -321,6 +464,30 @@ function observe(conn: ClusterConnection, name: string): ClusterObservation {
     error: h.error,
     ...conn.observe(name),
   };
+}
+
+/** Only a remote target's report changed (same owner, labels and agent namespace). */
+function reportOnly(a: ClusterTarget, b: ClusterTarget): boolean {
+  return (
+    a.remote !== undefined &&
+    b.remote !== undefined &&
+    a.remote.owner === b.remote.owner &&
+    a.agentNamespace === b.agentNamespace &&
+    JSON.stringify(a.labels) === JSON.stringify(b.labels)
+  );
+}
+
+/** Keys of the mirrors whose report items differ between two reports of one cluster. */
+function reportedMirrors(a: ClusterTarget, b: ClusterTarget): string[] {
+  const before = new Map((a.remote?.report?.items ?? []).map((i) => [i.delivery, i]));
+  const keys = new Set<string>();
+  for (const i of b.remote?.report?.items ?? []) {
+    const old = before.get(i.delivery);
+    before.delete(i.delivery);
+    if (!old || JSON.stringify(old) !== JSON.stringify(i)) keys.add(i.mirror);
+  }
+  for (const i of before.values()) keys.add(i.mirror);
+  return [...keys];
 }
 
 /** Same cluster reached the same way: only metadata (labels) differs. */

@@ -35,6 +35,7 @@ import {
   type AnyMirror,
   type ClusterSyncStatus,
   type Condition,
+  type DeliveryReport,
   type MirrorCounts,
   type MirrorDelivery,
   type MirrorDeliverySpec,
@@ -122,6 +123,20 @@ export interface ClusterObservation {
   payload?: { contentHash?: string | undefined; signature?: string | undefined } | undefined;
   /** The last write to this cluster for this mirror failed with this error. */
   writeError?: string | undefined;
+  /**
+   * Another hub replica owns the cluster: nothing is written to or deleted from it here, and
+   * its entry in the status is its owner's report (when the report is for this mirror's
+   * current generation and content).
+   */
+  remote?: RemoteObservation | undefined;
+}
+
+/** What this replica knows of a cluster another replica owns. */
+export interface RemoteObservation {
+  /** The owning replica (its identity); undefined: none yet. */
+  owner: string | undefined;
+  /** The owner's report on this mirror's delivery there; undefined: none. */
+  report: DeliveryReport | undefined;
 }
 
 export interface PlanInput {
@@ -182,6 +197,13 @@ export interface MirrorPlan {
   deletes: string[];
   status: MirrorStatus;
   events: PlannedEvent[];
+  /** The content hash delivered (what a delivery report proves it describes). */
+  contentHash?: string;
+  /**
+   * Another hub replica delivers to a selected cluster: the mirror must hold the hub's
+   * finalizer (set by the leader before anything is written anywhere) for it to write there.
+   */
+  remoteWrites?: boolean;
 }
 
 // ---- constants --------------------------------------------------------------------------------
@@ -263,7 +285,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
     const writes: DeliveryWrite[] = [];
     for (const obs of input.clusters) {
       const d = obs.delivery;
-      if (!obs.synced || !d || d.metadata.deletionTimestamp) continue;
+      if (obs.remote || !obs.synced || !d || d.metadata.deletionTimestamp) continue;
       if (deliveryPolicies(d.spec).suspend) continue;
       if (deliveryOwner(obs.delivery, placeOf(obs), mirror, originCluster, input.signer) !== 'ours')
         continue;
@@ -322,6 +344,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const deletes = input.clusters
     .filter(
       (obs) =>
+        !obs.remote &&
         obs.synced &&
         holdsSomething(obs) &&
         (selectedNames.has(obs.name)
@@ -334,6 +357,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const writes: DeliveryWrite[] = [];
   const desiredSpecs = new Map<string, MirrorDeliverySpec>();
   let warnings: string[] = [];
+  let contentHashOut: string | undefined;
   if (input.source.state === 'found') {
     const shaped = shapeSource(sourceKind, input.source.object, spec.template);
     warnings = shaped.warnings;
@@ -345,6 +369,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
       labels: shaped.template.labels,
       annotations: shaped.template.annotations,
     });
+    contentHashOut = hash;
     const targetName = spec.destination.name ?? (src.kind === 'Vault' ? '' : src.name);
     // The payload is the same for every cluster but for its namespace and signature: built and
     // digested once here, signed per cluster below, copied only for the clusters it is written to.
@@ -394,6 +419,7 @@ export function planMirror(input: PlanInput): MirrorPlan {
       };
       const deliverySpec = sequenced(obs, unsequenced, now);
       desiredSpecs.set(obs.name, deliverySpec);
+      if (obs.remote) continue; // its owner writes there
       if (!obs.synced) continue; // unknown state: write nothing until the caches are there
       if (obs.delivery?.metadata.deletionTimestamp) continue; // wait until the old one is gone
       if (owners.get(obs.name) !== 'ours') continue; // never over another mirror's delivery
@@ -425,6 +451,12 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const entries: ClusterSyncStatus[] = [];
   const problems: MirrorProblem[] = [];
   for (const obs of selection.selected) {
+    if (obs.remote) {
+      const r = remoteStatus(obs, obs.remote, generation, contentHashOut);
+      entries.push(r.entry);
+      problems.push(...r.problems);
+      continue;
+    }
     const owner = owners.get(obs.name) ?? 'ours';
     const r = clusterStatus(obs, desiredSpecs.get(obs.name), input.source.state === 'found', {
       owner,
@@ -476,8 +508,10 @@ export function planMirror(input: PlanInput): MirrorPlan {
             : REASON.degraded;
     sourceCondition = { status: 'True', reason: REASON.sourceFound, message: sourceText };
   } else {
-    const delivered = input.clusters.some(
-      (obs) => obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp,
+    const delivered = input.clusters.some((obs) =>
+      obs.remote
+        ? obs.remote.report?.present === true
+        : obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp,
     );
     const why =
       input.source.state === 'missing'
@@ -543,6 +577,10 @@ export function planMirror(input: PlanInput): MirrorPlan {
     deletes,
     status,
     events: [],
+    ...(contentHashOut !== undefined ? { contentHash: contentHashOut } : {}),
+    ...(contentHashOut !== undefined && selection.selected.some((c) => c.remote)
+      ? { remoteWrites: true }
+      : {}),
   });
 }
 
@@ -598,7 +636,20 @@ export function planCleanup(
   const waitingFor: string[] = [];
   const failing: AbandonedCleanup[] = [];
   for (const obs of clusters) {
-    if (!obs.synced) {
+    if (obs.remote) {
+      // Its owner deletes there; its report says when nothing is left.
+      const report = obs.remote.report;
+      if (report?.present !== true) continue;
+      waitingFor.push(obs.name);
+      if (obs.remote.owner === undefined) {
+        failing.push({ cluster: obs.name, reason: 'no hub replica owns it' });
+      } else if (report.phase === 'Error') {
+        failing.push({
+          cluster: obs.name,
+          reason: report.message ?? 'its owner cannot clean it up',
+        });
+      }
+    } else if (!obs.synced) {
       waitingFor.push(obs.name);
       failing.push({
         cluster: obs.name,
@@ -798,6 +849,53 @@ function holdsSomething(obs: ClusterObservation): boolean {
     (obs.delivery !== undefined && !obs.delivery.metadata.deletionTimestamp) ||
     obs.payload !== undefined
   );
+}
+
+/**
+ * A remote cluster's entry in status.clusters, and its problems: its owner's report, counted
+ * only when it describes this mirror's current generation and content (the same keyed hash is
+ * computed by every replica); else Pending, naming the owner.
+ */
+function remoteStatus(
+  obs: ClusterObservation,
+  remote: RemoteObservation,
+  generation: number | undefined,
+  contentHash: string | undefined,
+): { entry: ClusterSyncStatus; problems: MirrorProblem[] } {
+  const r = remote.report;
+  const current =
+    r !== undefined &&
+    (generation === undefined || r.generation === generation) &&
+    r.contentHash === contentHash;
+  if (!current) {
+    const by = remote.owner ?? '(none yet)';
+    return {
+      entry: {
+        name: obs.name,
+        phase: 'Pending',
+        namespaces: r?.namespaces ?? 0,
+        synced: 0,
+        failed: 0,
+        conflicts: 0,
+        ...(r?.lastSyncTime ? { lastSyncTime: r.lastSyncTime } : {}),
+        message: `delivered by hub replica ${by}; waiting for its report`,
+      },
+      problems: [],
+    };
+  }
+  const entry: ClusterSyncStatus = {
+    name: obs.name,
+    phase: r.phase ?? 'Pending',
+    namespaces: r.namespaces ?? 0,
+    synced: r.synced ?? 0,
+    failed: r.failed ?? 0,
+    conflicts: r.conflicts ?? 0,
+    ...(r.denied ? { denied: r.denied } : {}),
+    ...(r.lastSyncTime ? { lastSyncTime: r.lastSyncTime } : {}),
+    ...(r.message ? { message: truncate(r.message, MAX_MESSAGE) } : {}),
+  };
+  const problems = (r.problems ?? []).map((p) => ({ ...p, cluster: obs.name }));
+  return { entry, problems };
 }
 
 /**
@@ -1014,4 +1112,85 @@ function latest(times: readonly (string | undefined)[]): string | undefined {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+// ---- reports (several hub replicas) -----------------------------------------------------------
+
+/** How many problems a delivery report carries (the mirror's status keeps 50 over all clusters). */
+const MAX_REPORTED_PROBLEMS = 10;
+
+/**
+ * What the replica owning `obs`'s cluster reports of a mirror there, for the leader that writes
+ * the mirror's status: this replica's own entry for the cluster in `plan` (computed from the
+ * agent's report exactly as with one replica), with the generation and content hash that prove
+ * what it describes. Undefined: nothing to report (the cluster is not selected and holds
+ * nothing of the mirror).
+ */
+export function deliveryReportOf(
+  mirror: AnyMirror,
+  plan: MirrorPlan,
+  obs: ClusterObservation,
+): DeliveryReport | undefined {
+  const entry = plan.status.clusters?.find((e) => e.name === obs.name);
+  const present = !obs.synced || holdsSomething(obs);
+  if (!entry && !present) return undefined;
+  const generation = mirror.metadata.generation;
+  const problems = (plan.status.problems ?? [])
+    .filter((p) => p.cluster === obs.name)
+    .slice(0, MAX_REPORTED_PROBLEMS);
+  return definedOnly<DeliveryReport>({
+    delivery: plan.deliveryName,
+    mirror: mirrorRef(identityOf(mirror)),
+    ...(generation !== undefined ? { generation } : {}),
+    ...(plan.contentHash !== undefined ? { contentHash: plan.contentHash } : {}),
+    present,
+    ...(entry
+      ? {
+          phase: entry.phase,
+          namespaces: entry.namespaces,
+          synced: entry.synced,
+          failed: entry.failed,
+          conflicts: entry.conflicts,
+          ...(entry.denied ? { denied: entry.denied } : {}),
+          ...(entry.lastSyncTime ? { lastSyncTime: entry.lastSyncTime } : {}),
+          ...(entry.message ? { message: truncate(entry.message, MAX_SHORT_MESSAGE) } : {}),
+        }
+      : { phase: 'Pending' as const, message: 'no longer selected: removing the delivery' }),
+    ...(problems.length > 0 ? { problems } : {}),
+  });
+}
+
+/**
+ * What the owner reports of a mirror being deleted (or gone) in `obs`'s cluster: whether
+ * something of it is still there, and why it cannot be removed (Error) so the leader's grace
+ * period applies. Undefined: nothing is left.
+ */
+export function cleanupReportOf(
+  mirror: MirrorIdentity,
+  deliveryName: string,
+  obs: ClusterObservation,
+): DeliveryReport | undefined {
+  const present = !obs.synced || (holdsSomething(obs) && !namesAnotherMirror(obs.delivery, mirror));
+  if (!present) return undefined;
+  const failing =
+    obs.error !== undefined
+      ? `unreachable: ${obs.error}`
+      : obs.writeError !== undefined
+        ? `deleting failed: ${obs.writeError}`
+        : !obs.synced
+          ? 'not connected yet'
+          : undefined;
+  return {
+    delivery: deliveryName,
+    mirror: mirrorRef(mirror),
+    present: true,
+    phase: failing !== undefined && obs.error !== undefined ? 'Error' : 'Pending',
+    message: truncate(failing ?? 'removing the delivery', MAX_SHORT_MESSAGE),
+  };
+}
+
+function definedOnly<T extends object>(o: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
+  return out as T;
 }
