@@ -24,6 +24,7 @@ import { ClusterController, type HubAwsConfig } from './clusters/controller.js';
 import { EksSessions } from './clusters/eks-sessions.js';
 import type { ProxyEnv } from './clusters/egress-proxy.js';
 import { PendingCleanups } from './clusters/pending.js';
+import { DeliveryReportStore } from './clusters/reports.js';
 import { MirrorController } from './mirrors/controller.js';
 import { VaultConnections, vaultRequests } from './vault/connections.js';
 import type { Tenancy } from './mirrors/destinations/clusters/plan.js';
@@ -301,6 +302,9 @@ export function createHub(config: HubConfig): Hub {
       identity: config.identity,
       logger,
       metrics,
+      ownership: p.ownership,
+      role: p.role,
+      reports: p.reports,
       ...(config.concurrency ? { concurrency: config.concurrency } : {}),
       ...(config.deliveryConcurrency ? { deliveryConcurrency: config.deliveryConcurrency } : {}),
       ...(config.unreachableAfterMs !== undefined
@@ -383,6 +387,11 @@ interface HubParts {
   role: Role;
   /** The Leases replicas share the followers with (shareFollowers). */
   shards?: FleetShards | undefined;
+  /**
+   * What this replica reports to the leader about its followers' deliveries (their MirrorCluster
+   * status), shared by the MirrorCluster controller (writes it) and the mirror controller.
+   */
+  reports: DeliveryReportStore;
   rest: RestClient;
   feed: DashboardFeed;
   recentEvents: RecentEvents;
@@ -445,6 +454,7 @@ function hubParts(config: HubConfig): HubParts {
     eksSessions: new EksSessions(),
     ownership: OWN_EVERYTHING,
     role: ALWAYS_LEADING,
+    reports: new DeliveryReportStore(),
     rest: new RestClient(config.kubeConfig, { userAgent: USER_AGENT.hub }),
     feed: new DashboardFeed(),
     recentEvents: new RecentEvents(),
@@ -472,7 +482,10 @@ async function readHashKey(p: HubParts, signal: AbortSignal): Promise<Buffer | u
   const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
   while (!signal.aborted) {
     try {
-      return await ensureHashKey(p.rest, p.namespace);
+      // Every replica may create it: a create is atomic, and the loser reads the winner's (a
+      // replica waiting for the leader's would wait forever on a fresh install, where the
+      // controllers start before anyone leads).
+      return await ensureHashKey(p.rest, p.namespace, { signal });
     } catch (err) {
       const retryInMs = backoff.next();
       p.log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
@@ -570,6 +583,9 @@ function clusterPeer(p: HubParts): Runnable {
         metrics: p.metrics,
         pending: p.pending,
         holds: (cluster, name) => p.mirrors?.clusterHolds(cluster, name),
+        ownership: p.ownership,
+        role: p.role,
+        reports: p.reports,
         onObserved: () => p.feed.changed(),
         ...(config.aws ? { aws: config.aws } : {}),
         ...(config.proxy ? { proxy: config.proxy } : {}),
@@ -618,6 +634,7 @@ function vaultPeer(p: HubParts): Runnable {
         ownNamespaces: [p.namespace, p.agentNamespace],
         requestTimeoutMs: config.vaultRequestTimeoutMs,
         identity: config.identity,
+        role: p.role,
         logger: p.logger,
         metrics: p.metrics,
         requests: vaultRequests(p.metrics),

@@ -533,6 +533,9 @@ export class ClusterConnection {
 
   /** Remember a write until the watch shows it; a delete makes the object gone for plans. */
   private wrote(w: PlannedWrite, res: KubernetesObject | undefined): void {
+    // One line per write to the cluster (debug): what shows, with hub replicas sharing the
+    // followers, that one follower is written by one replica at a time.
+    this.log.debug({ kind: w.kind, name: w.name, verb: w.verb }, 'delivery written');
     const rv = res?.metadata?.resourceVersion;
     if (w.kind === 'Secret') {
       if (w.verb === 'delete') {
