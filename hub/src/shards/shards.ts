@@ -409,6 +409,7 @@ export class FleetShards implements Ownership {
 
   private reconcile(): void {
     if (!this.leases.hasSynced() || !this.clusters.hasSynced()) return;
+    if (this.member) this.forgetDeadMembers();
     const holders = new Map<string, string>();
     for (const [follower, l] of this.followerLeases)
       holders.set(follower, l.spec?.holderIdentity ?? '');
@@ -430,6 +431,34 @@ export class FleetShards implements Ownership {
     }
     this.ownedGauge?.set({}, this.owned.size);
   }
+
+  /**
+   * A replica that died (SIGKILL, a lost node) leaves its member Lease behind: once nobody has
+   * seen it change for twice its duration, a live replica deletes it (if still that version).
+   */
+  private forgetDeadMembers(): void {
+    const now = this.clock.now();
+    for (const [name, s] of this.seen) {
+      if (name === this.memberName || this.forgetting.has(name)) continue;
+      if (now - s.at < 2 * s.ttlMs) continue;
+      this.forgetting.add(name);
+      this.enqueue(async () => {
+        try {
+          await this.rest.delete(this.leasePath(name), {
+            preconditions: { resourceVersion: s.rv },
+          });
+          this.log.info({ lease: name, replica: s.holder }, 'removed the Lease of a replica gone');
+        } catch (err) {
+          if (!isNotFound(err))
+            this.log.debug({ lease: name, err: errorMessage(err) }, 'not removing a replica Lease');
+        } finally {
+          this.forgetting.delete(name);
+        }
+      });
+    }
+  }
+
+  private readonly forgetting = new Set<string>();
 
   private enqueue(task: () => Promise<void>): void {
     this.queue.push(task);

@@ -152,7 +152,8 @@ async function expectBalanced(pods: string[]): Promise<Shards> {
       );
       seen = s;
     },
-    { timeoutMs: 60_000 },
+    // A killed replica's member Lease is removed twice its duration after its last renewal.
+    { timeoutMs: 120_000 },
   );
   return seen!;
 }
@@ -180,14 +181,13 @@ async function expectMirrorActive(): Promise<void> {
   );
 }
 
-/** mirrorhub_hub_writes_total{kind="ClusterSecretMirror"}: the mirror status and finalizer writes. */
+/** mirrorhub_writes_total{kind="ClusterSecretMirror"}: the mirror status and finalizer writes. */
 async function mirrorWrites(pod: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${replicas.get(pod)!.port}/metrics`)).text();
   return text
     .split('\n')
     .filter(
-      (l) =>
-        l.startsWith('mirrorhub_hub_writes_total{') && l.includes('kind="ClusterSecretMirror"'),
+      (l) => l.startsWith('mirrorhub_writes_total{') && l.includes('kind="ClusterSecretMirror"'),
     )
     .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
