@@ -32,9 +32,10 @@ function fitText(
   per: string,
   digits: number,
   at: number,
+  /** Decimals of the intercept and the extrapolated value. */
+  d: number,
 ): string {
   if (!f) return 'one size measured: no fit';
-  const d = digits < 2 ? 0 : 2;
   const sign = f.a < 0 ? '-' : '+';
   return `${f.b.toFixed(digits)} ${unit} ${per} ${sign} ${Math.abs(f.a).toFixed(d)} ${unit}; at ${at}: ${(f.a + f.b * at).toFixed(d)} ${unit}`;
 }
@@ -68,7 +69,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       },
       {
         figure: `hub memory per follower (least squares over ${at})`,
-        now: fitText(f.rss, 'MB', 'per follower', 3, largest),
+        now: fitText(f.rss, 'MB', 'per follower', 3, largest, 0),
       },
       {
         figure: `hub CPU at idle (${r.idleSeconds} s, nothing changing), all replicas, at ${at}`,
@@ -76,7 +77,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       },
       {
         figure: 'hub CPU at idle per follower (fit), CPU seconds a minute',
-        now: fitText(f.idle, 's', 'per follower', 4, largest),
+        now: fitText(f.idle, 's', 'per follower', 4, largest, 2),
       },
       {
         figure: `hub CPU per source change, all replicas, at ${at}`,
@@ -84,7 +85,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       },
       {
         figure: 'hub CPU per source change per follower (fit)',
-        now: fitText(f.change, 's', 'per follower', 4, largest),
+        now: fitText(f.change, 's', 'per follower', 4, largest, 2),
       },
       {
         figure: `one source change -> every copy converged, p50 / p99 (${r.updates} changes a size), at ${at}`,
