@@ -139,6 +139,8 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
     ...rows,
     '',
     ...(r.stopped ? [`The fleet stopped growing: ${r.stopped}.`, ''] : []),
+    'Hub replicas sharing the followers (each its own section and plot): `npm run bench -- --only fleet --replicas 2` and `npm run bench -- --only fleet --replicas 4`; `--sizes 100,250,500` for the sizes, `--minutes N` to stop growing after N minutes.',
+    '',
   ];
   return { name: fleetSectionName(r.replicas), summary, method: method.join('\n') };
 }
