@@ -15,6 +15,7 @@ function point(followers: number, rssMb: number[]): FleetPoint {
     hubRssMb: rssMb,
     hubIdleCpuPercent: rssMb.map(() => 1),
     hubCpuPerChangeSec: followers / 100,
+    hubStepDowns: 0,
     update: { p50: 1000, p99: 2000, samples: 3 },
     assumeRole: { max: 1, mean: 1 },
     describeCluster: { max: 1, mean: 1 },

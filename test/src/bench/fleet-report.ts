@@ -94,6 +94,12 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
         met: pts.map((p) => p.update.p99 < 10_000),
       },
       {
+        figure: `hub Lease renewals missed (a replica stepped down, its controllers started anew), while each size grew and was measured, at ${at}`,
+        now: each((p) => String(p.hubStepDowns)),
+        target: '0',
+        met: pts.map((p) => p.hubStepDowns === 0),
+      },
+      {
         figure: `AssumeRole calls per follower role since the start, most of any / mean (STS gate's count), at ${at}`,
         now: each((p) => `${p.assumeRole.max} / ${p.assumeRole.mean.toFixed(2)}`),
         target: '1 per session lifetime',
@@ -113,7 +119,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       `| ${p.followers} | ${p.copies} | ${p.agents.processes} / ${p.agents.hosted} in ${p.agents.hosts} | ${fmtMs(p.growMs)} | ` +
       `${p.hubRssMb.map((x) => x.toFixed(0)).join(' + ')} MB | ${p.hubIdleCpuPercent.map((x) => x.toFixed(2)).join(' + ')} % | ` +
       `${p.hubCpuPerChangeSec.toFixed(2)} s | ${fmtMs(p.update.p50)} / ${fmtMs(p.update.p99)} | ` +
-      `${p.assumeRole.max} / ${p.describeCluster.max} | ` +
+      `${p.hubStepDowns} | ${p.assumeRole.max} / ${p.describeCluster.max} | ` +
       `${p.agentRssMb.process?.toFixed(0) ?? '-'} / ${p.agentRssMb.hosted?.toFixed(1) ?? '-'} MB | ${p.minutes.toFixed(0)} |`,
   );
   const method = [
@@ -132,10 +138,11 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       'AssumeRole and DescribeCluster are counted by the STS gate and the EKS emulator since the start of the run, per follower role and cluster.',
     '',
     `The fit: least squares of each hub figure against followers over the measured sizes, y = a + b x; b is the cost per follower, a what the hub costs with none${measuredLargest < largest ? `; at ${largest} the figures are the fit's, extrapolated beyond the sizes measured, not a measurement` : ''}. ` +
-      "Everything shares the same 2 cores: the followers' side (agents and their API servers) at nice 19, as in the 100-follower benchmark, so the latencies include a loaded machine's waits.",
+      "Everything shares the same 2 cores: the followers' side (agents and their API servers) at nice 19, as in the 100-follower benchmark, so the latencies include a loaded machine's waits. " +
+      'Leader election is on, as `node hub/dist/main.js` runs by default: a replica whose API server answers too slowly misses its renewal deadline and steps down, and its next term starts its controllers anew; the step-downs column counts those terms, and a size with any has its CPU and latencies inflated by them.',
     '',
-    '| followers | copies | agents: processes / hosted in processes | new followers -> their copies | hub RSS (each replica) | hub CPU at idle (each) | hub CPU per change | change -> every copy, p50 / p99 | AssumeRole / DescribeCluster per follower, most | agent RSS: per process / per hosted agent | minutes into the run |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| followers | copies | agents: processes / hosted in processes | new followers -> their copies | hub RSS (each replica) | hub CPU at idle (each) | hub CPU per change | change -> every copy, p50 / p99 | hub Lease step-downs | AssumeRole / DescribeCluster per follower, most | agent RSS: per process / per hosted agent | minutes into the run |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
     ...(r.stopped ? [`The fleet stopped growing: ${r.stopped}.`, ''] : []),

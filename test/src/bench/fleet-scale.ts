@@ -75,6 +75,11 @@ export interface FleetPoint {
   hubIdleCpuPercent: number[];
   /** The replicas' CPU seconds per source change, summed. */
   hubCpuPerChangeSec: number;
+  /**
+   * Times a hub replica missed its Lease renewal deadline and stepped down while this size grew
+   * and was measured (its log's warnings): each new term starts the leader's controllers anew.
+   */
+  hubStepDowns: number;
   update: Latency;
   /** Calls per registered follower since the start: the most of any, and the mean. */
   assumeRole: { max: number; mean: number };
@@ -104,6 +109,17 @@ const MIRROR_NAMESPACES = ['follower-\\d+-team-.+'];
 function availableMb(): number {
   const m = /MemAvailable:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'));
   return Number(m?.[1] ?? 0) / 1024;
+}
+
+/**
+ * How often the hub's processes stepped down from their Lease so far, from the log they share
+ * with the agents: on a loaded machine a renewal can miss its deadline, and a new term starts
+ * the leader's controllers anew, which the figures of that size then include.
+ */
+function hubStepDowns(logFile: string): number {
+  return readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"component":"hub"') && l.includes('stepping down')).length;
 }
 
 /** Hosted agents: `followers` run by agent-host.ts, `per` to a process; resolves once ready. */
@@ -204,6 +220,7 @@ export async function runFleetScaleBench(
       log(
         `fleet: ${agentProcs.size} agent processes, ${agentHosts.reduce((s, h) => s + h.agents, 0)} hosted agents in ${agentHosts.length} processes`,
       );
+      const stepDowns0 = hubStepDowns(o.logFile);
       const t0 = Date.now();
       await pool(joining, 16, (f) => base.register(f));
       const copies = target * o.namespacesPerFollower;
@@ -259,6 +276,7 @@ export async function runFleetScaleBench(
         growMs,
         hubRssMb,
         hubIdleCpuPercent,
+        hubStepDowns: hubStepDowns(o.logFile) - stepDowns0,
         hubCpuPerChangeSec: changeCpu / o.updates,
         update: {
           p50: percentile(latencies, 50),
@@ -280,7 +298,7 @@ export async function runFleetScaleBench(
       log(
         `fleet: ${size} followers: hub RSS ${hubRssMb.map((x) => x.toFixed(0)).join(' + ')} MB, idle CPU ${hubIdleCpuPercent.map((x) => x.toFixed(2)).join(' + ')} %, ` +
           `${point.hubCpuPerChangeSec.toFixed(2)} CPU s per change, p50 / p99 ${fmtMs(point.update.p50)} / ${fmtMs(point.update.p99)}, ` +
-          `AssumeRole max ${point.assumeRole.max}, DescribeCluster max ${point.describeCluster.max}, ${availableMb().toFixed(0)} MB available`,
+          `AssumeRole max ${point.assumeRole.max}, DescribeCluster max ${point.describeCluster.max}, ${point.hubStepDowns} Lease step-downs, ${availableMb().toFixed(0)} MB available`,
       );
       return point;
     };
