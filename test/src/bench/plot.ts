@@ -125,12 +125,24 @@ export function linesSvg(panels: LinePanel[], caption: string): string {
     const yMax = tickStep(top) * Math.ceil(top / tickStep(top));
     return linePanel(p, yMax, i * W);
   });
+  // The caption (command and machine) in lines that fit the width, broken after a comma.
+  const lines: string[] = [];
+  for (const part of caption.split(/(?<=, )/)) {
+    const last = lines.at(-1);
+    if (last !== undefined && (last + part).length * 5.6 <= width - 24)
+      lines[lines.length - 1] = last + part;
+    else lines.push(part);
+  }
+  const captionSvg = lines.map(
+    (l, i) =>
+      `<text x="12" y="${H + 32 + i * 14}" font-size="10" fill="#6b7280">${esc(l.trimEnd())}</text>`,
+  );
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 40}" font-family="sans-serif" font-size="13">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 26 + lines.length * 14}" font-family="sans-serif" font-size="13">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     ...body,
     legend,
-    `<text x="${width - 12}" y="${H + 32}" text-anchor="end" font-size="11" fill="#6b7280">${esc(caption)}</text>`,
+    ...captionSvg,
     '</svg>',
   ].join('\n');
 }
