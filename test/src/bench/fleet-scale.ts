@@ -55,6 +55,8 @@ export interface FleetScaleOptions {
    * next size would not fit, and the fit extrapolates to it.
    */
   reserveMb: number;
+  /** Minutes a size's new followers may take to get their copies before the size is given up. */
+  convergeMinutes: number;
   /** Minutes the run may take: a size not measured by then is left out (default: no limit). */
   budgetMinutes: number;
   nodeOptions: ProcessNodeOptions;
@@ -227,7 +229,7 @@ export async function runFleetScaleBench(
       await until(
         () => seen.size >= copies,
         listeners,
-        900_000,
+        o.convergeMinutes * 60_000,
         () => `${seen.size}/${copies} copies`,
       );
       const growMs = Date.now() - t0;
@@ -304,20 +306,28 @@ export async function runFleetScaleBench(
     };
     const deadline = started + o.budgetMinutes * 60_000;
     for (const target of o.sizes) {
-      // A size still growing when the run's time is up is left out (the fit extrapolates to
-      // it); its work is abandoned with the processes when the run stops.
+      // A size still growing when the run's time is up, or that never converged, is left out
+      // and said so (the fit extrapolates to it); the sizes before it are the run's result, and
+      // its work is abandoned with the processes when the run stops.
       const step = growTo(target);
+      step.catch(() => undefined);
       const timer = new AbortController();
       const out = await Promise.race([
-        step.finally(() => timer.abort()),
+        step.then(
+          (p) => p,
+          (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+        ),
         sleep(Math.max(0, deadline - Date.now()), undefined, { signal: timer.signal }).then(
           () => undefined,
           () => undefined,
         ),
       ]);
-      if (out === undefined) {
-        step.catch(() => undefined);
-        stopped = `the run's ${o.budgetMinutes}-minute budget ran out growing to ${target} followers`;
+      timer.abort();
+      if (out === undefined || out instanceof Error) {
+        stopped =
+          out === undefined
+            ? `the run's ${o.budgetMinutes}-minute budget ran out growing to ${target} followers`
+            : `growing to ${target} followers failed (${out.message})`;
         log(`fleet: ${stopped}`);
         break;
       }
@@ -329,6 +339,7 @@ export async function runFleetScaleBench(
         break;
       }
     }
+    if (points.length === 0) throw new Error(`fleet: no size measured: ${stopped}`);
     return {
       replicas: o.replicas,
       apiServers: base.hosts.length,

@@ -243,6 +243,7 @@ async function main(): Promise<void> {
         idleSeconds: 30,
         reserveMb: 4096,
         budgetMinutes: Number(values.minutes ?? Infinity),
+        convergeMinutes: 10,
         nodeOptions,
         logFile,
         root,
