@@ -317,10 +317,13 @@ export async function runFleetScaleBench(
           (p) => p,
           (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
         ),
-        sleep(Math.max(0, deadline - Date.now()), undefined, { signal: timer.signal }).then(
-          () => undefined,
-          () => undefined,
-        ),
+        // No budget: nothing to wait for (a timer of Infinity fires at once).
+        Number.isFinite(deadline)
+          ? sleep(Math.max(0, deadline - Date.now()), undefined, { signal: timer.signal }).then(
+              () => undefined,
+              () => undefined,
+            )
+          : new Promise<undefined>(() => {}),
       ]);
       timer.abort();
       if (out === undefined || out instanceof Error) {
