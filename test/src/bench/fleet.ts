@@ -65,29 +65,48 @@ export function followerLayout(
     : { namespace: SYSTEM_NS, group: HUB_GROUP, teamPrefix: 'team-' };
 }
 
-export interface Fleet {
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
+export interface Fleet extends FleetBase {
   hub: ChildProcess;
   hubPort: number;
   /** Each follower's agent process. */
   agents: Map<string, ChildProcess>;
-  /** Register `follower` as a MirrorCluster labelled bench=true. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The hub's side of a fleet before any process runs: CRDs, the hub's AWS user, the agent CRDs on
+ * every API server; followers are prepared (`prepare`) and registered (`register`) when a
+ * benchmark wants them, so one can grow its fleet step by step.
+ */
+export interface FleetBase {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  /** The hub's AWS identity (its processes' environment: `hubAwsEnv`). */
+  hubUser: Awaited<ReturnType<typeof createUserWithAccessKey>>;
+  confined: boolean;
+  /** The API servers holding the followers, by the name of the cluster each belongs to. */
+  hosts: string[];
+  /**
+   * Each follower's role, access entry, RBAC and `namespacesPerFollower` team namespaces (a few
+   * followers at a time).
+   */
+  prepare(followers: readonly string[], namespacesPerFollower: number): Promise<void>;
+  /** Register `follower` (prepared) as a MirrorCluster labelled bench=true. */
   register(follower: string): Promise<void>;
   /** The IAM role the hub assumes for `follower`. */
   roleArn(follower: string): string;
-  /** The API servers holding the followers, by the name of the cluster each belongs to. */
-  hosts: string[];
   /**
    * Every copy in every follower, through one metadata-only watch per API server, keyed
    * `<host>/<namespace>/<name>`. Resolves once every watch has listed.
    */
   watchCopies(): Promise<CopyWatch>;
-  stop(): Promise<void>;
 }
 
-/** Prepares every follower, starts its agent, then the hub; nothing is registered yet. */
-export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
+/** Prepares the hub's side for `followers` (every one the benchmark may use); see FleetBase. */
+export async function prepareFleet(
+  kit: Kit,
+  o: Pick<FleetOptions, 'followers' | 'confined' | 'followerNice'>,
+): Promise<FleetBase> {
   const hubCluster = kit.cluster('hub');
   const kc = hubCluster.kubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
@@ -99,10 +118,6 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
     accountId: hubCluster.accountId,
     userName: 'mirrorhub-hub',
   });
-
-  o.log(
-    `preparing ${o.followers.length} followers (role, access entry, RBAC) and ${o.namespacesPerFollower} namespaces each`,
-  );
   const confined = o.confined ?? false;
   const access = new Map<string, { roleArn: string; externalId: string }>();
   // The agent CRDs once per API server, before followers sharing it are prepared at once.
@@ -112,115 +127,176 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
     const pid = kit.cluster(h).apiServerPid();
     if (o.followerNice && pid !== undefined) setPriority(pid, o.followerNice);
   }
-  await pool(o.followers, 4, async (f) => {
-    const { namespace, group, teamPrefix } = followerLayout(f, confined);
-    access.set(f, await prepareFollower(kit, f, hubUser.arn, { namespace, group, crds: false }));
-    const fcore = kit.cluster(f).kubeConfig().makeApiClient(CoreV1Api);
-    const names = Array.from(
-      { length: o.namespacesPerFollower },
-      (_, i) => `${teamPrefix}${String(i).padStart(3, '0')}`,
-    );
-    await pool(names, 16, (name) => fcore.createNamespace({ body: { metadata: { name } } }));
-  });
-
-  const procs: ChildProcess[] = [];
-  const agents = new Map<string, ChildProcess>();
-  try {
-    // Distinct ports, taken before any process binds one (a free port is free until bound).
-    const ports: number[] = [];
-    while (ports.length <= o.followers.length) {
-      const p = await findFreePort();
-      if (!ports.includes(p)) ports.push(p);
-    }
-    const hubPort = ports.pop()!;
-    const portOf = new Map(o.followers.map((f, i) => [f, ports[i]!]));
-    // A few at a time: each lists its caches at start-up.
-    await pool(o.followers, 4, async (f) => {
-      const port = portOf.get(f)!;
-      const { namespace, teamPrefix } = followerLayout(f, confined);
-      const agent = startMain(
-        o.root,
-        'agent',
-        {
-          NODE_OPTIONS: o.nodeOptions.agent,
-          KUBECONFIG: kit.cluster(f).kubeconfigPath,
-          MIRRORHUB_CLUSTER_NAME: f,
-          MIRRORHUB_NAMESPACE: namespace,
-          PORT: String(port),
-          ...(confined
-            ? { MIRRORHUB_POLICY: JSON.stringify({ namespaces: { allow: [`${teamPrefix}.+`] } }) }
-            : {}),
+  return {
+    core,
+    custom,
+    hubUser,
+    confined,
+    hosts,
+    async prepare(followers, namespacesPerFollower) {
+      await pool(followers, 4, async (f) => {
+        const { namespace, group, teamPrefix } = followerLayout(f, confined);
+        access.set(
+          f,
+          await prepareFollower(kit, f, hubUser.arn, { namespace, group, crds: false }),
+        );
+        const fcore = kit.cluster(f).kubeConfig().makeApiClient(CoreV1Api);
+        const names = Array.from(
+          { length: namespacesPerFollower },
+          (_, i) => `${teamPrefix}${String(i).padStart(3, '0')}`,
+        );
+        await pool(names, 16, (name) => fcore.createNamespace({ body: { metadata: { name } } }));
+      });
+    },
+    roleArn: (f) => access.get(f)!.roleArn,
+    async watchCopies() {
+      const into = { seen: new Map(), listeners: new Set<() => void>() };
+      const watches: CopyWatch[] = [];
+      try {
+        for (const h of hosts) {
+          const kc = kit.cluster(h).kubeConfig();
+          watches.push(await watchCopies(kc, { resource: `bench-${h}`, prefix: `${h}/`, into }));
+        }
+      } catch (err) {
+        for (const w of watches) await w.stop();
+        throw err;
+      }
+      return {
+        ...into,
+        stop: async () => {
+          for (const w of watches) await w.stop().catch(() => undefined);
         },
-        o.logFile,
+      };
+    },
+    async register(f) {
+      const a = access.get(f)!;
+      await registerCluster(
+        custom,
+        f,
+        { bench: 'true' },
+        {
+          eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
+          agentNamespace: followerLayout(f, confined).namespace,
+        },
       );
-      if (o.followerNice) setPriority(agent.pid!, o.followerNice);
-      procs.push(agent);
-      agents.set(f, agent);
-      await waitHttp(`http://127.0.0.1:${port}/readyz`);
-    });
-    // An agent that lost its port to another process exits, while /readyz answers for that one.
-    await sleep(1_000);
-    const dead = [...agents].filter(([, p]) => p.exitCode !== null || p.signalCode !== null);
-    if (dead.length > 0) {
-      throw new Error(
-        `the agents of ${dead.map(([f]) => f).join(', ')} exited at start-up (their log: ${o.logFile ?? 'above'})`,
-      );
-    }
+    },
+  };
+}
+
+/** `n` distinct free ports, taken before any process binds one (a port is free until bound). */
+export async function freePorts(n: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < n) {
+    const p = await findFreePort();
+    if (!ports.includes(p)) ports.push(p);
+  }
+  return ports;
+}
+
+/** The agent's environment for `follower`, in its corner of the API server when confined. */
+export function agentEnv(kit: Kit, follower: string, confined: boolean): Record<string, string> {
+  const { namespace, teamPrefix } = followerLayout(follower, confined);
+  return {
+    KUBECONFIG: kit.cluster(follower).kubeconfigPath,
+    MIRRORHUB_CLUSTER_NAME: follower,
+    MIRRORHUB_NAMESPACE: namespace,
+    ...(confined
+      ? { MIRRORHUB_POLICY: JSON.stringify({ namespaces: { allow: [`${teamPrefix}.+`] } }) }
+      : {}),
+  };
+}
+
+/**
+ * One agent process per follower (`node agent/dist/main.js`), a few started at a time (each lists
+ * its caches at start-up); each started one is also pushed to `procs` at once, so a caller can
+ * stop them whatever happens here. Throws when one exited at start-up.
+ */
+export async function startAgentProcesses(
+  kit: Kit,
+  followers: readonly string[],
+  ports: readonly number[],
+  procs: ChildProcess[],
+  o: Pick<FleetOptions, 'nodeOptions' | 'confined' | 'logFile' | 'followerNice' | 'root'>,
+): Promise<Map<string, ChildProcess>> {
+  const agents = new Map<string, ChildProcess>();
+  const portOf = new Map(followers.map((f, i) => [f, ports[i]!]));
+  await pool(followers, 4, async (f) => {
+    const port = portOf.get(f)!;
+    const agent = startMain(
+      o.root,
+      'agent',
+      {
+        NODE_OPTIONS: o.nodeOptions.agent,
+        ...agentEnv(kit, f, o.confined ?? false),
+        PORT: String(port),
+      },
+      o.logFile,
+    );
+    if (o.followerNice) setPriority(agent.pid!, o.followerNice);
+    procs.push(agent);
+    agents.set(f, agent);
+    await waitHttp(`http://127.0.0.1:${port}/readyz`);
+  });
+  // An agent that lost its port to another process exits, while /readyz answers for that one.
+  await sleep(1_000);
+  const dead = [...agents].filter(([, p]) => p.exitCode !== null || p.signalCode !== null);
+  if (dead.length > 0) {
+    throw new Error(
+      `the agents of ${dead.map(([f]) => f).join(', ')} exited at start-up (their log: ${o.logFile ?? 'above'})`,
+    );
+  }
+  return agents;
+}
+
+/**
+ * The hub's processes (`node hub/dist/main.js`), one per port: one replica as the chart's
+ * default runs it; with more, each its own POD_NAME and MIRRORHUB_SHARE_FOLLOWERS=true (they
+ * share the followers on Leases). Resolves once each answers /readyz.
+ */
+export async function startHubReplicas(
+  kit: Kit,
+  base: Pick<FleetBase, 'hubUser'>,
+  ports: readonly number[],
+  procs: ChildProcess[],
+  o: Pick<FleetOptions, 'nodeOptions' | 'logFile' | 'root'>,
+): Promise<ChildProcess[]> {
+  const shared = ports.length > 1;
+  const hubs = ports.map((port, i) => {
     const hub = startMain(
       o.root,
       'hub',
       {
         NODE_OPTIONS: o.nodeOptions.hub,
-        KUBECONFIG: hubCluster.kubeconfigPath,
+        KUBECONFIG: kit.cluster('hub').kubeconfigPath,
         MIRRORHUB_CLUSTER_NAME: 'hub',
-        PORT: String(hubPort),
-        ...hubAwsEnv(kit, hubUser),
+        PORT: String(port),
+        ...hubAwsEnv(kit, base.hubUser),
+        ...(shared ? { POD_NAME: `hub-bench-${i}`, MIRRORHUB_SHARE_FOLLOWERS: 'true' } : {}),
       },
       o.logFile,
     );
     procs.push(hub);
-    await waitHttp(`http://127.0.0.1:${hubPort}/readyz`);
-    return {
-      core,
-      custom,
-      hub,
-      hubPort,
-      agents,
-      roleArn: (f) => access.get(f)!.roleArn,
-      hosts,
-      async watchCopies() {
-        const into = { seen: new Map(), listeners: new Set<() => void>() };
-        const watches: CopyWatch[] = [];
-        try {
-          for (const h of hosts) {
-            const kc = kit.cluster(h).kubeConfig();
-            watches.push(await watchCopies(kc, { resource: `bench-${h}`, prefix: `${h}/`, into }));
-          }
-        } catch (err) {
-          for (const w of watches) await w.stop();
-          throw err;
-        }
-        return {
-          ...into,
-          stop: async () => {
-            for (const w of watches) await w.stop().catch(() => undefined);
-          },
-        };
-      },
-      async register(f) {
-        const a = access.get(f)!;
-        await registerCluster(
-          custom,
-          f,
-          { bench: 'true' },
-          {
-            eks: { name: f, region: kit.aws!.region, roleArn: a.roleArn, externalId: a.externalId },
-            agentNamespace: followerLayout(f, confined).namespace,
-          },
-        );
-      },
-      stop: () => stopAll(procs),
-    };
+    return hub;
+  });
+  for (const port of ports) await waitHttp(`http://127.0.0.1:${port}/readyz`);
+  return hubs;
+}
+
+/** Prepares every follower, starts its agent, then the hub; nothing is registered yet. */
+export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
+  const base = await prepareFleet(kit, o);
+  o.log(
+    `preparing ${o.followers.length} followers (role, access entry, RBAC) and ${o.namespacesPerFollower} namespaces each`,
+  );
+  await base.prepare(o.followers, o.namespacesPerFollower);
+
+  const procs: ChildProcess[] = [];
+  try {
+    const ports = await freePorts(o.followers.length + 1);
+    const hubPort = ports.pop()!;
+    const agents = await startAgentProcesses(kit, o.followers, ports, procs, o);
+    const [hub] = await startHubReplicas(kit, base, [hubPort], procs, o);
+    return { ...base, hub: hub!, hubPort, agents, stop: () => stopAll(procs) };
   } catch (err) {
     await stopAll(procs);
     throw err;
@@ -231,7 +307,10 @@ export async function startFleet(kit: Kit, o: FleetOptions): Promise<Fleet> {
  * The ClusterSecretMirror the fleet benchmarks deliver: platform/shared-tls to `namespaces`
  * (default team-.+) in bench=true clusters.
  */
-export async function createSharedTls(fleet: Fleet, namespaces = ['team-.+']): Promise<void> {
+export async function createSharedTls(
+  fleet: Pick<FleetBase, 'core' | 'custom'>,
+  namespaces = ['team-.+'],
+): Promise<void> {
   await fleet.core.createNamespacedSecret({
     namespace: 'platform',
     body: { metadata: { name: 'shared-tls' }, stringData: { 'tls.crt': 'v0' } },

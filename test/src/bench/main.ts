@@ -9,6 +9,8 @@
  *                                           # growth, signing, status or vault
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
  *   npm run bench -- --only idle  # every install shape at idle, side by side (--steady: 180 s)
+ *   npm run bench -- --only fleet --replicas 2   # the fleet benchmark with 2 hub replicas
+ *                                 # (1 default, or 4), growing through --sizes 100,250,500,1000
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
  *                                 # NODE_OPTIONS for every hub and agent (default: the charts')
@@ -44,6 +46,8 @@ import {
   type GrowthPoint,
 } from './growth.js';
 import { growthSvg, writePng } from './plot.js';
+import { fleetSectionName, fleetSvg, renderFleet } from './fleet-report.js';
+import { runFleetScaleBench, type FleetScaleResult } from './fleet-scale.js';
 import { runMultiClusterBench, type MultiClusterBenchResult } from './multicluster.js';
 import { chartMallocEnv, chartNodeOptions, chartV8Flags } from './node-options.js';
 import { runScaleBench, type ScaleBenchResult } from './scale.js';
@@ -65,6 +69,11 @@ async function main(): Promise<void> {
       steady: { type: 'string' },
       'node-options': { type: 'string' },
       only: { type: 'string' },
+      // The fleet benchmark: hub replicas sharing the followers, and the sizes it grows through.
+      replicas: { type: 'string', default: '1' },
+      sizes: { type: 'string' },
+      // Minutes the fleet benchmark may take; sizes not reached by then are extrapolated.
+      minutes: { type: 'string' },
     },
   });
   const only = values.only;
@@ -200,6 +209,63 @@ async function main(): Promise<void> {
       await kit.stop();
     }
     await report(renderScale(result, cmd('scale')), record, log);
+  }
+  if (only === undefined || only === 'fleet') {
+    // One fleet grown through the sizes on 12 follower kube-apiservers (the kit's sharing:
+    // follower-0001..0012 host, the rest round-robin), by 1, 2 or 4 hub replicas; the first 20
+    // followers with agent processes, the others' agents hosted 50 to a process (fleet-scale.ts).
+    const replicas = Number(values.replicas);
+    if (![1, 2, 3, 4].includes(replicas))
+      throw new Error(`--replicas must be 1-4, got ${values.replicas}`);
+    const sizes = (values.sizes ?? '100,250,500,1000').split(',').map((x) => n(Number(x)));
+    if (sizes.some((x, i) => !(x > 0) || (i > 0 && x <= sizes[i - 1]!)))
+      throw new Error(`--sizes must be ascending follower counts, got ${values.sizes}`);
+    const followers = Array.from(
+      { length: Math.max(...sizes) },
+      (_, i) => `follower-${String(i + 1).padStart(4, '0')}`,
+    );
+    const hosts = followers.slice(0, Math.min(12, followers.length));
+    const sharing = Object.fromEntries(
+      followers.slice(hosts.length).map((f, i) => [f, hosts[i % hosts.length]!]),
+    );
+    const kit = await startKit({ clusters: ['hub', ...followers], sharing, log: quiet });
+    const logFile = join(tmpdir(), 'mirrorhub-bench-fleet.log');
+    await writeFile(logFile, '');
+    log(`fleet: hub and agent logs in ${logFile}`);
+    let result: FleetScaleResult;
+    try {
+      result = await runFleetScaleBench(kit, {
+        followers,
+        sizes,
+        replicas,
+        agentProcesses: n(20),
+        agentsPerHost: 50,
+        namespacesPerFollower: 2,
+        updates: Math.max(3, n(5)),
+        idleSeconds: 30,
+        reserveMb: 4096,
+        budgetMinutes: Number(values.minutes ?? Infinity),
+        convergeMinutes: 10,
+        nodeOptions,
+        logFile,
+        root,
+        log,
+      });
+    } finally {
+      await kit.stop();
+    }
+    const command = cmd(
+      'fleet',
+      ...(replicas !== 1 ? [`--replicas ${replicas}`] : []),
+      ...(values.sizes !== undefined ? [`--sizes ${values.sizes}`] : []),
+      ...(values.minutes !== undefined ? [`--minutes ${values.minutes}`] : []),
+    );
+    const png = record
+      ? join(root, 'docs', 'images', `${fleetSectionName(replicas)}.png`)
+      : join(tmpdir(), `mirrorhub-bench-${fleetSectionName(replicas)}.png`);
+    await writePng(fleetSvg(result, `${command}, ${machine()}`), png);
+    log(`fleet: plot written to ${png}`);
+    await report(renderFleet(result, command, machine()), record, log);
   }
   if (only === undefined || only === 'growth') {
     const steps = (xs: number[]) => [...new Set(xs.map(n))];

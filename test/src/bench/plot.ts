@@ -1,5 +1,6 @@
 /**
- * The growth benchmark's plot: hub and agent RSS against each axis, one panel per axis, drawn
+ * The benchmarks' plots (the growth benchmark's: hub and agent RSS against each axis, one panel
+ * per axis; the fleet benchmark's: `linesSvg`), drawn
  * as SVG here and photographed to PNG by headless Chromium (the same browser the dashboard
  * tests drive), so docs/ shows the curve without a plotting library.
  */
@@ -32,9 +33,39 @@ function fmt(x: number): string {
   return x >= 1000 ? `${x / 1000}k` : String(x);
 }
 
+/** One line of a panel: its points (x, y), drawn dashed when it is a fit, not a measurement. */
+export interface Series {
+  name: string;
+  color: string;
+  points: [number, number][];
+  dashed?: boolean;
+}
+
+/** A panel of any series against one axis (`linesSvg`). */
+export interface LinePanel {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  series: Series[];
+}
+
 /** One panel: both processes' RSS against the panel's axis, y from 0 to `yMax` MB. */
 function panel(p: Panel, yMax: number, dx: number): string {
-  const xs = p.points.map((q) => q.at);
+  const line = (who: 'hub' | 'agent'): Series => ({
+    name: who,
+    color: COLORS[who],
+    points: p.points.map((q) => [q.at, q[`${who}Mb`]]),
+  });
+  return linePanel(
+    { title: p.title, xLabel: p.xLabel, yLabel: 'RSS (MB)', series: [line('hub'), line('agent')] },
+    yMax,
+    dx,
+  );
+}
+
+/** One panel: every series against the panel's axis, y from 0 to `yMax`. */
+function linePanel(p: LinePanel, yMax: number, dx: number): string {
+  const xs = p.series.flatMap((s) => s.points.map(([x]) => x));
   const xMax = Math.max(...xs, 1);
   const iw = W - PAD.left - PAD.right;
   const ih = H - PAD.top - PAD.bottom;
@@ -58,18 +89,62 @@ function panel(p: Panel, yMax: number, dx: number): string {
   out.push(
     `<line x1="${X(0)}" x2="${X(xMax)}" y1="${Y(0)}" y2="${Y(0)}" stroke="#6b7280"/>`,
     `<text x="${dx + PAD.left + iw / 2}" y="${H - 8}" text-anchor="middle" font-size="12">${esc(p.xLabel)}</text>`,
-    `<text transform="translate(${dx + 14},${PAD.top + ih / 2}) rotate(-90)" text-anchor="middle" font-size="12">RSS (MB)</text>`,
+    `<text transform="translate(${dx + 14},${PAD.top + ih / 2}) rotate(-90)" text-anchor="middle" font-size="12">${esc(p.yLabel)}</text>`,
   );
-  for (const who of ['hub', 'agent'] as const) {
-    const pts = p.points.map((q) => `${X(q.at).toFixed(1)},${Y(q[`${who}Mb`]).toFixed(1)}`);
+  for (const s of p.series) {
+    const pts = s.points.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`);
+    const dash = s.dashed ? ' stroke-dasharray="6 4"' : '';
     out.push(
-      `<polyline fill="none" stroke="${COLORS[who]}" stroke-width="2" points="${pts.join(' ')}"/>`,
+      `<polyline fill="none" stroke="${s.color}" stroke-width="2"${dash} points="${pts.join(' ')}"/>`,
     );
-    for (const q of p.points) {
-      out.push(`<circle cx="${X(q.at)}" cy="${Y(q[`${who}Mb`])}" r="3" fill="${COLORS[who]}"/>`);
+    if (s.dashed) continue;
+    for (const [x, y] of s.points) {
+      out.push(`<circle cx="${X(x)}" cy="${Y(y)}" r="3" fill="${s.color}"/>`);
     }
   }
   return out.join('\n');
+}
+
+/**
+ * Panels of any series side by side, each with its own y scale (they measure different things),
+ * and one legend of every series name.
+ */
+export function linesSvg(panels: LinePanel[], caption: string): string {
+  const width = W * panels.length;
+  const names = new Map(panels.flatMap((p) => p.series.map((s) => [s.name, s] as const)));
+  const legend = [...names.values()]
+    .map(
+      (s, i) =>
+        `<rect x="${16 + i * 150}" y="${H + 8}" width="14" height="4" fill="${s.color}"/>` +
+        `<text x="${36 + i * 150}" y="${H + 14}" font-size="12">${esc(s.name)}</text>`,
+    )
+    .join('');
+  const body = panels.map((p, i) => {
+    const all = p.series.flatMap((s) => s.points.map(([, y]) => y));
+    const top = Math.max(...all, 1);
+    const yMax = tickStep(top) * Math.ceil(top / tickStep(top));
+    return linePanel(p, yMax, i * W);
+  });
+  // The caption (command and machine) in lines that fit the width, broken after a comma.
+  const lines: string[] = [];
+  for (const part of caption.split(/(?<=, )/)) {
+    const last = lines.at(-1);
+    if (last !== undefined && (last + part).length * 5.6 <= width - 24)
+      lines[lines.length - 1] = last + part;
+    else lines.push(part);
+  }
+  const captionSvg = lines.map(
+    (l, i) =>
+      `<text x="12" y="${H + 32 + i * 14}" font-size="10" fill="#6b7280">${esc(l.trimEnd())}</text>`,
+  );
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 26 + lines.length * 14}" font-family="sans-serif" font-size="13">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    ...body,
+    legend,
+    ...captionSvg,
+    '</svg>',
+  ].join('\n');
 }
 
 /** All panels side by side with one legend; y axes share one scale so panels compare. */

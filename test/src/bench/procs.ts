@@ -40,6 +40,24 @@ export function startMain(
   env: Record<string, string>,
   logFile?: string,
 ): ChildProcess {
+  // The one process is the hub chart's pod with localAgent.inProcess (node-options.ts).
+  const chart = name === 'standalone' ? 'hub-in-process' : name;
+  return startNode(root, chart, join(root, name, 'dist/main.js'), env, logFile);
+}
+
+/**
+ * Starts `script` as `startMain` starts the entry point of `chart`'s program (its V8 flags,
+ * allocator, NODE_OPTIONS, signing key and log): for a benchmark's own host of agent code
+ * (agent-host.ts), started as the agent is.
+ */
+export function startNode(
+  root: string,
+  chart: 'hub' | 'agent' | 'hub-in-process',
+  script: string,
+  env: Record<string, string>,
+  logFile?: string,
+): ChildProcess {
+  const name = chart === 'hub-in-process' ? 'standalone' : chart;
   // MIRRORHUB_BENCH_CPU_PROFILE=<dir>: each process writes a V8 CPU profile there when it exits
   // (open it in Chrome DevTools); how the agent's reconcile cost was found.
   const profileDir = process.env.MIRRORHUB_BENCH_CPU_PROFILE;
@@ -48,9 +66,7 @@ export function startMain(
   // snapshot there (open it in Chrome DevTools' Memory tab); for where a row's RSS goes.
   const heapDir = process.env.MIRRORHUB_BENCH_HEAP_SNAPSHOT;
   if (heapDir) profile.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
-  // The one process is the hub chart's pod with localAgent.inProcess (node-options.ts).
-  const chart = name === 'standalone' ? 'hub-in-process' : name;
-  const args = [...chartV8Flags(root, chart), ...profile, join(root, name, 'dist/main.js')];
+  const args = [...chartV8Flags(root, chart), ...profile, script];
   const fd = logFile === undefined ? undefined : openSync(logFile, 'a');
   const child = spawn(process.execPath, args, {
     env: {

@@ -12,6 +12,7 @@ export const SECTIONS: readonly string[] = [
   'engine-one',
   'multicluster',
   'scale',
+  'fleet',
   'growth',
   'signing',
   'status',
