@@ -5,8 +5,10 @@
  * the image ships, and hub and agents run on the node that runs this.
  *
  *   npm run bench                 # every benchmark at full size (the longest run)
- *   npm run bench -- --only multicluster   # or --only load, engine, engine-one, engine-100k, scale,
+ *   npm run bench -- --only multicluster   # or --only load, engine, engine-one, scale,
  *                                           # growth, signing, status or vault
+ *   npm run bench -- --only engine-100k     # the engine at 100,000 copies (the longest engine
+ *                                           # run: the agent's memory per copy)
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
  *   npm run bench -- --scale 0.1  # a tenth of every size, for a quick look (not recorded)
  *   npm run bench -- --scale 0.25 --node-options='--max-semi-space-size=1'
