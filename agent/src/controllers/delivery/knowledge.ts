@@ -23,14 +23,19 @@ import { answeredCopy, type CopyObject } from './cached.js';
 import type { CopyView, ObjectRef } from './plan.js';
 
 /**
- * What we know about one copy's content while the cache does not show the version we know of
- * yet: `<resourceVersion> <payload resourceVersion>` = "at this resourceVersion the copy held
- * the payload of that version".
+ * What we know about one copy's content: "at this resourceVersion the copy held the payload of
+ * that version" ('' for none). `payload` is the payload Secret's resourceVersion string as the
+ * reconcile had it, one instance for every copy of the delivery: the cached copies keep that
+ * instance (`CopyObject.heldPayload`), not a string of their own.
  */
-const known = (resourceVersion: string | undefined, payloadVersion: string | undefined) =>
-  `${resourceVersion ?? ''} ${payloadVersion ?? ''}`;
-const knownVersion = (k: string) => k.slice(0, k.indexOf(' '));
-const knownPayload = (k: string) => k.slice(k.indexOf(' ') + 1);
+interface Known {
+  version: string;
+  payload: string;
+}
+const known = (resourceVersion: string | undefined, payloadVersion: string | undefined): Known => ({
+  version: resourceVersion ?? '',
+  payload: payloadVersion ?? '',
+});
 
 /** The copy caches (the copy watchers), by kind. */
 export type CopyCaches = Record<
@@ -63,7 +68,7 @@ export class CopyKnowledge {
    * cache shows that version, it moves to the cached object (`CopyObject.heldPayload`); a newer
    * version by anyone else drops it.
    */
-  private readonly pending = new Map<string, string>();
+  private readonly pending = new Map<string, Known>();
   /** uids of copies we are deleting or releasing (their watch events are our own doing). */
   private readonly removing = new Map<string, number>();
   /**
@@ -346,9 +351,9 @@ export class CopyKnowledge {
    * What we know of copy `uid`'s content, `c` being the copy as the cache (or a create's answer)
    * shows it: the version we wrote or read and the payload it held then; undefined if nothing.
    */
-  private known(uid: string, c: CopyObject): { version: string; payload: string } | undefined {
+  private known(uid: string, c: CopyObject): Known | undefined {
     const p = this.pending.get(uid);
-    if (p !== undefined) return { version: knownVersion(p), payload: knownPayload(p) };
+    if (p !== undefined) return p;
     if (c.heldPayload === undefined) return undefined;
     return { version: c.metadata.resourceVersion ?? '', payload: c.heldPayload };
   }
@@ -361,10 +366,10 @@ export class CopyKnowledge {
   private settle(uid: string, c: CopyObject): void {
     const p = this.pending.get(uid);
     if (p === undefined) return;
-    const version = knownVersion(p);
+    const { version } = p;
     const shown = c.metadata.resourceVersion ?? '';
     if (version === shown) {
-      c.heldPayload = knownPayload(p);
+      c.heldPayload = p.payload;
       this.pending.delete(uid);
     } else if (newerVersion(shown, version)) {
       this.pending.delete(uid);
