@@ -34,6 +34,8 @@ import {
   untilQuiet,
   watchCopies,
   type ApiCounts,
+  type ApiServerTls,
+  type CopyWatch,
 } from './util.js';
 import type { ProcessNodeOptions } from './node-options.js';
 
@@ -129,41 +131,14 @@ const DELIVERY_CONCURRENCY = 16;
 const SRC_NS = 'bench-src';
 
 export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<EngineBenchResult> {
-  const hubCluster = kit.cluster('hub');
-  const kc = hubCluster.kubeConfig();
-  const core = kc.makeApiClient(CoreV1Api);
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const tls = {
-    ca: hubCluster.caPem,
-    cert: readFileSync(join(hubCluster.dir, 'pki/admin.crt')),
-    key: readFileSync(join(hubCluster.dir, 'pki/admin.key')),
-  };
+  const cluster = await prepareEngineCluster(kit, {
+    namespaces: o.namespaces,
+    shards: o.shards,
+    noise: o.noiseStart,
+    log: o.log,
+  });
+  const { hubCluster, kc, core, tls, addNoise } = cluster;
   const log = o.log;
-
-  await installCrds(kc, 'mirrorhub-hub');
-  for (const ns of [SYSTEM_NS, SRC_NS])
-    await core.createNamespace({ body: { metadata: { name: ns } } });
-
-  log(`creating ${o.namespaces} namespaces and ${o.noiseStart} unrelated Secrets`);
-  const nsNames = Array.from(
-    { length: o.namespaces },
-    (_, j) => `bench-${String(j).padStart(4, '0')}`,
-  );
-  await pool(nsNames, 32, (name, j) =>
-    core.createNamespace({ body: { metadata: { name, labels: { shard: String(j % o.shards) } } } }),
-  );
-  let noise = 0;
-  const addNoise = async (upTo: number) => {
-    const batch = Array.from({ length: upTo - noise }, (_, k) => noise + k);
-    await pool(batch, 32, (k) =>
-      core.createNamespacedSecret({
-        namespace: nsNames[k % nsNames.length]!,
-        body: { metadata: { name: `unrelated-${k}` }, stringData: { value: 'x'.repeat(512) } },
-      }),
-    );
-    noise = upTo;
-  };
-  await addNoise(o.noiseStart);
   /**
    * A new certificate in source src-<i>: every copy of it changes. Returns when the write was
    * sent (after reading the source: the raw loops' writes need no read either).
@@ -184,9 +159,9 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
   };
 
   // The API server's own speed first, in the state the fan-out meets (before mirrorhub runs).
-  const [etcdPid, apiServerPid] = kit.pids();
+  const { apiServer: apiServerPid, etcd: etcdPid } = cluster.serverPids;
   const raw = await rawWrites(kc, {
-    serverPids: [apiServerPid!, etcdPid!],
+    serverPids: [apiServerPid, etcdPid],
     creates: Math.min(5000, o.mirrors * (o.namespaces / o.shards)),
     copiesEach: o.namespaces / o.shards,
     samples: o.updateSamples,
@@ -206,8 +181,8 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     const costOf = () =>
       phaseCost(
         {
-          'kube-apiserver': apiServerPid!,
-          etcd: etcdPid!,
+          'kube-apiserver': apiServerPid,
+          etcd: etcdPid,
           ...(one ? { 'hub + agent': hub.pid! } : { hub: hub.pid!, agent: agent.pid! }),
           benchmark: process.pid,
         },
@@ -216,22 +191,7 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
         { hub: hubPort, agent: agentPort },
       );
     const fanOutCostStart = await costOf();
-    log(`creating ${o.mirrors} sources and mirrors (${o.namespaces / o.shards} namespaces each)`);
-    const t0 = Date.now();
-    await pool(
-      Array.from({ length: o.mirrors }, (_, i) => i),
-      16,
-      (i) => createTlsMirror({ core, custom }, SRC_NS, i, { shard: String(i % o.shards) }),
-    );
-    const expected = o.mirrors * (o.namespaces / o.shards);
-    await until(
-      () => seen.size >= expected,
-      listeners,
-      30 * 60_000,
-      () => `${seen.size}/${expected} copies`,
-    );
-    const initialFanOutMs = Date.now() - t0;
-    log(`${expected} copies in ${fmtMs(initialFanOutMs)}`);
+    const { ms: initialFanOutMs, copies: expected } = await fanOut(cluster, copyWatch, o);
     // Until the mirrors' status says so too: the fan-out's status writes are part of its cost.
     await untilQuiet({ hub: hubPort, agent: agentPort }, 2_000, 120_000);
     const fanOutCost = await fanOutCostStart();
@@ -260,48 +220,10 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
     await addNoise(o.noiseMid);
     await sleep(3_000);
 
-    log(`steady state: counting API requests for ${o.steadyMs / 1000}s`);
-    const before = await apiRequestCounts(hubCluster.server, tls);
-    await sleep(o.steadyMs);
-    const after = await apiRequestCounts(hubCluster.server, tls);
-    // Our own /metrics scrape is one GET; everything else is the hub and the agent.
-    const perMin = (a: number, b: number) => ((b - a) * 60_000) / o.steadyMs;
-    const steadyPerMinute = {
-      reads: perMin(before.reads, after.reads),
-      writes: perMin(before.writes, after.writes),
-      leaseWrites: perMin(before.leaseWrites, after.leaseWrites),
-      watches: perMin(before.watches, after.watches),
-    };
+    const steadyPerMinute = await steadyRequests(cluster, o.steadyMs, log);
 
-    // Mirror i selects shard i % shards: a namespace in shard h gets a copy of each src-i.
-    const copiesIn = (name: string, shard: number) =>
-      Array.from({ length: o.mirrors }, (_, i) => i)
-        .filter((i) => i % o.shards === shard)
-        .map((i) => `${name}/src-${i}`);
-    /** Creates `samples` namespaces, `gapMs` apart; ms from each create to its last copy. */
-    const newNamespaces = async (prefix: string, samples: number, gapMs: number) => {
-      const out: number[] = [];
-      for (let k = 0; k < samples; k++) {
-        await sleep(gapMs);
-        const name = `${prefix}-${k}`;
-        const expected = copiesIn(name, k % o.shards);
-        const start = Date.now();
-        await core.createNamespace({
-          body: { metadata: { name, labels: { shard: String(k % o.shards) } } },
-        });
-        const count = () => expected.filter((key) => seen.has(key)).length;
-        await until(
-          () => count() >= expected.length,
-          listeners,
-          60_000,
-          () => `${count()}/${expected.length} copies in ${name}`,
-        );
-        const at = expected.map((key) => seen.get(key)!.at - start).sort((a, b) => a - b);
-        if (process.env.MIRRORHUB_BENCH_TRACE) log(`${name}: ${at.join(' ')}`);
-        out.push(at.at(-1)!);
-      }
-      return out;
-    };
+    const newNamespaces = (prefix: string, samples: number, gapMs: number) =>
+      newNamespaceLatencies(cluster, copyWatch, { ...o, prefix, samples, gapMs });
     // One at a time on a quiet system (as a namespace is created), then back to back (a burst
     // of new namespaces: each meets the previous one's status writes).
     log(`new namespace -> copy, ${o.newNamespaceSamples} samples 1 s apart`);
@@ -412,6 +334,171 @@ export async function runEngineBench(kit: Kit, o: EngineBenchOptions): Promise<E
   }
 }
 
+/** The cluster an engine benchmark runs in, before mirrorhub starts. */
+export interface EngineCluster {
+  hubCluster: ReturnType<Kit['cluster']>;
+  kc: KubeConfig;
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  tls: ApiServerTls;
+  /** The kube-apiserver and etcd under the benchmark (their CPU is the server's cost). */
+  serverPids: { apiServer: number; etcd: number };
+  /** The namespaces mirrors select, `bench-NNNN`, namespace j labelled shard=j % shards. */
+  nsNames: string[];
+  /** Adds unrelated Secrets (~512 B, spread over the namespaces) until `upTo` exist. */
+  addNoise(upTo: number): Promise<void>;
+}
+
+/**
+ * The CRDs, the agent and source namespaces, `namespaces` namespaces labelled by shard, and
+ * `noise` unrelated Secrets: the state a fan-out meets.
+ */
+export async function prepareEngineCluster(
+  kit: Kit,
+  o: { namespaces: number; shards: number; noise: number; log: (line: string) => void },
+): Promise<EngineCluster> {
+  const hubCluster = kit.cluster('hub');
+  const kc = hubCluster.kubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const tls = {
+    ca: hubCluster.caPem,
+    cert: readFileSync(join(hubCluster.dir, 'pki/admin.crt')),
+    key: readFileSync(join(hubCluster.dir, 'pki/admin.key')),
+  };
+  await installCrds(kc, 'mirrorhub-hub');
+  for (const ns of [SYSTEM_NS, SRC_NS])
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+
+  o.log(`creating ${o.namespaces} namespaces and ${o.noise} unrelated Secrets`);
+  const nsNames = Array.from(
+    { length: o.namespaces },
+    (_, j) => `bench-${String(j).padStart(4, '0')}`,
+  );
+  await pool(nsNames, 32, (name, j) =>
+    core.createNamespace({ body: { metadata: { name, labels: { shard: String(j % o.shards) } } } }),
+  );
+  let noise = 0;
+  const addNoise = async (upTo: number) => {
+    const batch = Array.from({ length: upTo - noise }, (_, k) => noise + k);
+    await pool(batch, 32, (k) =>
+      core.createNamespacedSecret({
+        namespace: nsNames[k % nsNames.length]!,
+        body: { metadata: { name: `unrelated-${k}` }, stringData: { value: 'x'.repeat(512) } },
+      }),
+    );
+    noise = upTo;
+  };
+  await addNoise(o.noise);
+  const [etcdPid, apiServerPid] = kit.pids();
+  return {
+    hubCluster,
+    kc,
+    core,
+    custom,
+    tls,
+    serverPids: { apiServer: apiServerPid!, etcd: etcdPid! },
+    nsNames,
+    addNoise,
+  };
+}
+
+/**
+ * Creates `mirrors` sources and SecretMirrors (mirror i selects shard i % shards) and waits
+ * until the copy watch has seen every copy: ms from the first create to the last copy.
+ */
+export async function fanOut(
+  c: Pick<EngineCluster, 'core' | 'custom'>,
+  watch: Pick<CopyWatch, 'seen' | 'listeners'>,
+  o: { namespaces: number; mirrors: number; shards: number; log: (line: string) => void },
+): Promise<{ ms: number; copies: number }> {
+  const { seen, listeners } = watch;
+  o.log(`creating ${o.mirrors} sources and mirrors (${o.namespaces / o.shards} namespaces each)`);
+  const t0 = Date.now();
+  await pool(
+    Array.from({ length: o.mirrors }, (_, i) => i),
+    16,
+    (i) => createTlsMirror(c, SRC_NS, i, { shard: String(i % o.shards) }),
+  );
+  const copies = o.mirrors * (o.namespaces / o.shards);
+  await until(
+    () => seen.size >= copies,
+    listeners,
+    30 * 60_000,
+    () => `${seen.size}/${copies} copies`,
+  );
+  const ms = Date.now() - t0;
+  o.log(`${copies} copies in ${fmtMs(ms)}`);
+  return { ms, copies };
+}
+
+/**
+ * Creates `samples` namespaces `gapMs` apart, namespace k in shard k % shards: ms from each
+ * create to the last of its copies (one of each mirror selecting that shard).
+ */
+export async function newNamespaceLatencies(
+  c: Pick<EngineCluster, 'core'>,
+  watch: Pick<CopyWatch, 'seen' | 'listeners'>,
+  o: {
+    mirrors: number;
+    shards: number;
+    prefix: string;
+    samples: number;
+    gapMs: number;
+    log: (line: string) => void;
+  },
+): Promise<number[]> {
+  const { seen, listeners } = watch;
+  // Mirror i selects shard i % shards: a namespace in shard h gets a copy of each src-i.
+  const copiesIn = (name: string, shard: number) =>
+    Array.from({ length: o.mirrors }, (_, i) => i)
+      .filter((i) => i % o.shards === shard)
+      .map((i) => `${name}/src-${i}`);
+  const out: number[] = [];
+  for (let k = 0; k < o.samples; k++) {
+    await sleep(o.gapMs);
+    const name = `${o.prefix}-${k}`;
+    const expected = copiesIn(name, k % o.shards);
+    const start = Date.now();
+    await c.core.createNamespace({
+      body: { metadata: { name, labels: { shard: String(k % o.shards) } } },
+    });
+    const count = () => expected.filter((key) => seen.has(key)).length;
+    await until(
+      () => count() >= expected.length,
+      listeners,
+      60_000,
+      () => `${count()}/${expected.length} copies in ${name}`,
+    );
+    const at = expected.map((key) => seen.get(key)!.at - start).sort((a, b) => a - b);
+    if (process.env.MIRRORHUB_BENCH_TRACE) o.log(`${name}: ${at.join(' ')}`);
+    out.push(at.at(-1)!);
+  }
+  return out;
+}
+
+/**
+ * API requests per minute over `ms` of steady state, from the API server's own counts (our own
+ * /metrics scrape is one GET; everything else is the hub and the agent).
+ */
+export async function steadyRequests(
+  c: Pick<EngineCluster, 'hubCluster' | 'tls'>,
+  ms: number,
+  log: (line: string) => void,
+): Promise<ApiCounts> {
+  log(`steady state: counting API requests for ${ms / 1000}s`);
+  const before = await apiRequestCounts(c.hubCluster.server, c.tls);
+  await sleep(ms);
+  const after = await apiRequestCounts(c.hubCluster.server, c.tls);
+  const perMin = (a: number, b: number) => ((b - a) * 60_000) / ms;
+  return {
+    reads: perMin(before.reads, after.reads),
+    writes: perMin(before.writes, after.writes),
+    leaseWrites: perMin(before.leaseWrites, after.leaseWrites),
+    watches: perMin(before.watches, after.watches),
+  };
+}
+
 function logCost(log: (line: string) => void, phase: string, c: PhaseCost): void {
   const { cpu, requests, writes } = phaseCostText(c, 6);
   log(
@@ -420,24 +507,11 @@ function logCost(log: (line: string) => void, phase: string, c: PhaseCost): void
 }
 
 /**
- * A raw create loop and update loop against the same API server, with Secrets shaped like the
- * copies, at the concurrency mirrorhub uses: what "as fast as the API server" means here.
+ * Writes shaped like the copies, with the agent's own HTTP client and connection limit, into
+ * namespace bench-raw, and how fast the API server takes them: the loops every raw figure is
+ * measured with.
  */
-async function rawWrites(
-  kc: KubeConfig,
-  o: {
-    /** kube-apiserver and etcd: their CPU per write is what each loop costs the server. */
-    serverPids: number[];
-    creates: number;
-    copiesEach: number;
-    samples: number;
-    newNamespaces: number;
-    copiesPerNamespace: number;
-    log: (line: string) => void;
-  },
-): Promise<EngineBenchResult['raw']> {
-  const { creates, copiesEach, samples, log } = o;
-  // The agent's own HTTP client, with the agent's connection limit.
+async function rawLoops(kc: KubeConfig, serverPids: number[], creates: number) {
   const rest = new RestClient(kc, { maxSockets: FAN_OUT_CONCURRENCY });
   const namespace = 'bench-raw';
   const secrets = corePath('secrets', namespace);
@@ -459,7 +533,7 @@ async function rawWrites(
       { fieldManager: 'bench-raw', force: true },
     );
   const ids = Array.from({ length: creates }, (_, j) => j);
-  const serverCpu = () => o.serverPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const serverCpu = () => serverPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   /**
    * Creates per second, one write for each id, FAN_OUT_CONCURRENCY at a time, and the CPU ms the
    * API server and etcd spent per write.
@@ -470,6 +544,67 @@ async function rawWrites(
     const [ms, cpu] = [Date.now() - t0, serverCpu() - cpu0];
     return { perSecond: creates / (ms / 1000), serverCpuMs: (cpu * 1000) / creates };
   };
+  /** The creates as POSTs (`raw-<j>`) and as server-side apply (`rawa-<j>`). */
+  const posts = () => createRate((j) => rest.post(secrets, secret(`raw-${j}`, j, 0)));
+  const applies = () => createRate((j) => apply(`rawa-${j}`, j, 0));
+  /** Gone again before mirrorhub starts: the run's unrelated Secrets are the ones it says. */
+  const cleanUp = async () => {
+    await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/raw-${j}`));
+    await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/rawa-${j}`));
+  };
+  return { rest, secrets, secret, apply, ids, posts, applies, cleanUp };
+}
+
+/** The raw create rates alone (POST and apply), for benchmarks that compare a fan-out only. */
+export async function rawCreateRates(
+  kc: KubeConfig,
+  o: { serverPids: number[]; creates: number; log: (line: string) => void },
+): Promise<
+  Pick<
+    EngineBenchResult['raw'],
+    | 'creates'
+    | 'createsPerSecond'
+    | 'appliedCreatesPerSecond'
+    | 'serverCpuMsPerCreate'
+    | 'createConcurrency'
+  >
+> {
+  const loops = await rawLoops(kc, o.serverPids, o.creates);
+  const posts = await loops.posts();
+  const applied = await loops.applies();
+  await loops.cleanUp();
+  loops.rest.close();
+  o.log(
+    `raw API server: ${o.creates} creates at ${posts.perSecond.toFixed(0)}/s, as apply ${applied.perSecond.toFixed(0)}/s (concurrency ${FAN_OUT_CONCURRENCY}; API server + etcd CPU ${posts.serverCpuMs.toFixed(2)} / ${applied.serverCpuMs.toFixed(2)} ms a write)`,
+  );
+  return {
+    creates: o.creates,
+    createsPerSecond: posts.perSecond,
+    appliedCreatesPerSecond: applied.perSecond,
+    serverCpuMsPerCreate: { post: posts.serverCpuMs, apply: applied.serverCpuMs },
+    createConcurrency: FAN_OUT_CONCURRENCY,
+  };
+}
+
+/**
+ * A raw create loop and update loop against the same API server, with Secrets shaped like the
+ * copies, at the concurrency mirrorhub uses: what "as fast as the API server" means here.
+ */
+async function rawWrites(
+  kc: KubeConfig,
+  o: {
+    /** kube-apiserver and etcd: their CPU per write is what each loop costs the server. */
+    serverPids: number[];
+    creates: number;
+    copiesEach: number;
+    samples: number;
+    newNamespaces: number;
+    copiesPerNamespace: number;
+    log: (line: string) => void;
+  },
+): Promise<EngineBenchResult['raw']> {
+  const { creates, copiesEach, samples, log } = o;
+  const { rest, secrets, secret, apply, ids, ...loops } = await rawLoops(kc, o.serverPids, creates);
   /** ms per round of rewriting one source's worth of Secrets, DELIVERY_CONCURRENCY at a time. */
   const updateRounds = async (write: (j: number, round: number) => Promise<unknown>) => {
     const out: number[] = [];
@@ -480,7 +615,7 @@ async function rawWrites(
     }
     return out;
   };
-  const posts = await createRate((j) => rest.post(secrets, secret(`raw-${j}`, j, 0)));
+  const posts = await loops.posts();
   const updates = await updateRounds((j, k) =>
     rest.put(`${secrets}/raw-${j}`, secret(`raw-${j}`, j, k + 1)),
   );
@@ -489,7 +624,7 @@ async function rawWrites(
     apply(`raw-${j}`, j, samples + 1),
   );
   const applies = await updateRounds((j, k) => apply(`raw-${j}`, j, samples + k + 2));
-  const applied = await createRate((j) => apply(`rawa-${j}`, j, 0));
+  const applied = await loops.applies();
   // The floor of a new namespace's copies. The namespaces carry no shard label (no mirror selects
   // them) and stay, empty: without a controller-manager a deleted namespace stays Terminating.
   const floor: number[] = [];
@@ -502,9 +637,7 @@ async function rawWrites(
     floor.push(Date.now() - start);
     await sleep(100);
   }
-  // Gone again before mirrorhub starts: the run's unrelated Secrets are the ones it says.
-  await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/raw-${j}`));
-  await pool(ids, FAN_OUT_CONCURRENCY, (j) => rest.delete(`${secrets}/rawa-${j}`));
+  await loops.cleanUp();
   for (let k = 0; k < o.newNamespaces; k++) {
     await pool(copyIds, FAN_OUT_CONCURRENCY, (j) =>
       rest.delete(`${corePath('secrets', `bench-floor-${k}`)}/src-${j}`),
@@ -539,15 +672,21 @@ async function rawWrites(
   };
 }
 
-/** `mirrorhub_nodejs_heap_size_used_bytes` from a process's /metrics, in MB ('?' if absent). */
-async function heapUsedMb(port: number): Promise<string> {
+/** `mirrorhub_nodejs_heap_size_used_bytes` from a process's /metrics (undefined if absent). */
+export async function heapUsedBytes(port: number): Promise<number | undefined> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const m = /^mirrorhub_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
-    return m ? `${(Number(m[1]) / 2 ** 20).toFixed(0)} MB` : '?';
+    return m ? Number(m[1]) : undefined;
   } catch {
-    return '?';
+    return undefined;
   }
+}
+
+/** The same in MB, '?' if absent. */
+async function heapUsedMb(port: number): Promise<string> {
+  const bytes = await heapUsedBytes(port);
+  return bytes === undefined ? '?' : `${(bytes / 2 ** 20).toFixed(0)} MB`;
 }
 
 export type { KubeConfig };

@@ -7,6 +7,8 @@
  *   npm run bench                 # every benchmark at full size (the longest run)
  *   npm run bench -- --only multicluster   # or --only load, engine, engine-one, scale,
  *                                           # growth, signing, status or vault
+ *   npm run bench -- --only engine-100k     # the engine at 100,000 copies (the longest engine
+ *                                           # run: the agent's memory per copy)
  *   npm run bench -- --only vault --steady 120   # a shorter steady window (default 300 s)
  *   npm run bench -- --only idle  # every install shape at idle, side by side (--steady: 180 s)
  *   npm run bench -- --only fleet --replicas 2   # the fleet benchmark with 2 hub replicas
@@ -31,6 +33,7 @@ import { OPENBAO_VERSION } from '@mirrorhub/infra/components/index';
 import { startKit } from '@mirrorhub/infra/kit/index';
 
 import { runEngineBench, type EngineBenchResult } from './engine.js';
+import { perCopy, runEngine100kBench, type Engine100kResult } from './engine-100k.js';
 import {
   rowMedian,
   runLoadBench,
@@ -150,6 +153,25 @@ async function main(): Promise<void> {
       record,
       log,
     );
+  }
+  if (only === undefined || only === 'engine-100k') {
+    const kit = await startKit({ clusters: ['hub'], aws: false, log });
+    let result: Engine100kResult;
+    try {
+      result = await runEngine100kBench(kit, {
+        namespaces: n(10_000),
+        mirrors: 10,
+        unrelatedSteps: [...new Set([n(25_000), n(50_000)])],
+        newNamespaceSamples: n(50),
+        steadyMs: Number(values.steady ?? 60) * 1000,
+        nodeOptions,
+        root,
+        log,
+      });
+    } finally {
+      await kit.stop();
+    }
+    await report(renderEngine100k(result, cmd('engine-100k', ...steadyArg)), record, log);
   }
   if (only === undefined || only === 'multicluster') {
     const followers = Array.from(
@@ -944,6 +966,94 @@ function renderEngine(r: EngineBenchResult, command: string): DocSection {
       '| unrelated Secrets in the cluster | hub RSS | agent RSS | hub: anonymous / file-backed | agent: anonymous / file-backed |',
       '| --- | --- | --- | --- | --- |',
       ...rssRows,
+      '',
+    ]),
+  };
+}
+
+function renderEngine100k(r: Engine100kResult, command: string): DocSection {
+  const o = r.options;
+  const rate = r.copies / (r.fanOutMs / 1000);
+  const ratio = rate / r.raw.createsPerSecond;
+  const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MB`;
+  const bytes = (b: number | undefined) => (b === undefined ? '?' : `${b.toFixed(0)} B`);
+  const [base, ...after] = r.memory;
+  const fanned = after[0]!;
+  const last = after.at(-1)!;
+  const agentPerCopy = perCopy(r, fanned, 'agent');
+  const flat = (who: 'hub' | 'agent', m: 'rss' | 'heap') =>
+    after.map((row) => (row[who][m] === undefined ? '?' : mb(row[who][m]))).join(' -> ');
+  const s = r.steadyPerMinute;
+  const title = `Engine at ${r.copies} copies: one cluster, hub + agent`;
+  const rows = r.memory.map((row) => {
+    const cells = (who: 'hub' | 'agent') => {
+      const m = row[who];
+      const per = row === base ? undefined : perCopy(r, row, who);
+      return `${mb(m.rss)} / ${m.heap === undefined ? '?' : mb(m.heap)}${per ? ` (${bytes(per.rss)} / ${bytes(per.heap)} a copy)` : ''}`;
+    };
+    return `| ${row.label} | ${cells('agent')} | ${cells('hub')} |`;
+  });
+  return {
+    name: 'engine-100k',
+    summary: summaryOf(title, command, [
+      {
+        figure: `initial fan-out of ${r.copies} copies (${o.mirrors} mirrors x ${o.namespaces} namespaces)`,
+        now: fmtMs(r.fanOutMs),
+      },
+      {
+        figure: `copies per second, initial fan-out: mirrorhub / raw create loop (${r.raw.creates} creates with the agent's HTTP client, concurrency ${r.raw.createConcurrency}, before mirrorhub starts)`,
+        now: `${rate.toFixed(0)} / ${r.raw.createsPerSecond.toFixed(0)} = **${ratio.toFixed(2)}**`,
+        target: '>= 0.9',
+        met: ratio >= 0.9,
+      },
+      {
+        figure:
+          'the same raw creates as server-side apply, as the agent creates copies: mirrorhub / raw apply loop',
+        now: `${rate.toFixed(0)} / ${r.raw.appliedCreatesPerSecond.toFixed(0)} = ${(rate / r.raw.appliedCreatesPerSecond).toFixed(2)}`,
+      },
+      {
+        figure: `new namespace -> its ${r.newNamespace.copiesEach} copies (the last of them), p50 / p99 (${r.newNamespace.samples} namespaces, 1 s apart, with ${last.unrelated} unrelated Secrets)`,
+        now: `${fmtMs(r.newNamespace.p50)} / ${fmtMs(r.newNamespace.p99)}`,
+        target: 'p50 < 40 ms / p99 < 150 ms',
+        met: [r.newNamespace.p50 < 40, r.newNamespace.p99 < 150],
+      },
+      {
+        figure: `agent memory per copy after the fan-out, RSS / V8 heap used (minus the agent started with ${o.namespaces} namespaces and no mirror: ${mb(base!.agent.rss)} / ${base!.agent.heap === undefined ? '?' : mb(base!.agent.heap)})`,
+        now: `${bytes(agentPerCopy.rss)} / ${bytes(agentPerCopy.heap)}`,
+      },
+      {
+        figure: `agent RSS as unrelated Secrets grow (${after.map((row) => row.unrelated).join(' -> ')})`,
+        now: flat('agent', 'rss'),
+      },
+      {
+        figure: 'agent V8 heap used, the same rows',
+        now: flat('agent', 'heap'),
+      },
+      {
+        figure:
+          'peak RSS during the run (VmHWM: start-up, fan-out and bursts included): hub / agent',
+        now: `${r.peakRss.hub.toFixed(0)} MB / ${r.peakRss.agent.toFixed(0)} MB`,
+      },
+      {
+        figure: `API requests per minute at steady state: reads / writes / new watches (${o.steadyMs / 1000} s window, the API server's counts)`,
+        now: `${s.reads.toFixed(0)} / ${s.writes.toFixed(0)} / ${s.watches.toFixed(0)}`,
+        target: 'writes 0',
+        met: s.writes === 0,
+      },
+    ]),
+    method: methodOf(title, [
+      `Setup: ${o.namespaces} namespaces, ${o.mirrors} SecretMirrors each selecting every one of them by label (${r.copies} copies), sources ~4 KB kubernetes.io/tls Secrets; ` +
+        `unrelated Secrets (512 B, spread over the same namespaces) added after the fan-out, ${o.unrelatedSteps.join(' -> ')}. ` +
+        `Hub and agent run as the engine benchmark runs them (${startedAs('hub')}, ${startedAs('agent')}; NODE_OPTIONS hub \`${o.nodeOptions.hub || '(none)'}\`, agent \`${o.nodeOptions.agent || '(none)'}\`), against one real kube-apiserver + etcd on the same cores.`,
+      '',
+      "The engine benchmark's parts (test/src/bench/engine.ts) at this size: the raw create loops run before mirrorhub starts, in the same API server; the fan-out is timed from the first mirror's create to the last copy the bench's own watch sees; new namespaces are created 1 s apart and timed to the last of their copies. " +
+        'Memory rows are read 10 s after the processes stopped writing (the agent compacts its heap once quiet after a burst); the first row is the processes started and synced with every namespace and no mirror, and per copy is (row - that row) / copies. ' +
+        "Heap used is V8's `heap_size_used` from the process's /metrics (live objects and garbage not yet collected). The steady window follows the new namespaces once neither process has written for 2 s; writes are every POST/PUT/PATCH/DELETE the API server counted to anything but Leases (leader-election renewals and agent heartbeats, by design periodic: " +
+        `${r.steadyPerMinute.leaseWrites.toFixed(0)} a minute in this window).`,
+      '',
+      '| moment | agent: RSS / heap used | hub: RSS / heap used |',
+      '| --- | --- | --- |',
+      ...rows,
       '',
     ]),
   };

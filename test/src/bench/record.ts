@@ -10,6 +10,7 @@ export const SECTIONS: readonly string[] = [
   'load',
   'engine',
   'engine-one',
+  'engine-100k',
   'multicluster',
   'scale',
   'fleet',

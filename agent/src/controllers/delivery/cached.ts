@@ -36,6 +36,15 @@ export interface CopyMetadata {
  * without a second object per copy.
  */
 export class CopyObject implements CopyMetadata {
+  /**
+   * The payload resourceVersion this very object, at its resourceVersion, is known to hold
+   * ('' for a delivery without a payload version), or undefined when that is not known: what
+   * CopyKnowledge knows of the copy's content, kept on the cached object rather than in a map of
+   * its own. The watcher keeps an object while its resourceVersion stays and replaces it when
+   * the copy changes, so a change by anyone else drops what was known with the old object.
+   * Only CopyKnowledge sets it.
+   */
+  heldPayload: string | undefined = undefined;
   constructor(
     readonly kind: SourceKind,
     readonly name: string,

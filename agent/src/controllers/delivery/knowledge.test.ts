@@ -249,6 +249,65 @@ describe('CopyKnowledge', () => {
     expect(knowledge.copyViews('d-1', 'p1', false).copies).toEqual([]);
   });
 
+  it('once the cache shows what it wrote, keeps what it knows on the cached copies alone', () => {
+    // A hundred thousand copies: what the agent knows of each must not be a map entry and a
+    // string of its own beside the cached object.
+    const { knowledge, add, update, verified } = setup();
+    const wrote = knowledge.observer('p1').wrote;
+    const namespaces = ['a', 'b', 'c'];
+    for (const ns of namespaces) {
+      const labels = { [LABEL_DELIVERY]: 'd-1' };
+      wrote('Secret', {
+        metadata: { uid: `uid-${ns}`, name: 'tls', namespace: ns, resourceVersion: '5', labels },
+      });
+    }
+    expect(knowledge.pendingKnowledge).toBe(3);
+    const cached = namespaces.map((ns) => copy(ns, '5'));
+    for (const c of cached) expect(add(c)).toBe(true);
+    expect(knowledge.pendingKnowledge).toBe(0);
+    expect(verified('d-1', 'p1')).toEqual({ a: true, b: true, c: true });
+    // A read that compared the cached version equal (verify) needs no entry either.
+    const [a] = cached as [CopyObject];
+    const edited = copy('a', '6');
+    expect(update(edited, a)).toBe(false);
+    expect(verified('d-1', 'p1')).toMatchObject({ a: false });
+    knowledge.holds('Secret', edited, 'p1');
+    expect(knowledge.pendingKnowledge).toBe(0);
+    expect(verified('d-1', 'p1')).toEqual({ a: true, b: true, c: true });
+  });
+
+  it("an older change arriving between its write and the write's echo leaves the write known", () => {
+    const { knowledge, add, update, verified } = setup();
+    const a = copy('a', '10');
+    add(a);
+    knowledge.observer('p1').wrote('Secret', {
+      metadata: { uid: 'uid-a', name: 'tls', namespace: 'a', resourceVersion: '12' },
+    });
+    // Someone else's write (11) before ours (12): news, but what we wrote is still on its way.
+    const theirs = copy('a', '11');
+    expect(update(theirs, a)).toBe(false);
+    const ours = copy('a', '12');
+    expect(update(ours, theirs)).toBe(true);
+    expect(verified('d-1', 'p1')).toEqual({ a: true });
+    // A change after ours: what we knew is gone with it.
+    knowledge.observer('p1').wrote('Secret', {
+      metadata: { uid: 'uid-a', name: 'tls', namespace: 'a', resourceVersion: '13' },
+    });
+    expect(update(copy('a', '14'), ours)).toBe(false);
+    expect(verified('d-1', 'p1')).toEqual({ a: false });
+    expect(knowledge.pendingKnowledge).toBe(0);
+  });
+
+  it('a copy it starts removing is no longer known to hold the payload', () => {
+    const { knowledge, add, verified } = setup();
+    const a = copy('a', '3');
+    knowledge.holds('Secret', a, 'p1');
+    add(a);
+    expect(verified('d-1', 'p1')).toEqual({ a: true });
+    knowledge.removingCopy({ kind: 'Secret', namespace: 'a', name: 'tls', uid: 'uid-a' });
+    expect(verified('d-1', 'p1')).toEqual({ a: false });
+  });
+
   it('indexes copies by their delivery label, and follows a relabel', () => {
     const { knowledge, add, update } = setup();
     const a = copy('a', '1', 'd-1');

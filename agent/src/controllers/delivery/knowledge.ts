@@ -7,10 +7,13 @@
 // compare; write only if it differs). The payload Secret's resourceVersion is part of that
 // knowledge, so a payload that changes under an unchanged contentHash is caught too.
 //
-// Memory: the agent's memory must stay small with tens of thousands of copies (its target is in
-// docs/BENCHMARKS.md). Copies are keyed by uid everywhere, using the uid string the cache already
-// holds: no key strings of our own per copy, and what we know of one copy is one short string
-// (see `known`).
+// Memory: the agent's memory must stay small with a hundred thousand copies (docs/BENCHMARKS.md,
+// Engine at 100000 copies). Copies are keyed by uid everywhere, using the uid string the cache
+// already holds: no key strings of our own per copy. What we know of a copy's content once the
+// cache shows the version we wrote or read is one field of the cached object itself
+// (`CopyObject.heldPayload`, pointing at the payload's resourceVersion string that all copies of
+// a delivery share); only a write whose watch event is still on its way is remembered in a map
+// (`pending`), for the moments until that event arrives.
 
 import type { SourceKind } from '@mirrorhub/shared/api/types.gen';
 import type { Clock } from '@mirrorhub/shared/kit/runtime/clock';
@@ -20,15 +23,19 @@ import { answeredCopy, type CopyObject } from './cached.js';
 import type { CopyView, ObjectRef } from './plan.js';
 
 /**
- * What we know about one copy's content, as one short string to keep 20k of them small:
- * `<resourceVersion> <payload resourceVersion>` = "at this resourceVersion the copy held the
- * payload of that version". A resourceVersion is unique across objects, so it also identifies
- * the object.
+ * What we know about one copy's content: "at this resourceVersion the copy held the payload of
+ * that version" ('' for none). `payload` is the payload Secret's resourceVersion string as the
+ * reconcile had it, one instance for every copy of the delivery: the cached copies keep that
+ * instance (`CopyObject.heldPayload`), not a string of their own.
  */
-const known = (resourceVersion: string | undefined, payloadVersion: string | undefined) =>
-  `${resourceVersion ?? ''} ${payloadVersion ?? ''}`;
-const knownVersion = (k: string) => k.slice(0, k.indexOf(' '));
-const knownPayload = (k: string) => k.slice(k.indexOf(' ') + 1);
+interface Known {
+  version: string;
+  payload: string;
+}
+const known = (resourceVersion: string | undefined, payloadVersion: string | undefined): Known => ({
+  version: resourceVersion ?? '',
+  payload: payloadVersion ?? '',
+});
 
 /** The copy caches (the copy watchers), by kind. */
 export type CopyCaches = Record<
@@ -55,8 +62,13 @@ const REMOVING_MAX_AGE_MS = 600_000;
 export class CopyKnowledge {
   /** delivery name -> uids of its copies (the copy watchers index copies by namespace). */
   private readonly copyIndex = new Map<string, Set<string>>();
-  /** copy uid -> what we know about its content (see `known`). */
-  private readonly known = new Map<string, string>();
+  /**
+   * copy uid -> what we know about its content (see `known`), for a version the cache does not
+   * show yet: a write answered before its watch event, or a copy not in the cache yet. Once the
+   * cache shows that version, it moves to the cached object (`CopyObject.heldPayload`); a newer
+   * version by anyone else drops it.
+   */
+  private readonly pending = new Map<string, Known>();
   /** uids of copies we are deleting or releasing (their watch events are our own doing). */
   private readonly removing = new Map<string, number>();
   /**
@@ -81,6 +93,13 @@ export class CopyKnowledge {
   get pendingEchoes(): number {
     return this.echoes.size;
   }
+  /**
+   * Copies whose known version the cache does not show yet (tests: once it does, nothing is
+   * kept per copy outside the cached objects).
+   */
+  get pendingKnowledge(): number {
+    return this.pending.size;
+  }
   /** payload Secret name -> when its data last changed (see `payloadSettling`). */
   private readonly payloadChangedAt = new Map<string, number>();
 
@@ -96,15 +115,10 @@ export class CopyKnowledge {
   /** A copy appeared in the cache. Returns true when it is the echo of our own write. */
   added(c: CopyObject): boolean {
     this.index(c, +1);
-    // Written before its watch event arrived: key what we know by the cached uid string.
     const uid = c.metadata.uid;
-    const k = uid === undefined ? undefined : this.known.get(uid);
-    if (uid !== undefined && k !== undefined) {
-      this.known.delete(uid);
-      this.known.set(uid, k);
-    }
     // A create's echo: the cache has caught up.
     if (uid !== undefined) {
+      this.settle(uid, c);
       this.echoes.delete(uid);
       this.unseen.delete(uid);
     }
@@ -118,7 +132,10 @@ export class CopyKnowledge {
       this.index(c, +1);
     }
     // Our write's echo, or something after it: the cache has caught up.
-    if (c.metadata.uid !== undefined) this.echoes.delete(c.metadata.uid);
+    if (c.metadata.uid !== undefined) {
+      this.settle(c.metadata.uid, c);
+      this.echoes.delete(c.metadata.uid);
+    }
     return this.isOurWrite(c);
   }
 
@@ -127,7 +144,7 @@ export class CopyKnowledge {
     this.index(c, -1);
     const uid = c.metadata.uid;
     if (!uid) return false;
-    this.known.delete(uid);
+    this.pending.delete(uid);
     this.echoes.delete(uid);
     this.unseen.delete(uid);
     return this.removing.delete(uid);
@@ -147,7 +164,7 @@ export class CopyKnowledge {
       if (this.copies[kind].getByUid(uid)) continue;
       this.unseen.delete(uid);
       this.echoes.delete(uid);
-      this.known.delete(uid);
+      this.pending.delete(uid);
       lost.add(u.delivery);
     }
     return [...lost];
@@ -169,17 +186,26 @@ export class CopyKnowledge {
   /** At its resourceVersion in `m`, the copy holds the payload of `payloadVersion`. */
   holds(kind: SourceKind, m: CopyIdentity, payloadVersion: string | undefined): void {
     if (!m.uid) return;
-    // Keyed by the uid string instance the cache holds when it has the copy already (a write's
-    // answer or a LIST carries its own copy of the same uid).
     const cached = m.name && m.namespace ? this.copies[kind].get(m.name, m.namespace) : undefined;
-    const key = cached?.metadata.uid === m.uid ? cached.metadata.uid : m.uid;
-    this.known.set(key, known(m.resourceVersion, payloadVersion));
+    if (
+      cached !== undefined &&
+      cached.metadata.uid === m.uid &&
+      cached.metadata.resourceVersion === m.resourceVersion
+    ) {
+      // The cache shows this very version (a read that compared equal, a LIST): known on it.
+      cached.heldPayload = payloadVersion ?? '';
+      this.pending.delete(m.uid);
+      return;
+    }
+    this.pending.set(m.uid, known(m.resourceVersion, payloadVersion));
   }
 
   /** We are about to delete or release this copy. */
   removingCopy(ref: ObjectRef): void {
     if (!ref.uid) return;
-    this.known.delete(ref.uid);
+    this.pending.delete(ref.uid);
+    const cached = this.copies[ref.kind].getByUid(ref.uid);
+    if (cached) cached.heldPayload = undefined;
     const now = this.clock.now();
     if (this.removing.size > REMOVING_SWEEP_AT) {
       for (const [uid, at] of this.removing) {
@@ -266,7 +292,7 @@ export class CopyKnowledge {
     let deferred = false;
     const out: CopyView[] = [];
     const view = (uid: string, c: CopyObject) => {
-      const k = this.known.get(uid);
+      const k = this.known(uid, c);
       // Written from this payload and this delivery spec, its watch event still on its way:
       // the copy is what we would write now (the cache's older version would mean a second,
       // conditional write on a stale resourceVersion: 409).
@@ -274,16 +300,16 @@ export class CopyKnowledge {
       if (
         echo !== undefined &&
         k !== undefined &&
-        echo === `${knownVersion(k)} ${generation ?? ''}` &&
-        knownPayload(k) === (payloadVersion ?? '') &&
-        newerVersion(knownVersion(k), c.metadata.resourceVersion ?? '')
+        echo === `${k.version} ${generation ?? ''}` &&
+        k.payload === (payloadVersion ?? '') &&
+        newerVersion(k.version, c.metadata.resourceVersion ?? '')
       ) {
         out.push({
           kind: c.kind,
           namespace: c.metadata.namespace,
           name: c.metadata.name,
           uid: c.metadata.uid,
-          resourceVersion: knownVersion(k),
+          resourceVersion: k.version,
           labels: c.metadata.labels,
           annotations: c.metadata.annotations,
           verified: true,
@@ -291,8 +317,8 @@ export class CopyKnowledge {
         });
         return;
       }
-      const untouched = k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
-      const onlyPayloadMoved = untouched && knownPayload(k) !== (payloadVersion ?? '');
+      const untouched = k !== undefined && k.version === (c.metadata.resourceVersion ?? '');
+      const onlyPayloadMoved = untouched && k.payload !== (payloadVersion ?? '');
       if (onlyPayloadMoved && payloadSettling) deferred = true;
       out.push({
         kind: c.kind,
@@ -321,10 +347,38 @@ export class CopyKnowledge {
 
   // ---- internals -------------------------------------------------------------------------------
 
+  /**
+   * What we know of copy `uid`'s content, `c` being the copy as the cache (or a create's answer)
+   * shows it: the version we wrote or read and the payload it held then; undefined if nothing.
+   */
+  private known(uid: string, c: CopyObject): Known | undefined {
+    const p = this.pending.get(uid);
+    if (p !== undefined) return p;
+    if (c.heldPayload === undefined) return undefined;
+    return { version: c.metadata.resourceVersion ?? '', payload: c.heldPayload };
+  }
+
+  /**
+   * The cache now shows `c` for copy `uid`: what we knew of the version it shows moves onto it,
+   * and what we knew of an older version is dropped (someone wrote after us). Knowledge of a
+   * version newer than the cache's stays until its own event arrives.
+   */
+  private settle(uid: string, c: CopyObject): void {
+    const p = this.pending.get(uid);
+    if (p === undefined) return;
+    const { version } = p;
+    const shown = c.metadata.resourceVersion ?? '';
+    if (version === shown) {
+      c.heldPayload = p.payload;
+      this.pending.delete(uid);
+    } else if (newerVersion(shown, version)) {
+      this.pending.delete(uid);
+    }
+  }
+
   /** A copy event whose resourceVersion is the one we wrote (or verified): our own echo. */
   private isOurWrite(c: CopyObject): boolean {
-    const k = c.metadata.uid === undefined ? undefined : this.known.get(c.metadata.uid);
-    return k !== undefined && knownVersion(k) === (c.metadata.resourceVersion ?? '');
+    return c.heldPayload !== undefined;
   }
 
   private index(c: CopyObject, delta: 1 | -1): void {
