@@ -8,7 +8,7 @@
 // it now: a replica claims a follower only when nobody holds it (released, never claimed, or
 // its holder's member Lease expired), so two replicas never hold one follower at once even
 // while their views of who is live differ.
-import { createHash } from 'node:crypto';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 
 export interface ShardView {
   /** This replica's identity. */
@@ -42,7 +42,12 @@ export function ownerFor(follower: string, live: Iterable<string>): string | und
   let best: string | undefined;
   let bestRank = '';
   for (const replica of live) {
-    const rank = createHash('sha256').update(replica).update('\0').update(follower).digest('hex');
+    const rank = crypto
+      .createHash('sha256')
+      .update(replica)
+      .update('\0')
+      .update(follower)
+      .digest('hex');
     if (best === undefined || rank > bestRank || (rank === bestRank && replica < best)) {
       best = replica;
       bestRank = rank;

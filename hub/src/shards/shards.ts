@@ -13,7 +13,7 @@
 //   to the follower ended. Nothing renews it: its holder's member Lease says whether it is live.
 //
 // At idle a replica writes its member Lease and nothing else.
-import { createHash } from 'node:crypto';
+import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { MIRROR_CLUSTER, GROUP, VERSION } from '@mirrorhub/shared/api/index';
 import type { KubeAccess } from '@mirrorhub/shared/kit/k8s/access';
@@ -72,7 +72,7 @@ export interface FleetShardsOptions {
 type Listener = (name: string, owned: boolean) => void | Promise<void>;
 
 export function memberLeaseName(leaseName: string, identity: string): string {
-  const hash = createHash('sha256').update(identity).digest('hex').slice(0, 12);
+  const hash = crypto.createHash('sha256').update(identity).digest('hex').slice(0, 12);
   return `${leaseName}-replica-${hash}`;
 }
 
