@@ -1,11 +1,7 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { RestClient } from '@mirrorhub/shared/kit/k8s/rest';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '@mirrorhub/shared/testing/index';
 import { ensureHashKey } from './hashkey.js';
-import type { Role } from './shards/ownership.js';
-
-const FOLLOWING: Role = { leading: () => false, onChange: () => () => undefined };
 
 const apiError = (code: number, reason: string) =>
   Object.assign(new Error(`${code} ${reason}`), {
@@ -60,19 +56,5 @@ describe('ensureHashKey', () => {
     await expect(ensureHashKey(fakeCore({ existing: secret(4) }).core, 'ns')).rejects.toThrow(
       /at least 16 bytes/,
     );
-  });
-
-  it('never creates the key on a replica that does not lead: it waits for the leader’s', async () => {
-    const f = fakeCore();
-    const clock = new FakeClock();
-    const reading = ensureHashKey(f.core, 'ns', { role: FOLLOWING, clock, retryMs: 1000 });
-    await clock.advance(1000);
-    await clock.advance(1000);
-    expect(f.calls).toEqual(['read', 'read', 'read']);
-    // The leader creates it.
-    await ensureHashKey(f.core, 'ns');
-    await clock.advance(1000);
-    expect(await reading).toEqual(await ensureHashKey(f.core, 'ns'));
-    expect(f.calls.filter((c) => c === 'create')).toHaveLength(1);
   });
 });

@@ -684,6 +684,20 @@ const predecessor = stringEnum(
   ['reflector', 'kubed', 'ClusterSecret', 'kts-mirrors'],
 );
 
+/**
+ * The state of a mirror in one cluster: a mirror's status.clusters entry, and what a hub replica
+ * that owns the cluster reports of it to the leader (MirrorCluster status.deliveries).
+ */
+const clusterSync = {
+  phase: phase('Phase of the mirror in this cluster.'),
+  namespaces: count('Selected namespaces in this cluster.'),
+  synced: count('Namespaces with an up-to-date copy.'),
+  failed: count('Namespaces where writing the copy failed.'),
+  conflicts: count('Namespaces where the target name is taken.'),
+  denied: count("Namespaces refused by the cluster's policy."),
+  lastSyncTime: dateTime('When the copies in this cluster were last brought up to date.'),
+};
+
 const mirrorProblem = object(
   'MirrorProblem',
   'One namespace whose copy is not in sync.',
@@ -772,13 +786,7 @@ const mirrorStatus = (tsType: string): Schema =>
         'State of the mirror in one cluster.',
         {
           name: string('MirrorCluster name.', { maxLength: 253 }),
-          phase: phase('Phase of the mirror in this cluster.'),
-          namespaces: count('Selected namespaces in this cluster.'),
-          synced: count('Namespaces with an up-to-date copy.'),
-          failed: count('Namespaces where writing the copy failed.'),
-          conflicts: count('Namespaces where the target name is taken.'),
-          denied: count("Namespaces refused by the cluster's policy."),
-          lastSyncTime: dateTime('When the copies in this cluster were last brought up to date.'),
+          ...clusterSync,
           message: string('Why the cluster is not Active, if it is not.', { maxLength: 4096 }),
         },
         { required: ['name'] },
@@ -1091,15 +1099,7 @@ export const mirrorCluster: KindDefinition = {
               present: boolean(
                 'Whether the cluster still holds the delivery or its payload Secret (false: removed).',
               ),
-              phase: phase('Phase of the mirror in this cluster.'),
-              namespaces: count('Selected namespaces in this cluster.'),
-              synced: count('Namespaces with an up-to-date copy.'),
-              failed: count('Namespaces where writing the copy failed.'),
-              conflicts: count('Namespaces where the target name is taken.'),
-              denied: count("Namespaces refused by the cluster's policy."),
-              lastSyncTime: dateTime(
-                'When the copies in this cluster were last brought up to date.',
-              ),
+              ...clusterSync,
               message: string('Why the mirror is not Active in this cluster, if it is not.', {
                 maxLength: 1024,
               }),
