@@ -55,8 +55,10 @@ const remote = (report: DeliveryReport | undefined): ClusterTarget => ({
   },
 });
 
-function destinations() {
-  const registry = new ClusterRegistry([remote(undefined)]);
+function destinations(
+  registry = new ClusterRegistry([remote(undefined)]),
+  ownership: Ownership = NOBODY_HERE,
+) {
   const enqueued: string[] = [];
   const d = new ClusterDestinations({
     registry,
@@ -68,7 +70,7 @@ function destinations() {
     clock: realClock,
     enqueue: (k) => enqueued.push(k),
     enqueueAll: () => undefined,
-    ownership: NOBODY_HERE,
+    ownership,
   });
   return { d, registry, enqueued };
 }
@@ -209,18 +211,7 @@ describe('ClusterDestinations losing a follower', () => {
       type: 'Kubeconfig',
       kubeConfig: () => Promise.resolve(follower.access),
     };
-    const d = new ClusterDestinations({
-      registry: new ClusterRegistry([target]),
-      originCluster: 'hub',
-      hubSecret: Buffer.alloc(32, 1),
-      signer: SIGNER,
-      logger: silentLogger(),
-      metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
-      clock: realClock,
-      enqueue: () => undefined,
-      enqueueAll: () => undefined,
-      ownership,
-    });
+    const { d } = destinations(new ClusterRegistry([target]), ownership);
     try {
       await d.start();
       const ctx = { key: KEY, id: ID, mirror: MIRROR, now: new Date() };
