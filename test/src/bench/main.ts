@@ -206,9 +206,7 @@ async function main(): Promise<void> {
     );
     const stopped = n(5);
     const hosts = followers.slice(stopped, stopped + n(15));
-    const sharing = Object.fromEntries(
-      followers.slice(stopped + hosts.length).map((f, i) => [f, hosts[i % hosts.length]!]),
-    );
+    const sharing = roundRobin(followers.slice(stopped + hosts.length), hosts);
     const kit = await startKit({ clusters: ['hub', ...followers], sharing, log: quiet });
     // 101 processes, and an outage that makes them warn: their lines go to a file of their own.
     const logFile = join(tmpdir(), 'mirrorhub-bench-scale.log');
@@ -247,9 +245,7 @@ async function main(): Promise<void> {
       (_, i) => `follower-${String(i + 1).padStart(4, '0')}`,
     );
     const hosts = followers.slice(0, Math.min(12, followers.length));
-    const sharing = Object.fromEntries(
-      followers.slice(hosts.length).map((f, i) => [f, hosts[i % hosts.length]!]),
-    );
+    const sharing = roundRobin(followers.slice(hosts.length), hosts);
     const kit = await startKit({ clusters: ['hub', ...followers], sharing, log: quiet });
     const logFile = join(tmpdir(), 'mirrorhub-bench-fleet.log');
     await writeFile(logFile, '');
@@ -1194,3 +1190,8 @@ main().catch((err: unknown) => {
   console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });
+
+/** The kit's `sharing`: each guest cluster served by the hosts' API servers in turn. */
+function roundRobin(guests: readonly string[], hosts: readonly string[]): Record<string, string> {
+  return Object.fromEntries(guests.map((f, i) => [f, hosts[i % hosts.length]!]));
+}
