@@ -1,6 +1,10 @@
 // The hub's content-hash key: random bytes in a Secret only the hub reads. Content hashes are
 // HMACs keyed with it (per mirror, see shared/src/mirror/hash.ts), so a hash visible on copies and
 // deliveries cannot be brute-forced back to a short secret value.
+//
+// Several hub replicas hash with the same key, so a follower's owner and the leader agree on
+// which content a report describes. Any replica may create it: the create is atomic, and the
+// others read the winner's.
 import { crypto } from '@mirrorhub/shared/kit/runtime/builtins';
 import type { V1Secret } from '@kubernetes/client-node';
 import { wrapError } from '@mirrorhub/shared/kit/runtime/index';

@@ -482,10 +482,9 @@ async function readHashKey(p: HubParts, signal: AbortSignal): Promise<Buffer | u
   const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
   while (!signal.aborted) {
     try {
-      // Every replica may create it: a create is atomic, and the loser reads the winner's (a
-      // replica waiting for the leader's would wait forever on a fresh install, where the
-      // controllers start before anyone leads).
-      return await ensureHashKey(p.rest, p.namespace, { signal });
+      // Every replica may create it (hashkey.ts): one waiting for the leader's would wait
+      // forever on a fresh install, where the controllers start before anyone leads.
+      return await ensureHashKey(p.rest, p.namespace);
     } catch (err) {
       const retryInMs = backoff.next();
       p.log.error({ err, retryInMs }, 'cannot read or create the hash key Secret');
@@ -584,7 +583,6 @@ function clusterPeer(p: HubParts): Runnable {
         pending: p.pending,
         holds: (cluster, name) => p.mirrors?.clusterHolds(cluster, name),
         ownership: p.ownership,
-        role: p.role,
         reports: p.reports,
         onObserved: () => p.feed.changed(),
         ...(config.aws ? { aws: config.aws } : {}),

@@ -61,7 +61,7 @@ import { parseKubeconfig } from './kubeconfig.js';
 import type { ProxyEnv } from './egress-proxy.js';
 import type { PendingCleanups } from './pending.js';
 import type { DeliveryReportStore } from './reports.js';
-import { OWN_EVERYTHING, type Ownership, type Role } from '../shards/ownership.js';
+import { OWN_EVERYTHING, type Ownership } from '../shards/ownership.js';
 import {
   CONDITION,
   parsePendingCleanups,
@@ -160,12 +160,6 @@ export interface ClusterControllerOptions {
    * does not own is only registered as a remote target.
    */
   ownership?: Ownership;
-  /**
-   * Whether this replica leads. Nothing this controller writes has one writer (a follower's
-   * status is its owner's), so it changes nothing here; taken so that every controller is
-   * handed the same two facts.
-   */
-  role?: Role;
   /**
    * What the mirror controller reports of the deliveries in the followers this replica owns
    * (when it does not lead), written to their status.deliveries. The same store goes to the

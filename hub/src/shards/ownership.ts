@@ -7,7 +7,7 @@
 //   MirrorCluster status, writes the deliveries there, and reports their state for the leader.
 // - Role: whether this replica is the leader. The leader writes what has one writer: every
 //   mirror's status, finalizer and Events; the hub's own cluster's deliveries; Vault connections'
-//   status; Vault destinations; dynamic Vault leases; the hash key.
+//   status; Vault destinations; dynamic Vault leases.
 //
 // With one replica (the default) the replica owns every follower and leads: OWN_EVERYTHING and
 // ALWAYS_LEADING, and the hub behaves, write for write, as one process always did.
