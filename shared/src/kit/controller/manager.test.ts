@@ -215,6 +215,43 @@ describe('Manager', () => {
     }
   });
 
+  it('begins a new term only once the last one stopped everything, however long that takes', async () => {
+    // A leader that cannot renew steps down, and its elector waits for the term's work only up
+    // to renewDeadline (1 s here) before it campaigns again. Had the next term started
+    // meanwhile, the old term's stops would stop what the new one started: the hub's peers
+    // keep one current controller each (seen at 250 followers under load).
+    const lease = memoryLease();
+    let down = false;
+    const flaky: LeaseClient = {
+      get: (ns, name) => lease.get(ns, name),
+      create: (ns, l) => lease.create(ns, l),
+      replace: (ns, name, l) =>
+        down ? Promise.reject(new Error('timeout')) : lease.replace(ns, name, l),
+    };
+    const log: string[] = [];
+    const m = createManager({ leaderElection: election(flaky, 'a') }).add({
+      name: 'controllers',
+      needLeaderElection: true,
+      start: () => void log.push('start'),
+      async stop() {
+        log.push('stopping');
+        down = false; // the API server answers again; the elector may lead at once
+        await new Promise((r) => setTimeout(r, 2_000));
+        log.push('stopped');
+      },
+    });
+    try {
+      await m.start();
+      await m.settled;
+      down = true;
+      await eventually(() => log.length === 4);
+      expect(log).toEqual(['start', 'stopping', 'stopped', 'start']);
+      await eventually(() => m.isLeader());
+    } finally {
+      await m.stop();
+    }
+  });
+
   it("begins a new term for both when the follower's leader-only work fails", async () => {
     const lease = memoryLease();
     const log: string[] = [];

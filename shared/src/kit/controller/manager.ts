@@ -82,6 +82,9 @@ export class Manager {
     { signal: AbortSignal; work: Set<Promise<void>>; fail: (err: unknown) => void } | undefined;
   /** Terms under way here, a follower's too: stop() waits for them before the caches stop. */
   private readonly terms = new Set<Promise<void>>();
+  /** Settles once the last term has stopped what it started: the next one begins after it. */
+  private lastTerm: Promise<void> = Promise.resolve();
+  private inTerm = false;
   private leading = false;
   private started: Runnable[] = [];
   private startingAlways: Runnable | undefined;
@@ -223,13 +226,30 @@ export class Manager {
    * first; followers lead alongside. Rejects when a runnable failed, so the elector steps down.
    */
   private lead(outer: AbortSignal): Promise<void> {
-    const term = this.runTerm(outer);
+    const term = this.runTerm(outer, this.lastTerm);
+    this.lastTerm = term.catch(() => undefined);
     this.terms.add(term);
     void term.finally(() => this.terms.delete(term)).catch(() => undefined);
     return term;
   }
 
-  private async runTerm(outer: AbortSignal): Promise<void> {
+  private async runTerm(outer: AbortSignal, previous: Promise<void>): Promise<void> {
+    // The elector waits for a term's work only up to renewDeadline before it campaigns again;
+    // under load the last term may still be stopping. Two terms' runnables never run at once:
+    // its stops would stop what this term starts.
+    const waits = this.inTerm;
+    if (waits) this.log?.warn('the last term is still stopping: the new one begins once it has');
+    await previous;
+    if (waits) this.log?.info('the last term has stopped: beginning the new one');
+    this.inTerm = true;
+    try {
+      await this.termBody(outer);
+    } finally {
+      this.inTerm = false;
+    }
+  }
+
+  private async termBody(outer: AbortSignal): Promise<void> {
     const abort = new AbortController();
     const signal = abort.signal;
     const end = () => abort.abort();
