@@ -201,7 +201,8 @@ export class MirrorController {
       backoff: { initialMs: opts.vault?.retryInitialMs ?? 1000 },
       clock: this.clock,
     });
-    const enqueue = (key: string) => this.reconciler.add(key);
+    const enqueue = (key: string, afterMs?: number) =>
+      afterMs ? this.reconciler.addAfter(key, afterMs) : this.reconciler.add(key);
     this.kinds = createKinds({
       kubeConfig: kc,
       rest: this.rest,
@@ -228,8 +229,8 @@ export class MirrorController {
         reports: opts.reports,
       },
       enqueue,
-      enqueueAll: () => {
-        for (const mirror of this.mirrors()) enqueue(mirrorKey(identityOf(mirror)));
+      enqueueAll: (afterMs) => {
+        for (const mirror of this.mirrors()) enqueue(mirrorKey(identityOf(mirror)), afterMs);
       },
       mirrors: () => this.mirrors(),
       keyOf: (mirror) => mirrorKey(identityOf(mirror)),

@@ -38,10 +38,10 @@ export interface KindsOptions {
     ClusterDestinationsOptions,
     'logger' | 'metrics' | 'clock' | 'enqueue' | 'enqueueAll'
   >;
-  /** Reconcile this mirror. */
-  enqueue(mirrorKey: string): void;
-  /** Reconcile every mirror. */
-  enqueueAll(): void;
+  /** Reconcile this mirror (after `afterMs` when given). */
+  enqueue(mirrorKey: string, afterMs?: number): void;
+  /** Reconcile every mirror (after `afterMs` when given). */
+  enqueueAll(afterMs?: number): void;
   /** Every mirror in the caches. */
   mirrors(): AnyMirror[];
   /** The key of a mirror. */

@@ -63,10 +63,13 @@ export interface ClusterDestinationsOptions {
   unreachableAfterMs?: number | undefined;
   requestTimeoutMs?: number | undefined;
   watchProgressDeadlineMs?: number | undefined;
-  /** A delivery of this mirror changed. */
-  enqueue(mirrorKey: string): void;
+  /**
+   * A delivery of this mirror changed: look at it again, after `afterMs` when given (the
+   * earliest pending time wins, so the events of that window make one plan).
+   */
+  enqueue(mirrorKey: string, afterMs?: number): void;
   /** Clusters came, went or changed health: every mirror is looked at again. */
-  enqueueAll(): void;
+  enqueueAll(afterMs?: number): void;
   onCleanupAbandoned?(cluster: string, name: string, mirrorKey: string, reason: string): void;
   /** A delivery changed in the caches (the dashboard's live feed). */
   onObserved?(): void;
@@ -115,7 +118,8 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
       this.opts.registry.onChange((c) => {
         if (c.type === 'updated' && reportOnly(c.previous, c.target)) {
           // Only the owner's report changed: the mirrors it names are looked at again.
-          for (const k of reportedMirrors(c.previous, c.target)) this.opts.enqueue(k);
+          const after = this.replanDelayMs();
+          for (const k of reportedMirrors(c.previous, c.target)) this.opts.enqueue(k, after);
           return;
         }
         this.syncConnections();
@@ -421,7 +425,7 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
       clock: o.clock,
       onMirror: (key) => {
         o.onObserved?.();
-        o.enqueue(key);
+        o.enqueue(key, this.replanDelayMs());
       },
       onHealth: () => {
         o.onObserved?.();
@@ -436,8 +440,14 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
 
   /** Every mirror is looked at again, and so are deliveries whose mirror is gone. */
   private changed(): void {
-    this.opts.enqueueAll();
-    for (const k of this.mirrorKeys()) this.opts.enqueue(k);
+    const after = this.replanDelayMs();
+    this.opts.enqueueAll(after);
+    for (const k of this.mirrorKeys()) this.opts.enqueue(k, after);
+  }
+
+  /** How long the events of the clusters wait to be planned together (replanDelayMs). */
+  private replanDelayMs(): number {
+    return replanDelayMs(this.opts.registry.list().length);
   }
 
   private updateGauge(): void {
@@ -450,6 +460,26 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
     }
     for (const [state, n] of Object.entries(counts)) this.gauge.set({ state }, n);
   }
+}
+
+/** Clusters per 100 ms that their events wait to be planned together. */
+export const CLUSTERS_PER_REPLAN_STEP = 20;
+/** The longest an event of the clusters waits to be planned. */
+export const MAX_REPLAN_DELAY_MS = 1_000;
+
+/**
+ * How long a change seen in the clusters (an agent's report, a write done, a cluster's health)
+ * waits before its mirror is planned again, so that the events of that window make one plan: 100
+ * ms up to 20 clusters, 100 ms more per 20, at most 1 s. A plan costs in proportion to the
+ * clusters (each delivery is signed), and every cluster reports each change, so planning on
+ * every event cost the hub in proportion to the square of the fleet (docs/BENCHMARKS.md,
+ * "Fleet"). A source or spec change is planned at once: this delays only the status that follows.
+ */
+export function replanDelayMs(clusters: number): number {
+  return Math.min(
+    MAX_REPLAN_DELAY_MS,
+    100 * Math.max(1, Math.ceil(clusters / CLUSTERS_PER_REPLAN_STEP)),
+  );
 }
 
 function observe(conn: ClusterConnection, name: string): ClusterObservation {

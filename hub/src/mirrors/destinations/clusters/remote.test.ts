@@ -13,7 +13,7 @@ import { createMetrics, realClock, silentLogger } from '@mirrorhub/shared/kit/ru
 import { ClusterRegistry } from '../../../clusters/registry.js';
 import type { ClusterTarget } from '../../../clusters/target.js';
 import type { Ownership } from '../../../shards/ownership.js';
-import { ClusterDestinations } from './index.js';
+import { ClusterDestinations, replanDelayMs } from './index.js';
 
 const SIGNER = createSigner(
   generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
@@ -60,6 +60,7 @@ function destinations(
   ownership: Ownership = NOBODY_HERE,
 ) {
   const enqueued: string[] = [];
+  const delays: (number | undefined)[] = [];
   const d = new ClusterDestinations({
     registry,
     originCluster: 'hub',
@@ -68,16 +69,32 @@ function destinations(
     logger: silentLogger(),
     metrics: createMetrics({ component: 'hub', defaultMetrics: false }),
     clock: realClock,
-    enqueue: (k) => enqueued.push(k),
+    enqueue: (k, afterMs) => {
+      enqueued.push(k);
+      delays.push(afterMs);
+    },
     enqueueAll: () => undefined,
     ownership,
   });
-  return { d, registry, enqueued };
+  return { d, registry, enqueued, delays };
 }
+
+describe('replanDelayMs: the events of a fleet are planned together', () => {
+  it.each([
+    [1, 100],
+    [20, 100],
+    [21, 200],
+    [100, 500],
+    [200, 1_000],
+    [1_000, 1_000],
+  ])('%i clusters: %i ms', (clusters, ms) => {
+    expect(replanDelayMs(clusters)).toBe(ms);
+  });
+});
 
 describe('ClusterDestinations on the leader, followers owned elsewhere', () => {
   it('connects to none, asks for the finalizer, and counts the owner’s current report', async () => {
-    const { d, registry, enqueued } = destinations();
+    const { d, registry, enqueued, delays } = destinations();
     await d.start();
     expect(d.size).toBe(0);
     const ctx = { key: KEY, id: ID, mirror: MIRROR, now: new Date() };
@@ -107,6 +124,8 @@ describe('ClusterDestinations on the leader, followers owned elsewhere', () => {
     };
     registry.set(remote(report));
     expect(enqueued).toEqual([KEY]); // only the mirror the report names, not every mirror
+    // ... planned with the other clusters' reports of the next 100 ms, not once per report.
+    expect(delays).toEqual([replanDelayMs(1)]);
 
     const second = await d.plan(ctx, SOURCE);
     expect(second.mirror?.status).toMatchObject({
