@@ -4,7 +4,7 @@
 // bench lives.
 import { describe, expect, it } from 'vitest';
 
-import { fleetSectionName, renderFleet } from './fleet-report.js';
+import { FLEET_TARGET, fleetSectionName, renderFleet } from './fleet-report.js';
 import { fitLine, type FleetPoint, type FleetScaleResult } from './fleet-scale.js';
 
 function point(followers: number, rssMb: number[]): FleetPoint {
@@ -72,6 +72,14 @@ describe('the fleet benchmark', () => {
       'this machine',
     );
     expect(full.summary).not.toContain('not measured');
+  });
+
+  it('extrapolates every fit to 1,000 followers when the run went less far', () => {
+    const small = { ...result([point(100, [70]), point(250, [85])]), sizes: [100, 250] };
+    const s = renderFleet(small, 'npm run bench -- --only fleet --sizes 100,250', 'here');
+    expect(s.summary).not.toContain('not measured'); // every size asked for was measured
+    expect(s.summary).toContain(`at ${FLEET_TARGET}: 160 MB`);
+    expect(s.method).toContain(`at ${FLEET_TARGET} the figures are the fit's`);
   });
 
   it('records each replica count in a section of its own, replicas side by side', () => {

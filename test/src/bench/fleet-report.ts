@@ -7,6 +7,9 @@ import { linesSvg, type Series } from './plot.js';
 import { figureTable, type DocSection } from './record.js';
 import { fmtMs } from './util.js';
 
+/** The fleet the issue sizes the hub for: every fit is extrapolated at least this far. */
+export const FLEET_TARGET = 1_000;
+
 /** The section (and plot) name of a run with `replicas` hub replicas. */
 export function fleetSectionName(replicas: number): string {
   return replicas === 1 ? 'fleet' : `fleet-${replicas}-replicas`;
@@ -43,6 +46,7 @@ function fitText(
 export function renderFleet(r: FleetScaleResult, command: string, machine: string): DocSection {
   const pts = r.points;
   const largest = Math.max(...r.sizes);
+  const target = Math.max(largest, FLEET_TARGET);
   const at = pts.map((p) => p.followers).join('; ');
   // Sizes apart by `;`: a value may be `p50 / p99` itself.
   const each = (f: (p: FleetPoint) => string) => pts.map(f).join('; ');
@@ -69,7 +73,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       },
       {
         figure: `hub memory per follower (least squares over ${at})`,
-        now: fitText(f.rss, 'MB', 'per follower', 3, largest, 0),
+        now: fitText(f.rss, 'MB', 'per follower', 3, target, 0),
       },
       {
         figure: `hub CPU at idle (${r.idleSeconds} s, nothing changing), all replicas, at ${at}`,
@@ -77,7 +81,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       },
       {
         figure: 'hub CPU at idle per follower (fit), CPU seconds a minute',
-        now: fitText(f.idle, 's', 'per follower', 4, largest, 2),
+        now: fitText(f.idle, 's', 'per follower', 4, target, 2),
       },
       {
         figure: `hub CPU per source change, all replicas, at ${at}`,
@@ -85,7 +89,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
       },
       {
         figure: 'hub CPU per source change per follower (fit)',
-        now: fitText(f.change, 's', 'per follower', 4, largest, 2),
+        now: fitText(f.change, 's', 'per follower', 4, target, 2),
       },
       {
         figure: `one source change -> every copy converged, p50 / p99 (${r.updates} changes a size), at ${at}`,
@@ -137,7 +141,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
     "Measured at each size, after the new followers' copies all exist and 10 s of quiet: each replica's RSS and CPU over the idle window; then the source changes, each timed from the source write to the last copy changed, with the replicas' CPU from the write until 3 s after the last copy (the status writes are part of a change). " +
       'AssumeRole and DescribeCluster are counted by the STS gate and the EKS emulator since the start of the run, per follower role and cluster.',
     '',
-    `The fit: least squares of each hub figure against followers over the measured sizes, y = a + b x; b is the cost per follower, a what the hub costs with none${measuredLargest < largest ? `; at ${largest} the figures are the fit's, extrapolated beyond the sizes measured, not a measurement` : ''}. ` +
+    `The fit: least squares of each hub figure against followers over the measured sizes, y = a + b x; b is the cost per follower, a what the hub costs with none${measuredLargest < target ? `; at ${target} the figures are the fit's, extrapolated beyond the sizes measured, not a measurement` : ''}. ` +
       "Everything shares the same 2 cores: the followers' side (agents and their API servers) at nice 19, as in the 100-follower benchmark, so the latencies include a loaded machine's waits. " +
       'Leader election is on, as `node hub/dist/main.js` runs by default: a replica whose API server answers too slowly misses its renewal deadline and steps down, and its next term starts its controllers anew; the step-downs column counts those terms, and a size with any has its CPU and latencies inflated by them.',
     '',
@@ -154,7 +158,7 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
 
 /** Hub memory and convergence against followers, measured (dots) and the memory fit (dashed). */
 export function fleetSvg(r: FleetScaleResult, caption: string): string {
-  const largest = Math.max(...r.sizes);
+  const largest = Math.max(...r.sizes, FLEET_TARGET);
   const f = fits(r).rss;
   const memory: Series[] = [
     {
