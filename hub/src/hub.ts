@@ -562,6 +562,9 @@ function dashboardInput(p: HubParts, manager: Manager): ViewInput | string {
     mirrors: mirrors.mirrors(),
     deliveries: mirrors.deliveries(),
     events: p.recentEvents.map,
+    heldBy: new Map(
+      p.registry.list().flatMap((t) => (t.remote ? [[t.name, t.remote.owner ?? ''] as const] : [])),
+    ),
   };
 }
 

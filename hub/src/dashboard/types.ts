@@ -120,6 +120,12 @@ export interface MirrorClusterDetail {
   truncated: boolean;
   /** No report from this cluster's agent (yet). */
   reported: boolean;
+  /**
+   * The hub replica that delivers to this cluster, when not this one (shared followers): the
+   * counts are its report, and the per-namespace copies are on its dashboard ('': held by none
+   * at the moment).
+   */
+  heldBy?: string;
 }
 
 export interface EventRow {

@@ -258,6 +258,31 @@ describe('dashboard views', () => {
     expect(JSON.stringify(d)).not.toContain('never-shown'); // copy metadata stays out
   });
 
+  it('shows on the leader what another hub replica delivers, from its report (shared followers)', () => {
+    // prod-eu is held by another replica: no delivery here, only the report the mirror's status
+    // counts while it describes the current content.
+    const shared: ViewInput = {
+      ...input,
+      deliveries: new Map([['prod-eu', []]]),
+      heldBy: new Map([
+        ['prod-eu', 'hub-1_0123abcd'],
+        ['dev', ''],
+      ]),
+    };
+    const cells = (v: ViewInput) =>
+      matrix(v, FULL_ACCESS).rows.find((r) => r.key === 'SecretMirror/team-a/db')!.cells;
+    expect(cells(shared).map((c) => c.state)).toEqual(['none', 'synced']);
+    // Without knowing who holds it, no delivery here would read as never synced.
+    expect(cells({ ...shared, heldBy: new Map() }).map((c) => c.state)).toEqual(['none', 'stale']);
+
+    const d = mirrorDetail(shared, tls);
+    expect(d.perCluster.map((c) => [c.name, c.current, c.reported, c.heldBy])).toEqual([
+      ['prod-eu', true, true, 'hub-1_0123abcd'],
+      ['dev', false, false, ''],
+    ]);
+    expect(d.perCluster[0]).toMatchObject({ namespaces: 3, synced: 2, conflicts: 1, copies: [] });
+  });
+
   it('answers where a copy is: every cluster and namespace, sorted', () => {
     const w = where(input, FULL_ACCESS, 'wildcard');
     expect(w.items.map((i) => `${i.cluster}/${i.namespace}=${i.state}`)).toEqual([

@@ -59,6 +59,13 @@ export interface ViewInput {
   deliveries: ReadonlyMap<string, readonly MirrorDelivery[]>;
   /** Recent Events per mirror key, newest first. */
   events?: ReadonlyMap<string, readonly EventRow[]>;
+  /**
+   * Clusters another hub replica delivers to (shared followers), by cluster, its identity ('':
+   * held by none at the moment). They
+   * have no delivery here: their status entries are the holder's reports, which the mirror's
+   * status counts only while they describe its current content.
+   */
+  heldBy?: ReadonlyMap<string, string>;
 }
 
 /** Credentials or a lease this close to expiry need attention. */
@@ -450,6 +457,21 @@ function copiesOf(d: MirrorDelivery | undefined): NamespaceCopy[] {
   }));
 }
 
+/** What the mirror's status says of one cluster, as the detail page shows it. */
+function clusterCounts(c: ClusterSyncStatus) {
+  return {
+    name: c.name,
+    phase: c.phase ?? 'Pending',
+    ...(c.message ? { message: c.message } : {}),
+    namespaces: c.namespaces ?? 0,
+    synced: c.synced ?? 0,
+    failed: c.failed ?? 0,
+    conflicts: c.conflicts ?? 0,
+    denied: c.denied ?? 0,
+    ...(c.lastSyncTime ? { lastSyncTime: c.lastSyncTime } : {}),
+  };
+}
+
 export function findMirror(input: ViewInput, key: string): AnyMirror | undefined {
   return input.mirrors.find((m) => keyOfMirror(m) === key);
 }
@@ -466,16 +488,20 @@ export function mirrorDetail(input: ViewInput, m: AnyMirror): MirrorDetail {
   }));
   const perCluster: MirrorClusterDetail[] = (m.status?.clusters ?? []).map((c) => {
     const d = deliveries.get(c.name);
+    const heldBy = input.heldBy?.get(c.name);
+    if (heldBy !== undefined) {
+      const reported = (c.phase ?? 'Pending') !== 'Pending';
+      return {
+        ...clusterCounts(c),
+        current: reported,
+        copies: [],
+        truncated: false,
+        reported,
+        heldBy,
+      };
+    }
     return {
-      name: c.name,
-      phase: c.phase ?? 'Pending',
-      ...(c.message ? { message: c.message } : {}),
-      namespaces: c.namespaces ?? 0,
-      synced: c.synced ?? 0,
-      failed: c.failed ?? 0,
-      conflicts: c.conflicts ?? 0,
-      denied: c.denied ?? 0,
-      ...(c.lastSyncTime ? { lastSyncTime: c.lastSyncTime } : {}),
+      ...clusterCounts(c),
       current: isCurrent(d),
       copies: copiesOf(d),
       truncated: d?.status?.truncated === true,
@@ -498,6 +524,8 @@ function cellOf(
   c: ClusterSyncStatus,
   d: MirrorDelivery | undefined,
   mirrorFailing: boolean,
+  /** Another replica delivers there: the entry is its report, counted only when current. */
+  heldElsewhere: boolean,
 ): MatrixCell {
   const namespaces = c.namespaces ?? 0;
   const synced = c.synced ?? 0;
@@ -508,7 +536,8 @@ function cellOf(
   // A mirror in Error (source unreadable, spec invalid...) is failing wherever it goes, even
   // where the last copies are still in place: nothing there is kept in sync.
   else if (mirrorFailing) state = 'failing';
-  else if (!isCurrent(d) || synced < namespaces || c.phase !== 'Active') state = 'stale';
+  else if ((!heldElsewhere && !isCurrent(d)) || synced < namespaces || c.phase !== 'Active')
+    state = 'stale';
   else state = 'synced';
   return { state, synced, namespaces, ...(c.message ? { message: c.message } : {}) };
 }
@@ -536,7 +565,8 @@ export function matrix(input: ViewInput, access: Access, groupBy = ''): Matrix {
       const cells = columns.map((col): MatrixCell => {
         const c = entries.get(col.cluster);
         if (!c) return { state: 'none', synced: 0, namespaces: 0 };
-        return cellOf(c, deliveries?.get(col.cluster), failing);
+        const heldElsewhere = input.heldBy?.has(col.cluster) ?? false;
+        return cellOf(c, deliveries?.get(col.cluster), failing, heldElsewhere);
       });
       return {
         key: row.key,

@@ -67,6 +67,12 @@ function ClusterSection({ c, now }: { c: MirrorClusterDetail; now: number }) {
             ))}
           </tbody>
         </table>
+      ) : c.heldBy !== undefined ? (
+        <p class="note" data-testid="held-by">
+          {c.heldBy
+            ? `Hub replica ${c.heldBy} delivers to this cluster: its dashboard lists the copies namespace by namespace.`
+            : 'No hub replica holds this cluster at the moment: the one that takes it over delivers and reports.'}
+        </p>
       ) : (
         c.reported && <Empty>No namespace is selected in this cluster.</Empty>
       )}

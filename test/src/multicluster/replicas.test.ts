@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { CoordinationV1Api } from '@kubernetes/client-node';
+import type { Snapshot } from '@mirrorhub/hub/dashboard/types';
 import { assignment } from '@mirrorhub/hub/shards/shards';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -34,6 +35,7 @@ import {
   type FollowerSpec,
 } from '../support/multicluster.js';
 import { TEST_HUB_KEY } from '../support/signing.js';
+import { clusterViewerToken } from '../support/viewers.js';
 
 const RELEASE = 'mirrorhub-hub';
 const FOLLOWERS: FollowerSpec[] = ['a', 'b', 'c', 'd', 'e', 'f'].map((x) => ({
@@ -213,6 +215,20 @@ describe('hub replicas sharing six followers', () => {
     const other = leader === 'hub-r1' ? 'hub-r2' : 'hub-r1';
     expect(await mirrorWrites(leader)).toBeGreaterThan(0);
     expect(await mirrorWrites(other)).toBe(0);
+    // The leader's dashboard shows every follower synced, those the other replica delivers to
+    // included: it holds no delivery of theirs, only their holder's reports.
+    const token = await clusterViewerToken(m.kc(HUB), SYSTEM_NS, 'platform');
+    await eventually(async () => {
+      const res = await fetch(`http://127.0.0.1:${replicas.get(leader)!.port}/api/v1/snapshot`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const { matrix } = (await res.json()) as Snapshot;
+      const row = matrix.rows.find((r) => r.key === 'ClusterSecretMirror//tls');
+      const cells = matrix.columns.map((c, i) => [c.cluster, row?.cells[i]?.state]);
+      expect(Object.fromEntries(cells)).toEqual(
+        Object.fromEntries(NAMES.map((f) => [f, 'synced'])),
+      );
+    });
   });
 
   it('a third replica takes its share and nothing else moves', async () => {
