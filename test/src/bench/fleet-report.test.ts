@@ -88,5 +88,7 @@ describe('the fleet benchmark', () => {
     expect(fleetSectionName(1)).toBe('fleet');
     expect(fleetSectionName(4)).not.toBe(fleetSectionName(2));
     expect(s.summary).toContain('81 (40+41) MB');
+    // Its plot, beside the method.
+    expect(s.method).toContain(`(images/${fleetSectionName(2)}.png)`);
   });
 });

@@ -129,6 +129,8 @@ export function renderFleet(r: FleetScaleResult, command: string, machine: strin
   const method = [
     `### ${title}`,
     '',
+    `![hub memory and one change's convergence against followers, ${replicas}](images/${fleetSectionName(r.replicas)}.png)`,
+    '',
     `Setup: one fleet grown through ${r.sizes.join(', ')} MirrorClusters (measured: ${at}), ${r.namespacesPerFollower} team namespaces each and one ClusterSecretMirror selecting every follower by label. ` +
       `Real: every follower its own AWS account (moto behind the kit's STS gate), IAM role with ExternalId, EKS cluster and access entry in the kit's EKS emulator; ` +
       `${r.apiServers} follower kube-apiservers holding all of them (each follower in its own corner: agent namespace, hub access bound only there, an agent policy allowing only its own namespaces); ` +

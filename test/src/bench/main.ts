@@ -735,7 +735,8 @@ function renderGrowth(r: GrowthBenchResult, command: string): DocSection {
       }),
     ),
     method: methodOf(title, [
-      `Setup: hub and agent as in the engine benchmark (the charts' flags). Namespaces: ${r.mirrors} SecretMirrors select every namespace labelled growth=on, so each new namespace holds ${r.mirrors} copies of ~4 KB sources. ` +
+      `The plot's first panel is the agent's memory against its copies: ${r.mirrors} a namespace, ${(r.namespaces[0]?.at ?? 0) * r.mirrors} to ${(r.namespaces.at(-1)?.at ?? 0) * r.mirrors} copies; at 100,000 copies, see "Engine at 100000 copies". ` +
+        `Setup: hub and agent as in the engine benchmark (the charts' flags). Namespaces: ${r.mirrors} SecretMirrors select every namespace labelled growth=on, so each new namespace holds ${r.mirrors} copies of ~4 KB sources. ` +
         'Unrelated Secrets: 512 B Secrets in namespaces nothing selects, added after the last namespace step. ' +
         `Clusters: EKS followers (each its own kube-apiserver, AWS account, role with ExternalId and agent process) registered step by step, a ClusterSecretMirror delivering to ${r.namespacesPerFollower} namespaces in each; the agent column is the mean over the registered followers' agents. ` +
         `Each row is read ${SETTLE_MS / 1000} s after every copy the step implies has landed.`,
