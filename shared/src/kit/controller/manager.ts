@@ -8,7 +8,8 @@
  *   process leads (a standby has nothing to sync);
  * - one leader election for the process when any runnable needs it (NeedLeaderElection): the
  *   leader-only runnables start anew in each term, in order, and stop when it ends, so that
- *   the elector releases the Lease only once their last writes are done;
+ *   the elector releases the Lease only once their last writes are done; a term begins only
+ *   once the last one has stopped them all (the elector's wait is bounded, this one is not);
  * - one ordered stop: the term first, then the always runnables, last started first stopped.
  *
  * A second manager in the same process (the agent half of standalone/) may follow this one's
