@@ -74,6 +74,18 @@ describe('the fleet benchmark', () => {
     expect(full.summary).not.toContain('not measured');
   });
 
+  it('extrapolates no falling cost: a negative slope over a few sizes is noise', () => {
+    const idle = (followers: number, percent: number) => ({
+      ...point(followers, [70]),
+      hubIdleCpuPercent: [percent],
+    });
+    const s = renderFleet(result([idle(50, 4.6), idle(100, 4.2)]), 'cmd', 'here');
+    expect(s.summary).toContain(
+      "no growth measured (the fit's slope, -0.0048 s per follower, is noise)",
+    );
+    expect(s.summary).not.toMatch(/at 1000: -/);
+  });
+
   it('extrapolates every fit to 1,000 followers when the run went less far', () => {
     const small = { ...result([point(100, [70]), point(250, [85])]), sizes: [100, 250] };
     const s = renderFleet(small, 'npm run bench -- --only fleet --sizes 100,250', 'here');

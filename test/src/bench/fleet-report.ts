@@ -39,6 +39,9 @@ function fitText(
   d: number,
 ): string {
   if (!f) return 'one size measured: no fit';
+  // A falling cost per follower is the noise of a few sizes, not a saving to extrapolate.
+  if (f.b < 0)
+    return `no growth measured (the fit's slope, ${f.b.toFixed(digits)} ${unit} ${per}, is noise)`;
   const sign = f.a < 0 ? '-' : '+';
   return `${f.b.toFixed(digits)} ${unit} ${per} ${sign} ${Math.abs(f.a).toFixed(d)} ${unit}; at ${at}: ${(f.a + f.b * at).toFixed(d)} ${unit}`;
 }
