@@ -22,6 +22,11 @@ export class ClusterRegistry {
     );
   }
 
+  /** How many targets there are (without list()'s copy and sort). */
+  get size(): number {
+    return this.targets.size;
+  }
+
   get(name: string): ClusterTarget | undefined {
     return this.targets.get(name);
   }

@@ -61,9 +61,9 @@ export interface ViewInput {
   events?: ReadonlyMap<string, readonly EventRow[]>;
   /**
    * Clusters another hub replica delivers to (shared followers), by cluster, its identity ('':
-   * held by none at the moment). They
-   * have no delivery here: their status entries are the holder's reports, which the mirror's
-   * status counts only while they describe its current content.
+   * held by none at the moment). They have no delivery here: their status entries are the
+   * holder's reports, which the mirror's status counts only while they describe its current
+   * content.
    */
   heldBy?: ReadonlyMap<string, string>;
 }

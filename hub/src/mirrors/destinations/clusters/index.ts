@@ -447,7 +447,7 @@ export class ClusterDestinations implements DestinationKind<ClustersPlan> {
 
   /** How long the events of the clusters wait to be planned together (replanDelayMs). */
   private replanDelayMs(): number {
-    return replanDelayMs(this.opts.registry.list().length);
+    return replanDelayMs(this.opts.registry.size);
   }
 
   private updateGauge(): void {
